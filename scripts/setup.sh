@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: software Vulkan (Mesa >= 25 from
+# bookworm-backports, because Mesa 22's lavapipe lacks a feature SAPIEN 3 needs), a
+# virtualenv in .venv, the project in editable mode with its dev extras, and the
+# decimated robot meshes in the cache. Safe to run again: every step checks first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VABENCH_VENV:-.venv}
+PY=${PYTHON:-python3}
+
+need_vulkan() {
+  # lavapipe from Mesa 25 registers lvp_icd.x86_64.json; Mesa 22 has one too, so check the version.
+  local v
+  v=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
+  [[ -z "$v" ]] && return 0
+  dpkg --compare-versions "$v" lt 25 && return 0
+  return 1
+}
+
+if need_vulkan; then
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  echo "[setup] installing Mesa Vulkan drivers from bookworm-backports"
+  if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deb http://deb.debian.org/debian bookworm-backports main" | $SUDO tee /etc/apt/sources.list.d/vabench-backports.list >/dev/null
+  fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q -t bookworm-backports \
+    mesa-vulkan-drivers libvulkan1 libegl1 libgl1
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "[setup] creating virtualenv $VENV"
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.vabench-installed"
+if [[ ! -f "$STAMP" || pyproject.toml -nt "$STAMP" ]]; then
+  echo "[setup] pip install -e .[dev]"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e ".[dev]"
+  touch "$STAMP"
+fi
+# Generate the low-poly render meshes once (cached under ~/.cache/vabench by default).
+"$VENV/bin/python" -m vabench.envs.assets --quiet
