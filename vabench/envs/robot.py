@@ -1,0 +1,170 @@
+"""The two Franka Panda arms: placement, drives, gripper and proprioception.
+
+Layout (world frame, see DESIGN.md): both arms face +y from pedestals at the robot side,
+``left`` at x = -0.30 and ``right`` at x = +0.30. The pedestal tops sit 0.37 m below the table
+top. Why so low: the Panda cannot hold its gripper horizontal, pointing forward, near its own
+base below shoulder height (joint 6 runs out of range), yet the paper's embodiment starts
+exactly so. With the base lowered the home pose is natural (all joints well inside their
+limits) while top-down reach still covers every spawn range of the paper's tables; the
+reachability test in tests/test_reachability.py proves it.
+
+Home: GC 0.32 m above the table, 0.28 m in front of the base, approach +y, palm normal +z,
+closing axis along world x; local ``ry +90 deg`` turns it top-down, as in the paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sapien
+
+from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
+
+ARMS = ("left", "right")
+BASE_Y = -0.50
+BASE_Z = 0.37
+BASE_X = {"left": -0.30, "right": 0.30}
+BASE_QUAT = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # yaw +90 deg: base x -> world +y
+PEDESTAL_HALF = (0.10, 0.10, BASE_Z / 2)
+
+# Same joint vector for both arms: each home is straight in front of its own base.
+HOME_QPOS = np.array([0.0, -1.4091, 0.0, -2.8360, 0.0, 2.9977, 0.7853])
+# Parked: turned outward and folded low beside the pedestal, out of the workspace and mostly
+# out of the default camera views (single-arm tasks park the left arm).
+PARK_QPOS = np.array([1.5708, -1.7000, 0.0, -2.9500, 0.0, 1.4000, 0.7853])
+FINGER_OPEN = 0.04  # per finger, 8 cm jaw
+FINGER_CLOSED = 0.0  # drive target when closed; an object in between stops the fingers
+
+ARM_STIFFNESS, ARM_DAMPING = 1.0e4, 1.0e3
+ARM_FORCE_LIMIT = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0]) * 2  # URDF effort x2
+FINGER_STIFFNESS, FINGER_DAMPING, FINGER_FORCE_LIMIT = 1.0e3, 1.0e2, 30.0
+ROBOT_FRICTION = 1.0
+
+# Finger pad centres in each finger link's frame (the "rubber tip" collision boxes).
+PAD_LEFT = np.array([0.0, 0.00758, 0.04525])
+PAD_RIGHT = np.array([0.0, -0.00758, 0.04525])
+GC_IN_HAND = 0.0584 + 0.04525  # hand origin -> finger midpoint, along the approach (hand z)
+TCP_IN_HAND = 0.1034  # the URDF's panda_hand_tcp frame; the planner's move group
+
+
+@dataclass(frozen=True)
+class ArmProprio:
+    """What the paper lets the model know about one arm (all in the world frame)."""
+
+    ee_position: tuple[float, float, float]
+    ee_quat_wxyz: tuple[float, float, float, float]
+    ee_rpy_deg: tuple[float, float, float]
+    gripper_closed: bool
+    gc: tuple[float, float, float]
+    rx: tuple[float, float, float]
+    ry: tuple[float, float, float]
+    rz: tuple[float, float, float]
+
+
+def base_pose(arm: str) -> sapien.Pose:
+    return sapien.Pose([BASE_X[arm], BASE_Y, BASE_Z], list(BASE_QUAT))
+
+
+class Arm:
+    """One Panda in a SAPIEN scene, driven by joint PD targets with gravity compensation."""
+
+    def __init__(self, scene: sapien.Scene, urdf: str, name: str, collision_id: int):
+        loader = scene.create_urdf_loader()
+        loader.fix_root_link = True
+        loader.set_material(ROBOT_FRICTION, ROBOT_FRICTION, 0.0)
+        self.name = name
+        self.robot = loader.load(urdf)
+        self.robot.set_name(f"{name}_panda")
+        self.robot.set_root_pose(base_pose(name))
+        self.joints = self.robot.get_active_joints()
+        for j, lim in zip(self.joints[:7], ARM_FORCE_LIMIT):
+            j.set_drive_properties(ARM_STIFFNESS, ARM_DAMPING, float(lim), "force")
+        for j in self.joints[7:]:
+            j.set_drive_properties(FINGER_STIFFNESS, FINGER_DAMPING, FINGER_FORCE_LIMIT, "force")
+        self.links = {link.name: link for link in self.robot.get_links()}
+        # No self-collision inside one arm (mplib keeps planned paths self-collision free and the
+        # convex hulls of neighbouring links overlap), but the two arms do collide: same id group
+        # (g3) plus a shared ignore bit (g2) switches a pair off.
+        for link in self.links.values():
+            for shape in link.get_collision_shapes():
+                g = shape.get_collision_groups()
+                shape.set_collision_groups([g[0], g[1], 1, collision_id])
+        self.hand = self.links["panda_hand"]
+        self.tcp = self.links["panda_hand_tcp"]
+        self.fingers = (self.links["panda_leftfinger"], self.links["panda_rightfinger"])
+        self.closed = False  # the commanded gripper state, as RoboTwin reports it
+        self.set_qpos(HOME_QPOS, closed=False)
+
+    # -- state -------------------------------------------------------------------------
+    @property
+    def qpos(self) -> np.ndarray:
+        return np.asarray(self.robot.get_qpos(), dtype=float)
+
+    def set_qpos(self, arm_q, closed: bool) -> None:
+        """Teleport (at reset only) and hold there."""
+        finger = FINGER_CLOSED if closed else FINGER_OPEN
+        q = np.concatenate([np.asarray(arm_q, dtype=float), [finger, finger]])
+        self.robot.set_qpos(q)
+        self.robot.set_qvel(np.zeros_like(q))
+        self.closed = closed
+        self.set_arm_target(q[:7])
+        self.set_finger_target(finger)
+
+    def set_arm_target(self, q, qd=None) -> None:
+        qd = np.zeros(7) if qd is None else qd
+        for j, qi, vi in zip(self.joints[:7], q, qd):
+            j.set_drive_target(float(qi))
+            j.set_drive_velocity_target(float(vi))
+
+    def arm_target(self) -> np.ndarray:
+        return np.array([float(j.get_drive_target()) for j in self.joints[:7]])
+
+    def set_finger_target(self, width_per_finger: float) -> None:
+        for j in self.joints[7:]:
+            j.set_drive_target(float(width_per_finger))
+
+    def finger_target(self) -> float:
+        return float(self.joints[7].get_drive_target())
+
+    def apply_gravity_compensation(self) -> None:
+        # set_qf persists across steps, so it is refreshed before every step.
+        self.robot.set_qf(self.robot.compute_passive_force(gravity=True, coriolis_and_centrifugal=True))
+
+    # -- geometry ----------------------------------------------------------------------
+    def hand_matrix(self) -> np.ndarray:
+        return self.hand.entity_pose.to_transformation_matrix()
+
+    def gripper_rotation(self) -> np.ndarray:
+        return self.hand_matrix()[:3, :3] @ HAND_TO_GRIPPER
+
+    def pad_centres(self) -> tuple[np.ndarray, np.ndarray]:
+        left = self.fingers[0].entity_pose.to_transformation_matrix()
+        right = self.fingers[1].entity_pose.to_transformation_matrix()
+        return left[:3, :3] @ PAD_LEFT + left[:3, 3], right[:3, :3] @ PAD_RIGHT + right[:3, 3]
+
+    def gc(self) -> np.ndarray:
+        """The physical finger midpoint (midpoint of the two pad centres)."""
+        a, b = self.pad_centres()
+        return (a + b) / 2
+
+    def tcp_matrix(self) -> np.ndarray:
+        return self.tcp.entity_pose.to_transformation_matrix()
+
+    def finger_opening(self) -> float:
+        """Measured jaw width in metres (privileged: shows whether something blocks the fingers)."""
+        return float(self.qpos[7] + self.qpos[8])
+
+    def proprio(self) -> ArmProprio:
+        hand = self.hand_matrix()
+        rot = hand[:3, :3] @ HAND_TO_GRIPPER
+        return ArmProprio(
+            ee_position=tuple(float(v) for v in hand[:3, 3]),
+            ee_quat_wxyz=tuple(float(v) for v in matrix_to_quat(rot)),
+            ee_rpy_deg=tuple(float(v) for v in matrix_to_rpy_deg(rot)),
+            gripper_closed=self.closed,
+            gc=tuple(float(v) for v in self.gc()),
+            rx=tuple(float(v) for v in rot[:, 0]),
+            ry=tuple(float(v) for v in rot[:, 1]),
+            rz=tuple(float(v) for v in rot[:, 2]),
+        )
