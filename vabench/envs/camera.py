@@ -1,0 +1,149 @@
+"""The camera rig: one active camera with the paper's camera actions (Table 27) and the passive
+five-view bundle (Appendix C.7), rendered with the same camera and the same view geometry.
+
+Camera poses use SAPIEN's convention: rotation columns are (forward, left, up). Camera actions
+only move this camera; they never touch the physics. The pose (calibration) never leaves the
+env: feedback for camera actions is qualitative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sapien
+
+from .geometry import axis_angle, look_at
+
+# Offsets from the target GC (right-arm side; x is mirrored for the left arm).
+VIEW_OFFSETS = {
+    "topdown": (0.00, 0.00, 0.68),
+    "side": (0.58, -0.02, 0.06),
+    "front_side_45": (0.44, -0.44, 0.18),
+    "side_top_45": (0.48, -0.02, 0.48),
+    "oblique_45": (0.42, -0.42, 0.42),
+}
+VIEW_UP_HINT = {"topdown": (0.0, 1.0, 0.0)}  # others: world +z
+PASSIVE_ORDER = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
+CAMERA_BOX_LO = np.array([-0.85, -0.95, 0.78])
+CAMERA_BOX_HI = np.array([0.85, 0.35, 1.85])
+MOVE_STEP_M = 0.05
+ZOOM_STEP_M = 0.08
+TURN_STEP_DEG = 10.0
+# The paper's "center_high" start: high above the robot side, looking at the table in front of
+# the active gripper (our home GC is higher than the paper's, so we aim at the table rather than
+# at the gripper itself).
+INITIAL_EYE = np.array([0.0, -0.58, 1.48])
+INITIAL_TARGET_X = 0.17
+INITIAL_TARGET_AHEAD = 0.12  # metres in front (+y) of the GC
+INITIAL_TARGET_Z = 0.80
+
+
+@dataclass(frozen=True)
+class CameraConfig:
+    width: int = 640
+    height: int = 480
+    fovy_deg: float = 37.0  # the paper's active head camera (VABench_D435)
+    near: float = 0.01
+    far: float = 10.0
+
+
+CAMERA_PRESETS = {
+    "default": CameraConfig(),
+    "paper": CameraConfig(width=1280, height=960),
+    "small": CameraConfig(width=320, height=240),
+}
+
+
+def _pose(eye, rot) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3] = rot
+    m[:3, 3] = eye
+    return m
+
+
+def semantic_target(view: str, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> tuple[str, np.ndarray, bool]:
+    """Resolve a semantic view name to (base view, target point, mirror x?)."""
+    if len(controlled) == 1:
+        arm = controlled[0]
+        return view, gcs[arm], arm == "left"
+    for who in ("left", "right", "both"):
+        prefix = f"{who}_"
+        if view.startswith(prefix) and view[len(prefix):] in VIEW_OFFSETS:
+            base = view[len(prefix):]
+            if who == "both":
+                return base, (gcs["left"] + gcs["right"]) / 2, False
+            return base, gcs[who], who == "left"
+    return view, (gcs["left"] + gcs["right"]) / 2, False
+
+
+def view_pose(base: str, target: np.ndarray, mirror: bool) -> tuple[np.ndarray, bool]:
+    """Camera pose for a semantic view: offset from ``target``, clamped, looking at ``target``."""
+    off = np.array(VIEW_OFFSETS[base])
+    if mirror:
+        off[0] = -off[0]
+    eye = np.asarray(target, dtype=float) + off
+    clamped = np.clip(eye, CAMERA_BOX_LO, CAMERA_BOX_HI)
+    return _pose(clamped, look_at(clamped, target, VIEW_UP_HINT.get(base, (0.0, 0.0, 1.0)))), not np.allclose(clamped, eye)
+
+
+class CameraRig:
+    def __init__(self, scene: sapien.Scene, config: CameraConfig):
+        self.config = config
+        self.camera = scene.add_camera(
+            "active", config.width, config.height, np.deg2rad(config.fovy_deg), config.near, config.far
+        )
+        self.pose = np.eye(4)
+
+    def reset(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> None:
+        if len(controlled) == 1:
+            side = 1.0 if controlled[0] == "right" else -1.0
+            gc = gcs[controlled[0]]
+        else:
+            side = 0.0
+            gc = (gcs["left"] + gcs["right"]) / 2
+        target = np.array([INITIAL_TARGET_X * side, gc[1] + INITIAL_TARGET_AHEAD, INITIAL_TARGET_Z])
+        self.pose = _pose(INITIAL_EYE, look_at(INITIAL_EYE, target, (0.0, 0.0, 1.0)))
+
+    def apply(self, name: str, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> str:
+        """Carry out one camera action (validated name without the ``camera.`` prefix)."""
+        if name.startswith("view_"):
+            base, target, mirror = semantic_target(name[len("view_"):], gcs, controlled)
+            self.pose, clamped = view_pose(base, target, mirror)
+            return f"camera moved to the {name} view" + (" (position clamped to the camera workspace)" if clamped else "")
+        rot, eye = self.pose[:3, :3].copy(), self.pose[:3, 3].copy()
+        fwd, left, up = rot[:, 0], rot[:, 1], rot[:, 2]
+        op, _, direction = name.partition("_")
+        if op == "move":
+            step = {"left": left, "right": -left, "up": up, "down": -up}[direction]
+            eye = eye + MOVE_STEP_M * step
+        elif op == "zoom":
+            eye = eye + ZOOM_STEP_M * (fwd if direction == "in" else -fwd)
+        elif op == "yaw":
+            rot = axis_angle([0, 0, 1], np.radians(TURN_STEP_DEG if direction == "left" else -TURN_STEP_DEG)) @ rot
+        elif op == "pitch":
+            rot = axis_angle(left, np.radians(-TURN_STEP_DEG if direction == "up" else TURN_STEP_DEG)) @ rot
+        else:
+            raise ValueError(f"unknown camera action {name!r}")
+        clamped_eye = np.clip(eye, CAMERA_BOX_LO, CAMERA_BOX_HI)
+        self.pose = _pose(clamped_eye, rot)
+        note = " (position clamped to the camera workspace)" if not np.allclose(clamped_eye, eye) else ""
+        return f"camera {name.replace('_', ' ')} done{note}"
+
+    def render(self, pose: np.ndarray | None = None) -> np.ndarray:
+        """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose)."""
+        self.camera.entity.set_pose(sapien.Pose(self.pose if pose is None else pose))
+        scene = self.camera.entity.scene
+        scene.update_render()
+        self.camera.take_picture()
+        rgba = self.camera.get_picture("Color")  # uint8: see scene._process_setup
+        return np.ascontiguousarray(rgba[..., :3])
+
+    def passive_bundle(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The five fixed views, in the paper's order, with the active views' geometry."""
+        out = {}
+        for base in PASSIVE_ORDER:
+            _, target, mirror = semantic_target(base, gcs, controlled)
+            pose, _ = view_pose(base, target, mirror)
+            out[base] = self.render(pose)
+        return out

@@ -1,0 +1,264 @@
+"""The env API, which is the privilege boundary (DESIGN.md).
+
+``reset(task, seed, protocol)`` builds the scene from the seed and returns an
+:class:`Observation`; ``step(action)`` dispatches one camera or robot action and returns a
+:class:`StepResult`. Observations carry only what the paper lets a model see: clean RGB (one
+active image, or the five fixed views in passive mode), proprioception of the controlled arms,
+the step count and budget, and the executor's feedback on the previous action. Object poses,
+contacts and checker state are reachable only through :meth:`VABenchEnv.privileged`.
+
+Every call to ``step`` counts against the budget, also when the action is invalid (as in the
+paper): an invalid action returns ``action_valid=False`` with the validation message as feedback
+and leaves the world untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import assets
+from .actions import (
+    Action, ActionError, CameraAction, DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal, parse_action,
+)
+from .camera import PASSIVE_ORDER, CameraConfig, CameraRig
+from .executor import Executor, Outcome
+from .planner import ArmPlanner
+from .privileged import PrivilegedState
+from .robot import ARMS, PARK_QPOS, ArmProprio
+from .scene import World
+from .tasks import Task, make_task
+
+PROTOCOLS = ("active", "passive")
+SETTLE_STEPS = 2000  # RoboTwin's stability check: settle 2000 steps ...
+STABILITY_WINDOW = 500  # ... then watch 500 more ...
+STABILITY_TAIL = 200  # ... and compare the last 200 poses with the final one
+STABILITY_MAX_DEG = 3.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything a model may see at one decision point, and nothing else."""
+
+    task: str
+    instruction: str
+    protocol: str
+    arms: tuple[str, ...]
+    images: dict[str, np.ndarray]  # "active", or the five passive views in the paper's order
+    proprio: dict[str, ArmProprio]
+    step: int
+    budget: int
+    budget_left: int
+    last_action: str | None = None
+    action_valid: bool | None = None
+    planner_success: bool | None = None
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: Observation
+    success: bool
+    done: bool
+    action_valid: bool
+    planner_success: bool
+    feedback: str
+    step: int
+    budget_left: int
+    kind: str = ""  # camera | robot | invalid
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    camera: CameraConfig = field(default_factory=CameraConfig)
+    render: bool = True  # False: no images at all (physics-only screening and tests)
+    settle_steps: int = SETTLE_STEPS
+    stability_window: int = STABILITY_WINDOW
+
+
+@dataclass
+class Stability:
+    max_drift_deg: float
+    worst_body: str | None
+
+    @property
+    def stable(self) -> bool:
+        return self.max_drift_deg <= STABILITY_MAX_DEG
+
+
+def action_seed(seed: int, step: int) -> int:
+    """Deterministic per-action seed for the planner's random restarts."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{step}".encode()).digest()[:4], "little") or 1
+
+
+class VABenchEnv:
+    def __init__(self, config: EnvConfig | None = None):
+        self.config = config or EnvConfig()
+        files = assets.panda_files()
+        self.planners = {arm: ArmPlanner(files, arm, other) for arm, other in (("left", "right"), ("right", "left"))}
+        self.executor = Executor(self.planners)
+        self.world: World | None = None
+        self.task: Task | None = None
+        self.camera: CameraRig | None = None
+        self._state: PrivilegedState | None = None
+        self.stability: Stability | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def reset(self, task: str | Task, seed: int, protocol: str = "active") -> Observation:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.close()
+        self.task = make_task(task) if isinstance(task, str) else task
+        self.seed = int(seed)
+        self.protocol = protocol
+        self.world = World(render=self.config.render)
+        self.controlled = tuple(self.task.arms)
+        for arm in ARMS:
+            if arm not in self.controlled:
+                self.world.arms[arm].set_qpos(PARK_QPOS, closed=False)
+                if self.config.render:
+                    _hide(self.world.arms[arm])
+        self.task.build(self.world, np.random.default_rng(self.seed))
+        self._state = PrivilegedState(self.world, self.controlled)
+        self.stability = self._settle()
+        self._state.record_start()
+        self.executor.bind(self.world, self.task.labels)
+        if self.config.render:
+            self.camera = CameraRig(self.world.scene, self.config.camera)
+            self.camera.reset(self._gcs(), self.controlled)
+        self.steps = 0
+        self.done = False
+        self.success = False
+        self.history: list[str] = []
+        self.progress = self.task.checkpoints(self._state)
+        return self._observe(None, None, None, "")
+
+    def _settle(self) -> Stability:
+        """Settle, then watch orientations (RoboTwin's check_stable; the screener reads it)."""
+        self.world.step(self.config.settle_steps)
+        dynamic = [b for b in self.world.bodies.values() if not b.static]
+        tail: dict[str, list[np.ndarray]] = {b.name: [] for b in dynamic}
+        for i in range(self.config.stability_window):
+            self.world.step()
+            if i >= self.config.stability_window - STABILITY_TAIL:
+                for b in dynamic:
+                    tail[b.name].append(b.matrix()[:3, :3])
+        worst, drift = None, 0.0
+        for b in dynamic:
+            final = b.matrix()[:3, :3]
+            for r in tail[b.name]:
+                c = (np.trace(r.T @ final) - 1.0) / 2.0
+                d = float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
+                if not np.isfinite(b.matrix()).all():
+                    d = float("inf")
+                if d > drift:
+                    worst, drift = b.name, d
+        return Stability(drift, worst)
+
+    def close(self) -> None:
+        if self.world is not None:
+            self.world.close()
+        self.world = None
+        self.camera = None
+        self._state = None
+
+    # -- acting --------------------------------------------------------------------------
+    def step(self, action: dict | Action) -> StepResult:
+        if self.world is None:
+            raise RuntimeError("call reset() before step()")
+        if self.done:
+            raise RuntimeError("the episode is over (success or budget); call reset()")
+        self.steps += 1
+        try:
+            act = action if not isinstance(action, dict) else parse_action(
+                action, self.controlled, camera=self.protocol == "active"
+            )
+            if isinstance(act, CameraAction) and self.protocol != "active":
+                raise ActionError("camera actions are disabled in the passive five-view protocol")
+        except ActionError as e:
+            self.history.append("<invalid>")
+            return self._finish("<invalid>", False, False, f"invalid action: {e}", "invalid")
+        label = act.label
+        self.history.append(label)
+        if isinstance(act, CameraAction):
+            text = self.camera.apply(act.name, self._gcs(), self.controlled) if self.camera else "no camera (render=False)"
+            return self._finish(label, True, True, text, "camera")
+        out = self._dispatch(act)
+        return self._finish(label, True, out.planner_success, out.feedback, "robot")
+
+    def _dispatch(self, act: Action) -> Outcome:
+        ex, seed = self.executor, action_seed(self.seed, self.steps)
+        if isinstance(act, MoveWorld):
+            return ex.move_world(act, seed)
+        if isinstance(act, RotateLocal):
+            return ex.rotate_local(act, seed)
+        if isinstance(act, Gripper):
+            return ex.gripper(act)
+        if isinstance(act, DualMoveWorld):
+            return ex.dual_move_world(act, seed)
+        if isinstance(act, DualGripper):
+            return ex.dual_gripper(act)
+        raise TypeError(f"not an action: {act!r}")
+
+    def _finish(self, label: str, valid: bool, planned: bool, feedback: str, kind: str) -> StepResult:
+        self._state.update_peaks()
+        self.task.update(self._state)
+        self.progress = self.task.checkpoints(self._state)  # latches, so evaluate every step
+        self.success = bool(self.task.success(self._state))
+        self.done = self.success or self.steps >= self.task.budget
+        obs = self._observe(label, valid, planned, feedback)
+        return StepResult(obs, self.success, self.done, valid, planned, feedback, self.steps,
+                          self.task.budget - self.steps, kind)
+
+    # -- observing -----------------------------------------------------------------------
+    def _gcs(self) -> dict[str, np.ndarray]:
+        return {arm: self.world.arms[arm].gc() for arm in ARMS}
+
+    def _observe(self, label, valid, planned, feedback) -> Observation:
+        images: dict[str, np.ndarray] = {}
+        if self.camera is not None:
+            if self.protocol == "active":
+                images["active"] = self.camera.render()
+            else:
+                images = self.camera.passive_bundle(self._gcs(), self.controlled)
+                assert tuple(images) == PASSIVE_ORDER
+        return Observation(
+            task=self.task.name,
+            instruction=self.task.instruction,
+            protocol=self.protocol,
+            arms=self.controlled,
+            images=images,
+            proprio={arm: self.world.arms[arm].proprio() for arm in self.controlled},
+            step=self.steps,
+            budget=self.task.budget,
+            budget_left=self.task.budget - self.steps,
+            last_action=label,
+            action_valid=valid,
+            planner_success=planned,
+            feedback=feedback,
+        )
+
+    # -- evaluator side ------------------------------------------------------------------
+    def privileged(self) -> PrivilegedState:
+        """Object poses, contacts and checker inputs. For evaluators and experts only."""
+        if self._state is None:
+            raise RuntimeError("no episode: call reset() first")
+        return self._state
+
+    def checkpoints(self) -> dict[str, bool]:
+        """Subtask progress, latched after every action."""
+        return dict(self.progress)
+
+
+def _hide(arm) -> None:
+    """Keep a parked arm out of the images (it still collides and is still an obstacle)."""
+    import sapien
+
+    for link in arm.links.values():
+        body = link.entity.find_component_by_type(sapien.render.RenderBodyComponent)
+        if body is not None:
+            body.disable()

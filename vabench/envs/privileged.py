@@ -1,0 +1,115 @@
+"""The privileged view of an episode: object poses, contacts, lift history, checker inputs.
+
+Only the evaluator (success predicates, checkpoints), the seed screener and the scripted expert
+read this. The env exposes it solely through ``VABenchEnv.privileged()``; nothing here is ever
+copied into an Observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sapien
+
+from .geometry import angle_between_deg
+from .scene import World
+
+PEAK_SAMPLE_STEPS = 5  # how often (physics steps) lift peaks are sampled during motions
+TOUCH_SEPARATION_M = 0.002  # PhysX reports pairs within its contact offset; closer counts as touching
+
+
+def _touch(contact) -> bool:
+    return any(p.separation < TOUCH_SEPARATION_M for p in contact.points)
+
+
+class PrivilegedState:
+    def __init__(self, world: World, controlled: tuple[str, ...]):
+        self.world = world
+        self.controlled = controlled
+        self.start: dict[str, np.ndarray] = {}
+        self.peak_z: dict[str, float] = {}
+        self.flags: dict[str, bool] = {}  # latched task flags
+        world.step_hooks.append(self._sample)
+
+    # -- bookkeeping ---------------------------------------------------------------------
+    def record_start(self) -> None:
+        """Called once the scene has settled: lifts are measured from here."""
+        for name, body in self.world.bodies.items():
+            self.start[name] = body.matrix()
+            self.peak_z[name] = float(self.start[name][2, 3])
+
+    def _sample(self, step: int) -> None:
+        if step % PEAK_SAMPLE_STEPS == 0 and self.start:
+            self.update_peaks()
+
+    def update_peaks(self) -> None:
+        for name, body in self.world.bodies.items():
+            if not body.static:
+                self.peak_z[name] = max(self.peak_z[name], float(body.entity.pose.p[2]))
+
+    # -- object state --------------------------------------------------------------------
+    def matrix(self, name: str) -> np.ndarray:
+        return self.world.bodies[name].matrix()
+
+    def position(self, name: str) -> np.ndarray:
+        return self.matrix(name)[:3, 3]
+
+    def lift(self, name: str) -> float:
+        """Current height above the settled start, metres."""
+        return float(self.position(name)[2] - self.start[name][2, 3])
+
+    def peak_lift(self, name: str) -> float:
+        return float(self.peak_z[name] - self.start[name][2, 3])
+
+    def displacement(self, name: str) -> float:
+        return float(np.linalg.norm(self.position(name) - self.start[name][:3, 3]))
+
+    def rotation_from_start_deg(self, name: str) -> float:
+        return angle_between_deg(self.start[name][:3, :3], self.matrix(name)[:3, :3])
+
+    # -- robot state ---------------------------------------------------------------------
+    def closed(self, arm: str) -> bool:
+        """The commanded gripper state (RoboTwin's predicate)."""
+        return self.world.arms[arm].closed
+
+    def gc(self, arm: str) -> np.ndarray:
+        return self.world.arms[arm].gc()
+
+    def gripper_rotation(self, arm: str) -> np.ndarray:
+        return self.world.arms[arm].gripper_rotation()
+
+    def jaw_width(self, arm: str) -> float:
+        return self.world.arms[arm].finger_opening()
+
+    # -- contacts --------------------------------------------------------------------------
+    def _entities(self, who: str) -> set[sapien.Entity]:
+        if who in self.world.arms:
+            return {f.entity for f in self.world.arms[who].fingers}
+        if who.endswith("_arm") and who[:-4] in self.world.arms:
+            return {link.entity for link in self.world.arms[who[:-4]].links.values()}
+        return {self.world.bodies[who].entity}
+
+    def touching(self, a: str, b: str) -> bool:
+        """True if ``a`` and ``b`` are in contact (arm names mean that arm's fingers)."""
+        ea, eb = self._entities(a), self._entities(b)
+        for c in self.world.contacts():
+            x, y = c.bodies[0].entity, c.bodies[1].entity
+            if ((x in ea and y in eb) or (x in eb and y in ea)) and _touch(c):
+                return True
+        return False
+
+    def fingers_touching(self, name: str, arm: str) -> tuple[bool, bool]:
+        body = self.world.bodies[name].entity
+        left, right = (f.entity for f in self.world.arms[arm].fingers)
+        hit = [False, False]
+        for c in self.world.contacts():
+            x, y = c.bodies[0].entity, c.bodies[1].entity
+            other = y if x is body else x if y is body else None
+            if other is left and _touch(c):
+                hit[0] = True
+            elif other is right and _touch(c):
+                hit[1] = True
+        return hit[0], hit[1]
+
+    def held(self, name: str, arm: str) -> bool:
+        """Gripper closed with both fingers on the body."""
+        return self.closed(arm) and all(self.fingers_touching(name, arm))
