@@ -1,0 +1,103 @@
+"""Demonstration recorder: an RGB-only video of the expert on the task's demo seed.
+
+The demo seed comes from a pool disjoint from the evaluation seeds (see seeds.py). Frames are
+rendered from the initial active view, which stays fixed for the whole demo, every
+``FRAME_EVERY`` physics steps (RoboTwin's save_freq, ~16.7 frames per simulated second). What
+is stored is what a model may inspect: PNG frames plus a manifest with the frame count, rate
+and resolution. No poses, actions, joint states or phase labels are stored.
+
+    python -m vabench.envs.demos                  # every task, into the cache
+    python -m vabench.envs.demos --task place_cube_in_bowl --force
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+from .assets import cache_dir
+from .camera import CAMERA_PRESETS, CameraConfig
+from .env import EnvConfig, VABenchEnv
+from .scene import TIMESTEP
+from .seeds import demo_seed
+from .tasks import TASKS
+
+FRAME_EVERY = 15  # physics steps per frame
+DEMO_FORMAT = "vabench.demo.v1"
+
+
+def demo_dir(task: str, root: Path | None = None) -> Path:
+    return (root or cache_dir() / "demos") / task
+
+
+def record(task: str, root: Path | None = None, camera: CameraConfig | None = None, force: bool = False) -> Path:
+    """Record (or reuse) the demo of ``task``; returns its directory."""
+    out = demo_dir(task, root)
+    if (out / "demo.json").exists() and not force:
+        return out
+    seed = demo_seed(task)
+    env = VABenchEnv(EnvConfig(camera=camera or CAMERA_PRESETS["default"]))
+    env.reset(task, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{task}-", dir=out.parent))
+    frames: list[str] = []
+
+    def grab(step: int) -> None:
+        if step % FRAME_EVERY == 0:
+            name = f"frame_{len(frames):05d}.png"
+            Image.fromarray(env.camera.render()).save(tmp / name)
+            frames.append(name)
+
+    try:
+        grab(0)
+        env.world.step_hooks.append(grab)
+        state = env.privileged()
+        for action in env.task.expert(state):
+            if env.step(action).done:
+                break
+        env.world.step(FRAME_EVERY * 10)  # hold the final state for a moment
+        if not env.success:
+            raise RuntimeError(f"the expert failed on demo seed {seed} of {task}; re-screen the seeds")
+        cfg = env.config.camera
+        meta = {
+            "format": DEMO_FORMAT,
+            "task": task,
+            "instruction": env.task.instruction,
+            "frames": frames,
+            "fps": round(1.0 / (TIMESTEP * FRAME_EVERY), 3),
+            "width": cfg.width,
+            "height": cfg.height,
+        }
+        (tmp / "demo.json").write_text(json.dumps(meta, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        env.close()
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
+    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
+    ap.add_argument("--out", type=Path, default=None, help="root directory (default: $VABENCH_CACHE/demos)")
+    ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
+    ap.add_argument("--force", action="store_true", help="re-record even if a demo exists")
+    args = ap.parse_args(argv)
+    for task in args.task or sorted(TASKS):
+        path = record(task, args.out, CAMERA_PRESETS[args.camera], force=args.force)
+        n = len(json.loads((path / "demo.json").read_text())["frames"])
+        print(f"{task}: {n} frames in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
