@@ -7,10 +7,17 @@ Exports resolve lazily so that ``python -m vabench.envs.<tool>`` stays light and
 from importlib import import_module
 
 _EXPORTS = {
-    "ActionError": "actions", "action_names": "actions", "parse_action": "actions",
-    "CAMERA_PRESETS": "camera", "CameraConfig": "camera",
-    "EnvConfig": "env", "Observation": "env", "StepResult": "env", "VABenchEnv": "env",
-    "TASKS": "tasks", "make_task": "tasks",
+    "ActionError": "actions",
+    "action_names": "actions",
+    "parse_action": "actions",
+    "CAMERA_PRESETS": "camera",
+    "CameraConfig": "camera",
+    "EnvConfig": "env",
+    "Observation": "env",
+    "StepResult": "env",
+    "VABenchEnv": "env",
+    "TASKS": "tasks",
+    "make_task": "tasks",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -15,8 +15,16 @@ MOVE_MM = (1.0, 100.0)
 ROTATE_DEG = (1.0, 90.0)
 SEMANTIC_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
 INCREMENTAL_CAMERA = (
-    "move_left", "move_right", "move_up", "move_down", "zoom_in", "zoom_out",
-    "yaw_left", "yaw_right", "pitch_up", "pitch_down",
+    "move_left",
+    "move_right",
+    "move_up",
+    "move_down",
+    "zoom_in",
+    "zoom_out",
+    "yaw_left",
+    "yaw_right",
+    "pitch_up",
+    "pitch_down",
 )
 _POS = {"+", "pos", "positive", "+1", "1", "plus"}
 _NEG = {"-", "neg", "negative", "-1", "minus"}
@@ -141,9 +149,7 @@ def _arm(obj: dict, arms: tuple[str, ...], name: str) -> str:
     if value is None:
         if len(arms) == 1:
             return arms[0]
-        raise ActionError(
-            f"'{name}' needs an 'arm' field ('left' or 'right') because this task controls both arms"
-        )
+        raise ActionError(f"'{name}' needs an 'arm' field ('left' or 'right') because this task controls both arms")
     token = value.strip().lower() if isinstance(value, str) else None
     if token not in arms:
         allowed = " or ".join(f"'{a}'" for a in arms)
@@ -152,7 +158,9 @@ def _arm(obj: dict, arms: tuple[str, ...], name: str) -> str:
 
 
 def _move(obj: dict, arm: str) -> MoveWorld:
-    return MoveWorld(arm, _choice(obj, "axis", ("x", "y", "z")), _sign(obj), _number(obj, "distance_mm", *MOVE_MM, "mm"))
+    return MoveWorld(
+        arm, _choice(obj, "axis", ("x", "y", "z")), _sign(obj), _number(obj, "distance_mm", *MOVE_MM, "mm")
+    )
 
 
 def camera_action_names(arms: tuple[str, ...]) -> tuple[str, ...]:
@@ -166,8 +174,15 @@ def action_names(arms: tuple[str, ...], camera: bool) -> tuple[str, ...]:
     """Every action name the env accepts in this configuration (for prompts and errors)."""
     names = ["gripper.move_world", "gripper.rotate_local", "gripper.open", "gripper.close"]
     if len(arms) == 2:
-        names += ["left_gripper.open", "left_gripper.close", "right_gripper.open", "right_gripper.close",
-                  "dual_gripper.move_world", "dual_gripper.open", "dual_gripper.close"]
+        names += [
+            "left_gripper.open",
+            "left_gripper.close",
+            "right_gripper.open",
+            "right_gripper.close",
+            "dual_gripper.move_world",
+            "dual_gripper.open",
+            "dual_gripper.close",
+        ]
     if camera:
         names += [f"camera.{n}" for n in camera_action_names(arms)]
     return tuple(names)
@@ -188,7 +203,9 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
     if name == "gripper.rotate_local":
         aliases = {"x": "rx", "y": "ry", "z": "rz"}
         return RotateLocal(
-            _arm(obj, arms, name), _choice(obj, "axis", ("rx", "ry", "rz"), aliases), _sign(obj),
+            _arm(obj, arms, name),
+            _choice(obj, "axis", ("rx", "ry", "rz"), aliases),
+            _sign(obj),
             _number(obj, "angle_deg", *ROTATE_DEG, "deg"),
         )
     if name in ("gripper.open", "gripper.close"):
@@ -209,7 +226,8 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
                 sub = obj.get(side)
                 if not isinstance(sub, dict):
                     raise ActionError(
-                        f"'dual_gripper.move_world' needs a '{side}' object with axis, sign and distance_mm, got {_show(sub)}"
+                        f"'dual_gripper.move_world' needs a '{side}' object with axis, sign and distance_mm, "
+                        f"got {_show(sub)}"
                     )
                 try:
                     moves[side] = _move(sub, side)
@@ -219,7 +237,7 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
     if name.startswith("camera."):
         if not camera:
             raise ActionError("camera actions are disabled in the passive five-view protocol")
-        short = name[len("camera."):]
+        short = name[len("camera.") :]
         short = short[: -len(".small")] if short.endswith(".small") else short
         if short in camera_action_names(arms):
             return CameraAction(short)

@@ -83,9 +83,7 @@ def _decimate_visual(src: Path, dst: Path) -> int:
             )
         part = trimesh.Trimesh(verts, faces, process=False)
         part.visual = trimesh.visual.TextureVisuals(
-            material=trimesh.visual.material.PBRMaterial(
-                baseColorFactor=color, metallicFactor=0.1, roughnessFactor=0.6
-            )
+            material=trimesh.visual.material.PBRMaterial(baseColorFactor=color, metallicFactor=0.1, roughnessFactor=0.6)
         )
         out.add_geometry(part, geom_name=f"part{i}")
         total += len(faces)

@@ -69,8 +69,8 @@ def semantic_target(view: str, gcs: dict[str, np.ndarray], controlled: tuple[str
         return view, gcs[arm], arm == "left"
     for who in ("left", "right", "both"):
         prefix = f"{who}_"
-        if view.startswith(prefix) and view[len(prefix):] in VIEW_OFFSETS:
-            base = view[len(prefix):]
+        if view.startswith(prefix) and view[len(prefix) :] in VIEW_OFFSETS:
+            base = view[len(prefix) :]
             if who == "both":
                 return base, (gcs["left"] + gcs["right"]) / 2, False
             return base, gcs[who], who == "left"
@@ -84,7 +84,9 @@ def view_pose(base: str, target: np.ndarray, mirror: bool) -> tuple[np.ndarray, 
         off[0] = -off[0]
     eye = np.asarray(target, dtype=float) + off
     clamped = np.clip(eye, CAMERA_BOX_LO, CAMERA_BOX_HI)
-    return _pose(clamped, look_at(clamped, target, VIEW_UP_HINT.get(base, (0.0, 0.0, 1.0)))), not np.allclose(clamped, eye)
+    return _pose(clamped, look_at(clamped, target, VIEW_UP_HINT.get(base, (0.0, 0.0, 1.0)))), not np.allclose(
+        clamped, eye
+    )
 
 
 class CameraRig:
@@ -108,9 +110,11 @@ class CameraRig:
     def apply(self, name: str, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> str:
         """Carry out one camera action (validated name without the ``camera.`` prefix)."""
         if name.startswith("view_"):
-            base, target, mirror = semantic_target(name[len("view_"):], gcs, controlled)
+            base, target, mirror = semantic_target(name[len("view_") :], gcs, controlled)
             self.pose, clamped = view_pose(base, target, mirror)
-            return f"camera moved to the {name} view" + (" (position clamped to the camera workspace)" if clamped else "")
+            return f"camera moved to the {name} view" + (
+                " (position clamped to the camera workspace)" if clamped else ""
+            )
         rot, eye = self.pose[:3, :3].copy(), self.pose[:3, 3].copy()
         fwd, left, up = rot[:, 0], rot[:, 1], rot[:, 2]
         op, _, direction = name.partition("_")

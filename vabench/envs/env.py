@@ -21,7 +21,15 @@ import numpy as np
 
 from . import assets
 from .actions import (
-    Action, ActionError, CameraAction, DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal, parse_action,
+    Action,
+    ActionError,
+    CameraAction,
+    DualGripper,
+    DualMoveWorld,
+    Gripper,
+    MoveWorld,
+    RotateLocal,
+    parse_action,
 )
 from .camera import PASSIVE_ORDER, CameraConfig, CameraRig
 from .executor import Executor, Outcome
@@ -174,8 +182,10 @@ class VABenchEnv:
             raise RuntimeError("the episode is over (success or budget); call reset()")
         self.steps += 1
         try:
-            act = action if not isinstance(action, dict) else parse_action(
-                action, self.controlled, camera=self.protocol == "active"
+            act = (
+                action
+                if not isinstance(action, dict)
+                else parse_action(action, self.controlled, camera=self.protocol == "active")
             )
             if isinstance(act, CameraAction) and self.protocol != "active":
                 raise ActionError("camera actions are disabled in the passive five-view protocol")
@@ -185,7 +195,9 @@ class VABenchEnv:
         label = act.label
         self.history.append(label)
         if isinstance(act, CameraAction):
-            text = self.camera.apply(act.name, self._gcs(), self.controlled) if self.camera else "no camera (render=False)"
+            text = (
+                self.camera.apply(act.name, self._gcs(), self.controlled) if self.camera else "no camera (render=False)"
+            )
             return self._finish(label, True, True, text, "camera")
         out = self._dispatch(act)
         return self._finish(label, True, out.planner_success, out.feedback, "robot")
@@ -211,8 +223,9 @@ class VABenchEnv:
         self.success = bool(self.task.success(self._state))
         self.done = self.success or self.steps >= self.task.budget
         obs = self._observe(label, valid, planned, feedback)
-        return StepResult(obs, self.success, self.done, valid, planned, feedback, self.steps,
-                          self.task.budget - self.steps, kind)
+        return StepResult(
+            obs, self.success, self.done, valid, planned, feedback, self.steps, self.task.budget - self.steps, kind
+        )
 
     # -- observing -----------------------------------------------------------------------
     def _gcs(self) -> dict[str, np.ndarray]:

@@ -98,7 +98,8 @@ class Executor:
         return [
             Obstacle(body.name, self.obstacle_labels.get(body.name, "an object"), body.spec, body.matrix())
             for body in self.world.bodies.values()
-            if not body.static and body.name not in touching
+            if not body.static
+            and body.name not in touching
             and np.linalg.norm(body.matrix()[:3, 3] - goal_gc) > DETOUR_GOAL_CLEARANCE
         ]
 
@@ -140,7 +141,10 @@ class Executor:
     def _failure_text(self, arm: str, straight: Plan, detour: Plan | None) -> str:
         planner = self.planners[arm]
         if detour is not None and detour.reason == "unreachable":
-            return "the target is out of the arm's reach (no inverse-kinematics solution for that position and orientation)"
+            return (
+                "the target is out of the arm's reach "
+                "(no inverse-kinematics solution for that position and orientation)"
+            )
         if detour is not None and detour.reason == "collision":
             return f"at the target the arm would collide with {planner.describe(detour.blockers)}"
         if straight.reason == "collision":
@@ -153,7 +157,8 @@ class Executor:
         if plan.kind == "detour":
             blocked = (
                 f"the straight path collides with {self.planners[arm].describe(straight.blockers)}"
-                if straight.reason == "collision" else "the straight path runs into joint limits"
+                if straight.reason == "collision"
+                else "the straight path runs into joint limits"
             )
             return f"executed via a detour ({blocked})"
         return "executed"
@@ -232,7 +237,11 @@ class Executor:
             detour = self._detour(act.arm, goals[-1], gc, seed)
             chosen = detour
         if not chosen.ok:
-            return Outcome(False, f"not executed: {self._failure_text(act.arm, straight, detour)}; the arm did not move", kind="none")
+            return Outcome(
+                False,
+                f"not executed: {self._failure_text(act.arm, straight, detour)}; the arm did not move",
+                kind="none",
+            )
         self._run({act.arm: (chosen.positions, chosen.velocities)})
         new_grip = arm.gripper_rotation()
         turned = math.degrees(math.acos(np.clip((np.trace(grip.T @ new_grip) - 1) / 2, -1, 1)))
@@ -298,7 +307,9 @@ class Executor:
             if self._arms_collide(plans):
                 failures.append("the two arms would collide with each other")
         if failures:
-            text = "not executed: " + "; ".join(failures) + "; neither arm moved (synchronized moves are all-or-nothing)"
+            text = (
+                "not executed: " + "; ".join(failures) + "; neither arm moved (synchronized moves are all-or-nothing)"
+            )
             return Outcome(False, text + (f" ({'; '.join(notes)})" if notes else ""), kind="none")
         self._run(plans)
         parts = []

@@ -30,9 +30,16 @@ def run_episode(env: VABenchEnv, task: str, seed: int, protocol: str) -> dict:
             break
     progress = env.checkpoints()
     return {
-        "task": task, "seed": seed, "protocol": protocol, "success": env.success, "steps": env.steps,
-        "budget": env.task.budget, "robot_actions": counts["robot"], "invalid_actions": counts["invalid"],
-        "planner_failures": planner_failures, "checkpoints": f"{sum(progress.values())}/{len(progress)}",
+        "task": task,
+        "seed": seed,
+        "protocol": protocol,
+        "success": env.success,
+        "steps": env.steps,
+        "budget": env.task.budget,
+        "robot_actions": counts["robot"],
+        "invalid_actions": counts["invalid"],
+        "planner_failures": planner_failures,
+        "checkpoints": f"{sum(progress.values())}/{len(progress)}",
         "wall_s": round(time.perf_counter() - t0, 2),
     }
 
@@ -53,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         for seed in eval_seeds(task)[: args.seeds]:
             row = run_episode(env, task, seed, args.protocol)
             rows.append(row)
-            print(f"{task:28s} {seed:5d} {str(row['success']):>7s} {row['steps']:4d}/{row['budget']:<4d} "
-                  f"{row['checkpoints']:>5s} {row['wall_s']:6.2f}", flush=True)
+            print(
+                f"{task:28s} {seed:5d} {str(row['success']):>7s} {row['steps']:4d}/{row['budget']:<4d} "
+                f"{row['checkpoints']:>5s} {row['wall_s']:6.2f}",
+                flush=True,
+            )
     env.close()
     for task in sorted({r["task"] for r in rows}):
         mine = [r for r in rows if r["task"] == task]

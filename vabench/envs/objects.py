@@ -25,8 +25,8 @@ BROWN = (0.45, 0.28, 0.15)
 
 @dataclass(frozen=True)
 class Part:
-    """One convex primitive. ``kind`` is box (size = half extents), cylinder or capsule
-    (size = (radius, half_length), axis along the part's local z)."""
+    """One convex primitive. ``kind`` is box (size = half extents), sphere (size = (radius,)),
+    cylinder or capsule (size = (radius, half_length), axis along the part's local z)."""
 
     kind: str
     size: tuple[float, ...]
@@ -37,6 +37,8 @@ class Part:
     def volume(self) -> float:
         if self.kind == "box":
             return 8.0 * float(np.prod(self.size))
+        if self.kind == "sphere":
+            return 4.0 / 3.0 * np.pi * self.size[0] ** 3
         r, h = self.size
         if self.kind == "cylinder":
             return float(np.pi * r * r * 2 * h)
@@ -96,16 +98,16 @@ def bowl(
     mid_r = (floor_radius + rim_radius) / 2 + wall_thickness / 2
     width = 2 * np.pi * (rim_radius + wall_thickness) / segments * 1.08  # slight overlap, no gaps
     parts = [
-        Part("cylinder", (floor_radius + wall_thickness, floor_thickness / 2), p=(0, 0, floor_thickness / 2), color=color)
+        Part(
+            "cylinder", (floor_radius + wall_thickness, floor_thickness / 2), p=(0, 0, floor_thickness / 2), color=color
+        )
     ]
     for i in range(segments):
         a = 2 * np.pi * i / segments
         # slab frame: z along the slanted wall, x radial (outward), y tangential
         rot = axis_angle([0, 0, 1], a) @ axis_angle([0, 1, 0], tilt)
         center = np.array([mid_r * np.cos(a), mid_r * np.sin(a), floor_thickness / 2 + height / 2])
-        parts.append(
-            Part("box", (wall_thickness / 2, width / 2, slant / 2), p=tuple(center), q=_q(rot), color=color)
-        )
+        parts.append(Part("box", (wall_thickness / 2, width / 2, slant / 2), p=tuple(center), q=_q(rot), color=color))
     for i in range(segments):  # a thin darker rim so the opening is easy to see
         a = 2 * np.pi * (i + 0.5) / segments
         rot = axis_angle([0, 0, 1], a) @ axis_angle([1, 0, 0], np.pi / 2)

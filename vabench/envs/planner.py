@@ -84,6 +84,8 @@ def _fcl_object(name: str, spec: BodySpec, matrix: np.ndarray, pad: float) -> fc
     for part in spec.parts:
         if part.kind == "box":
             geom = fcl.Box(2.0 * np.asarray(part.size) + 2.0 * pad)
+        elif part.kind == "sphere":
+            geom = fcl.Sphere(part.size[0] + pad)
         elif part.kind == "cylinder":
             geom = fcl.Cylinder(part.size[0] + pad, 2.0 * part.size[1] + 2.0 * pad)
         elif part.kind == "capsule":
@@ -260,7 +262,9 @@ class ArmPlanner:
         q_start = self._full(q_start)
         goal = _mpose(goal_tcp)
         start_tcp = self.fk_tcp(q_start)
-        if np.linalg.norm(start_tcp[:3, 3] - goal_tcp[:3, 3]) < 1e-5 and np.allclose(start_tcp[:3, :3], goal_tcp[:3, :3], atol=1e-6):
+        if np.linalg.norm(start_tcp[:3, 3] - goal_tcp[:3, 3]) < 1e-5 and np.allclose(
+            start_tcp[:3, :3], goal_tcp[:3, :3], atol=1e-6
+        ):
             return np.stack([q_start[:7], q_start[:7]])
         self.free.raw_paths = True
         try:
@@ -289,7 +293,12 @@ class ArmPlanner:
     def plan_straight(self, goal_tcp: np.ndarray, q9) -> Plan:
         path = self.screw_path(goal_tcp, q9)
         if path is None:
-            return Plan(False, "straight", reason="joint_limits", detail="a straight path runs into joint limits or self-collision")
+            return Plan(
+                False,
+                "straight",
+                reason="joint_limits",
+                detail="a straight path runs into joint limits or self-collision",
+            )
         exempt = frozenset(self.collisions(path[0]))
         hits = self.check_path(path, exempt)
         if hits:

@@ -8,7 +8,7 @@ exactly so. With the base lowered the home pose is natural (all joints well insi
 limits) while top-down reach still covers every spawn range of the paper's tables; the
 reachability test in tests/test_reachability.py proves it.
 
-Home: GC 0.32 m above the table, 0.28 m in front of the base, approach +y, palm normal +z,
+Home: GC 0.32 m above the table, 0.26 m in front of the base, approach +y, palm normal +z,
 closing axis along world x; local ``ry +90 deg`` turns it top-down, as in the paper.
 """
 
@@ -22,14 +22,14 @@ import sapien
 from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
 
 ARMS = ("left", "right")
-BASE_Y = -0.50
+BASE_Y = -0.46
 BASE_Z = 0.37
 BASE_X = {"left": -0.30, "right": 0.30}
 BASE_QUAT = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # yaw +90 deg: base x -> world +y
 PEDESTAL_HALF = (0.10, 0.10, BASE_Z / 2)
 
 # Same joint vector for both arms: each home is straight in front of its own base.
-HOME_QPOS = np.array([0.0, -1.4091, 0.0, -2.8360, 0.0, 2.9977, 0.7853])
+HOME_QPOS = np.array([0.0, -1.4909, 0.0, -2.8495, 0.0, 2.9294, 0.7853])
 # Parked: turned outward and folded low beside the pedestal, out of the workspace and mostly
 # out of the default camera views (single-arm tasks park the left arm).
 PARK_QPOS = np.array([1.5708, -1.7000, 0.0, -2.9500, 0.0, 1.4000, 0.7853])
@@ -78,7 +78,7 @@ class Arm:
         self.robot.set_name(f"{name}_panda")
         self.robot.set_root_pose(base_pose(name))
         self.joints = self.robot.get_active_joints()
-        for j, lim in zip(self.joints[:7], ARM_FORCE_LIMIT):
+        for j, lim in zip(self.joints[:7], ARM_FORCE_LIMIT, strict=True):
             j.set_drive_properties(ARM_STIFFNESS, ARM_DAMPING, float(lim), "force")
         for j in self.joints[7:]:
             j.set_drive_properties(FINGER_STIFFNESS, FINGER_DAMPING, FINGER_FORCE_LIMIT, "force")
@@ -113,7 +113,7 @@ class Arm:
 
     def set_arm_target(self, q, qd=None) -> None:
         qd = np.zeros(7) if qd is None else qd
-        for j, qi, vi in zip(self.joints[:7], q, qd):
+        for j, qi, vi in zip(self.joints[:7], q, qd, strict=True):
             j.set_drive_target(float(qi))
             j.set_drive_velocity_target(float(vi))
 
@@ -125,7 +125,7 @@ class Arm:
             j.set_drive_target(float(width_per_finger))
 
     def finger_target(self) -> float:
-        return float(self.joints[7].get_drive_target())
+        return float(np.asarray(self.joints[7].get_drive_target()).reshape(-1)[0])
 
     def apply_gravity_compensation(self) -> None:
         # set_qf persists across steps, so it is refreshed before every step.

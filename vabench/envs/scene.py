@@ -18,7 +18,7 @@ import sapien
 
 from . import assets
 from .objects import BodySpec, Part
-from .robot import ARMS, PEDESTAL_HALF, Arm, BASE_X, BASE_Y
+from .robot import ARMS, BASE_X, BASE_Y, PEDESTAL_HALF, Arm
 
 TIMESTEP = 1.0 / 250.0
 TABLE_TOP_Z = 0.74
@@ -133,8 +133,14 @@ class World:
         # the shadow pass is the largest part of a frame's cost.
         self.scene.set_ambient_light([0.42, 0.42, 0.42])
         self.scene.add_directional_light(
-            [0.25, 0.45, -1.0], [0.8, 0.8, 0.77], shadow=True, position=[0, 0, 0], shadow_scale=1.5,
-            shadow_map_size=1024, shadow_near=-3.0, shadow_far=3.0,
+            [0.25, 0.45, -1.0],
+            [0.8, 0.8, 0.77],
+            shadow=True,
+            position=[0, 0, 0],
+            shadow_scale=1.5,
+            shadow_map_size=1024,
+            shadow_near=-3.0,
+            shadow_far=3.0,
         )
 
     def _build(self, spec: BodySpec, pose: sapien.Pose) -> sapien.Entity:
@@ -148,6 +154,9 @@ class World:
             if part.kind == "box":
                 builder.add_box_collision(lp, list(part.size), material=material, density=density)
                 builder.add_box_visual(lp, list(part.size), material=rm)
+            elif part.kind == "sphere":
+                builder.add_sphere_collision(lp, part.size[0], material=material, density=density)
+                builder.add_sphere_visual(lp, part.size[0], material=rm)
             elif part.kind == "cylinder":
                 r, h = part.size
                 builder.add_cylinder_collision(lp, r, h, material=material, density=density)

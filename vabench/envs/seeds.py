@@ -46,8 +46,12 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
     """Reset, check stability, run the expert; say why a seed fails."""
     env.reset(task, seed)
     if not env.stability.stable:
-        return Verdict(seed, False, f"unstable: {env.stability.worst_body} turned {env.stability.max_drift_deg:.2f} deg "
-                                    "in the last 200 settle steps (limit 3)")
+        return Verdict(
+            seed,
+            False,
+            f"unstable: {env.stability.worst_body} turned {env.stability.max_drift_deg:.2f} deg "
+            "in the last 200 settle steps (limit 3)",
+        )
     state = env.privileged()
     result = None
     for action in env.task.expert(state):
@@ -62,11 +66,15 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
             break
     if result is None or not result.success:
         steps = 0 if result is None else result.step
-        return Verdict(seed, False, f"expert did not succeed within {steps} steps; checkpoints {env.checkpoints()}", steps)
+        return Verdict(
+            seed, False, f"expert did not succeed within {steps} steps; checkpoints {env.checkpoints()}", steps
+        )
     return Verdict(seed, True, "ok", result.step)
 
 
-def screen(env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = N_ACCEPT, log=print) -> tuple[list[int], list[dict]]:
+def screen(
+    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = N_ACCEPT, log=print
+) -> tuple[list[int], list[dict]]:
     accepted, rejected = [], []
     for seed in range(pool[0], pool[1] + 1):
         v = probe(env, task, seed)
@@ -89,7 +97,9 @@ def manifest_path(task: str) -> Path:
 def load_manifest(task: str) -> dict:
     path = manifest_path(task)
     if not path.exists():
-        raise FileNotFoundError(f"no seed manifest for {task!r}; run `python -m vabench.envs.seeds --task {task} --write`")
+        raise FileNotFoundError(
+            f"no seed manifest for {task!r}; run `python -m vabench.envs.seeds --task {task} --write`"
+        )
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT or data.get("task") != task:
         raise ValueError(f"{path} is not a {FORMAT} manifest for {task!r}")
@@ -122,7 +132,7 @@ def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
         "task": task,
         "budget": TASKS[task].budget,
         "criteria": "stable (<=3 deg over the last 200 of 500 steps after 2000), finite poses, "
-                    "expert success with no invalid action and no planner failure",
+        "expert success with no invalid action and no planner failure",
         "candidate_pool": list(EVAL_POOL),
         "accepted": accepted,
         "rejected": rejected,
@@ -162,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     for task in args.task or sorted(TASKS):
         if args.write:
             data = write_manifest(env, task)
-            print(f"{task}: accepted {len(data['accepted'])}, rejected {len(data['rejected'])}, demo seed {data['demo_seed']}")
+            n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
+            print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}")
         else:
             failures = check_manifest(env, task, args.limit)
             bad += len(failures)

@@ -41,7 +41,7 @@ class Task(ABC):
     def expert(self, s: PrivilegedState) -> Iterator[dict]:
         """Protocol actions (the same JSON a model emits), computed from privileged state."""
 
-    def update(self, s: PrivilegedState) -> None:
+    def update(self, s: PrivilegedState) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Latch history-dependent flags; called after every action, before the checks."""
 
     def latch(self, s: PrivilegedState, key: str, value: bool) -> bool:

@@ -29,8 +29,13 @@ def move_gc(s: PrivilegedState, arm: str, target, axes: str = "xyz", tol_mm: flo
             if abs(err_mm) < max(tol_mm, MOVE_MM[0]):
                 break
             d = min(abs(err_mm), MOVE_MM[1])
-            yield {"action": "gripper.move_world", "axis": axis, "sign": "+" if err_mm > 0 else "-",
-                   "distance_mm": round(d, 1), **_arm_field(s, arm)}
+            yield {
+                "action": "gripper.move_world",
+                "axis": axis,
+                "sign": "+" if err_mm > 0 else "-",
+                "distance_mm": round(d, 1),
+                **_arm_field(s, arm),
+            }
 
 
 def rotate(s: PrivilegedState, arm: str, axis: str, angle_deg: float) -> Iterator[dict]:
@@ -38,8 +43,13 @@ def rotate(s: PrivilegedState, arm: str, axis: str, angle_deg: float) -> Iterato
     remaining = angle_deg
     while abs(remaining) >= ROTATE_DEG[0]:
         piece = math.copysign(min(abs(remaining), ROTATE_DEG[1]), remaining)
-        yield {"action": "gripper.rotate_local", "axis": axis, "sign": "+" if piece > 0 else "-",
-               "angle_deg": round(abs(piece), 2), **_arm_field(s, arm)}
+        yield {
+            "action": "gripper.rotate_local",
+            "axis": axis,
+            "sign": "+" if piece > 0 else "-",
+            "angle_deg": round(abs(piece), 2),
+            **_arm_field(s, arm),
+        }
         remaining -= piece
 
 
@@ -73,8 +83,14 @@ def align_closing_axis(
 
 
 def grasp_from_above(
-    s: PrivilegedState, arm: str, body: str, yaw_rad: float, grasp_z: float, pre_height: float = 0.09,
-    symmetry_deg: float = 90.0, avoid: tuple[str, ...] = (),
+    s: PrivilegedState,
+    arm: str,
+    body: str,
+    yaw_rad: float,
+    grasp_z: float,
+    pre_height: float = 0.09,
+    symmetry_deg: float = 90.0,
+    avoid: tuple[str, ...] = (),
 ) -> Iterator[dict]:
     """Top-down grasp: turn down, align yaw (keeping the wide hand clear of ``avoid`` bodies),
     go above, descend, close."""

@@ -22,8 +22,11 @@ class GraspSingleCube(Task):
     def build(self, world: World, rng: np.random.Generator) -> None:
         x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
         self.yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
-        world.add(cube("cube", self.HALF, RED, self.MASS), (x, y, SPAWN_Z + self.HALF),
-                  (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)))
+        world.add(
+            cube("cube", self.HALF, RED, self.MASS),
+            (x, y, SPAWN_Z + self.HALF),
+            (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)),
+        )
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
         return {

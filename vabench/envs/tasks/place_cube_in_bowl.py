@@ -29,8 +29,11 @@ class PlaceCubeInBowl(Task):
         cx, cy = rng.uniform(*self.CUBE_X), rng.uniform(*self.CUBE_Y)
         self.yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
         world.add(bowl("bowl"), (bx, by, SPAWN_Z))
-        world.add(cube("cube", self.HALF, RED, 0.01), (cx, cy, SPAWN_Z + self.HALF),
-                  (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)))
+        world.add(
+            cube("cube", self.HALF, RED, 0.01),
+            (cx, cy, SPAWN_Z + self.HALF),
+            (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)),
+        )
 
     def _in_bowl(self, s: PrivilegedState) -> bool:
         d = s.position("cube") - s.position("bowl")

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Tests: set up whatever is missing, then run pytest.
+#   scripts/test.sh              default suite (CI; about 10 minutes on 2 cores)
+#   scripts/test.sh --nightly    also the long checks marked `slow` (every manifest seed, ...)
+# Other arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+args=()
+for a in "$@"; do
+  if [[ "$a" == "--nightly" ]]; then args+=(-m "slow or not slow"); else args+=("$a"); fi
+done
+exec .venv/bin/python -m pytest "${args[@]}"

@@ -1,0 +1,50 @@
+"""Test-only tasks that exercise the env where the real tasks do not (yet): two arms, an object
+that never settles."""
+
+from __future__ import annotations
+
+from vabench.envs.objects import BLUE, BodySpec, Part, cube
+from vabench.envs.tasks.base import SPAWN_Z, Task
+
+
+class DualProbe(Task):
+    name, arms, budget = "dual_probe", ("left", "right"), 100
+    instruction = "Probe both arms."
+
+    def build(self, world, rng):
+        world.add(cube("cube", 0.02, BLUE), (0.0, 0.15, SPAWN_Z + 0.02))
+
+    def success(self, s):
+        return False
+
+    def checkpoints(self, s):
+        return {}
+
+    def expert(self, s):
+        return iter(())
+
+
+class ShortBudgetProbe(DualProbe):
+    name, arms, budget = "short_probe", ("right",), 3
+
+
+class SpinningProbe(Task):
+    """A ball spinning about the vertical: point contacts have no torsional friction, so it
+    never settles and the seed screener must reject the scene."""
+
+    name, arms, budget = "spinning_probe", ("right",), 10
+    instruction = "Nothing to do."
+
+    def build(self, world, rng):
+        spec = BodySpec("ball", (Part("sphere", (0.03,)),), mass=0.05, friction=0.8)
+        body = world.add(spec, (0.0, 0.0, SPAWN_Z + 0.03))
+        body.component.set_angular_velocity([0.0, 0.0, 3.0])
+
+    def success(self, s):
+        return False
+
+    def checkpoints(self, s):
+        return {}
+
+    def expert(self, s):
+        yield {"action": "gripper.open"}

@@ -1,0 +1,56 @@
+"""Generated assets and demonstrations: built from the installed packages into the cache, light
+enough for CPU rendering, and the demo holds RGB frames only."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import trimesh
+from PIL import Image
+
+from vabench.envs import assets, demos, seeds
+from vabench.envs.camera import CAMERA_PRESETS
+
+
+def test_robot_description_is_loadable_by_mplib_and_light():
+    files = assets.panda_files()
+    urdf = files.urdf.read_text()
+    assert "package://" not in urdf
+    meshes = re.findall(r'filename="([^"]+)"', urdf)
+    assert meshes and all(not m.startswith("/") for m in meshes)  # relative, as mplib needs
+    for rel in meshes:
+        assert (files.urdf.parent / rel).exists(), rel
+        if "collision" in rel:
+            hull = trimesh.load(files.urdf.parent / (rel + ".convex.stl"), force="mesh")
+            assert hull.is_convex
+    visual = sum(
+        len(g.faces)
+        for rel in meshes
+        if "visual" in rel
+        for g in trimesh.load(files.urdf.parent / rel, force="scene").geometry.values()
+    )
+    assert visual < 20_000  # the stock meshes have ~134k triangles
+    assert files.srdf.exists() and files.srdf.stem == files.urdf.stem  # SAPIEN loads <stem>.srdf
+
+
+def test_rebuild_into_a_new_cache(tmp_path):
+    files = assets.build_panda(tmp_path, quiet=True)
+    again = assets.build_panda(tmp_path, quiet=True)
+    assert files == again and files.urdf.exists()
+
+
+@pytest.mark.parametrize("task", ["grasp_single_cube"])
+def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
+    out = demos.record(task, root=tmp_path, camera=CAMERA_PRESETS["small"])
+    meta = json.loads((out / "demo.json").read_text())
+    assert set(meta) == {"format", "task", "instruction", "frames", "fps", "width", "height"}
+    assert len(meta["frames"]) > 40 and meta["width"] == 320 and meta["height"] == 240
+    first = np.asarray(Image.open(out / meta["frames"][0]))
+    last = np.asarray(Image.open(out / meta["frames"][-1]))
+    assert first.shape == (240, 320, 3) and first.dtype == np.uint8
+    assert not np.array_equal(first, last)  # the robot moved
+    assert sorted(p.name for p in out.iterdir()) == sorted(meta["frames"] + ["demo.json"])
+    assert seeds.demo_seed(task) not in seeds.eval_seeds(task)
+    mtime = (out / "demo.json").stat().st_mtime_ns
+    assert demos.record(task, root=tmp_path) == out and (out / "demo.json").stat().st_mtime_ns == mtime  # reused
