@@ -2,8 +2,9 @@
 
 The actions are the experts' (world moves, local rotations, gripper open/close), which is the
 mix a model issues, replayed on several seeds of both tasks. For scale it also times the same
-actions without rendering and a camera action (render only). Target: <= 100 ms per robot action
-on a 2-core machine.
+actions without rendering, a camera action (render only), and, as the baseline, the same
+actions rendered with SAPIEN's stock ``default`` shader instead of vabench's lean copy.
+Target: <= 100 ms per robot action on a 2-core machine.
 
     python benchmarks/action_cost.py [--seeds 4] [--camera default]
 """
@@ -14,6 +15,8 @@ import argparse
 import logging
 import statistics
 import time
+
+import dataclasses
 
 from vabench.envs.camera import CAMERA_PRESETS
 from vabench.envs.env import EnvConfig, VABenchEnv
@@ -48,9 +51,14 @@ def main() -> None:
     ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
     args = ap.parse_args()
     cam = CAMERA_PRESETS[args.camera]
-    rendered = VABenchEnv(EnvConfig(camera=cam))
-    rendered.reset("grasp_single_cube", eval_seeds("grasp_single_cube")[0])  # shader compile, once per process
-    robot, camera = time_episodes(rendered, args.seeds)
+    envs = {
+        "lean": VABenchEnv(EnvConfig(camera=cam)),
+        "default": VABenchEnv(EnvConfig(camera=dataclasses.replace(cam, shader="default"))),
+    }
+    for env in envs.values():
+        env.reset("grasp_single_cube", eval_seeds("grasp_single_cube")[0])  # shader compile, once per process
+    robot, camera = time_episodes(envs["lean"], args.seeds)
+    base_robot, base_camera = time_episodes(envs["default"], args.seeds)
     physics, _ = time_episodes(VABenchEnv(EnvConfig(render=False)), args.seeds)
     med = statistics.median(robot)
     p90 = statistics.quantiles(robot, n=10)[-1]
@@ -58,6 +66,10 @@ def main() -> None:
     print(f"per robot action (plan + execute + render): median {med:.1f} ms, p90 {p90:.1f} ms")
     print(f"  same actions without rendering:            median {statistics.median(physics):.1f} ms")
     print(f"  camera action (render only):                median {statistics.median(camera):.1f} ms")
+    base = statistics.median(base_robot)
+    print(f"baseline, SAPIEN's default shader:          median {base:.1f} ms per robot action, "
+          f"{statistics.median(base_camera):.1f} ms per camera action")
+    print(f"lean / default: {med / base:.2f}")
     print(f"ratio to the {TARGET_MS:.0f} ms target: {med / TARGET_MS:.2f} ({'met' if med <= TARGET_MS else 'NOT met'})")
 
 

@@ -54,3 +54,32 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     assert seeds.demo_seed(task) not in seeds.eval_seeds(task)
     mtime = (out / "demo.json").stat().st_mtime_ns
     assert demos.record(task, root=tmp_path) == out and (out / "demo.json").stat().st_mtime_ns == mtime  # reused
+
+
+def test_lean_shader_matches_the_default_look(render_env):
+    """The lean shader only simplifies shadow filtering: same picture up to shadow edges."""
+    import dataclasses
+
+    from vabench.envs.camera import CameraRig
+    from vabench.envs.shaders import lean_shader_dir
+
+    lean = lean_shader_dir()
+    assert (lean / "gbuffer.frag").exists() and not (lean / "gbuffer1.frag").exists()
+    assert "PCF_SampleCount = 4;" in (lean.parent / "common" / "shadow.glsl").read_text()
+    env = render_env
+    env.reset("place_cube_in_bowl", 1001)
+    stock = CameraRig(env.world.scene, dataclasses.replace(env.config.camera, shader="default"))
+    for view in ("view_topdown", "view_oblique_45"):
+        env.step({"action": f"camera.{view}"})
+        a = env.camera.render().astype(int)
+        b = stock.render(env.camera.pose).astype(int)
+        assert np.abs(a - b).mean() < 1.0 and np.percentile(np.abs(a - b), 99) < 30
+
+
+def test_camera_config_errors_name_the_key():
+    from vabench.envs.camera import CameraConfig
+
+    with pytest.raises(ValueError, match="shader must be one of lean, default"):
+        CameraConfig(shader="rt")
+    with pytest.raises(ValueError, match="fovy_deg must be in"):
+        CameraConfig(fovy_deg=0)

@@ -14,6 +14,8 @@ import numpy as np
 import sapien
 
 from .geometry import axis_angle, look_at
+from .scene import add_camera
+from .shaders import SHADERS
 
 # Offsets from the target GC (right-arm side; x is mirrored for the left arm).
 VIEW_OFFSETS = {
@@ -30,13 +32,13 @@ CAMERA_BOX_HI = np.array([0.85, 0.35, 1.85])
 MOVE_STEP_M = 0.05
 ZOOM_STEP_M = 0.08
 TURN_STEP_DEG = 10.0
-# The paper's "center_high" start: high above the robot side, looking at the table in front of
-# the active gripper (our home GC is higher than the paper's, so we aim at the table rather than
-# at the gripper itself).
-INITIAL_EYE = np.array([0.0, -0.58, 1.48])
+# Like the paper's "center_high" start: high above the robot side, centred, looking at the table
+# in front of the active gripper. 27 cm higher than the paper's (0, -0.58, 1.48): a Panda's
+# elbow rises higher than the paper's small arms and hid the table from the lower eye.
+INITIAL_EYE = np.array([0.0, -0.55, 1.75])
 INITIAL_TARGET_X = 0.17
-INITIAL_TARGET_AHEAD = 0.12  # metres in front (+y) of the GC
-INITIAL_TARGET_Z = 0.80
+INITIAL_TARGET_AHEAD = 0.14  # metres in front (+y) of the GC
+INITIAL_TARGET_Z = 0.78
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,15 @@ class CameraConfig:
     fovy_deg: float = 37.0  # the paper's active head camera (VABench_D435)
     near: float = 0.01
     far: float = 10.0
+    shader: str = "lean"  # "lean" (see shaders.py) or SAPIEN's "default"
+
+    def __post_init__(self):
+        if not (16 <= self.width <= 4096 and 16 <= self.height <= 4096):
+            raise ValueError(f"camera width and height must be in [16, 4096], got {self.width}x{self.height}")
+        if not 5.0 <= self.fovy_deg <= 120.0:
+            raise ValueError(f"camera fovy_deg must be in [5, 120], got {self.fovy_deg}")
+        if self.shader not in SHADERS:
+            raise ValueError(f"camera shader must be one of {', '.join(SHADERS)}, got {self.shader!r}")
 
 
 CAMERA_PRESETS = {
@@ -92,8 +103,15 @@ def view_pose(base: str, target: np.ndarray, mirror: bool) -> tuple[np.ndarray, 
 class CameraRig:
     def __init__(self, scene: sapien.Scene, config: CameraConfig):
         self.config = config
-        self.camera = scene.add_camera(
-            "active", config.width, config.height, np.deg2rad(config.fovy_deg), config.near, config.far
+        self.camera = add_camera(
+            scene,
+            "active",
+            config.width,
+            config.height,
+            np.deg2rad(config.fovy_deg),
+            config.near,
+            config.far,
+            config.shader,
         )
         self.pose = np.eye(4)
 

@@ -134,6 +134,7 @@ class ArmPlanner:
         if list(names[:7]) != [f"panda_joint{i}" for i in range(1, 8)]:
             raise RuntimeError(f"unexpected mplib joint order {names}")
         self.tcp_index = self.free.link_name_2_idx[MOVE_GROUP]
+        self._robot_name = self.world.robot.get_name()
         self.base_inv = np.linalg.inv(base_pose(arm).to_transformation_matrix())
         self.limits = self.free.joint_limits[:7]
         self.other_name = None
@@ -209,7 +210,7 @@ class ArmPlanner:
             if c.collision_type == "self":
                 hits.add("self")
                 continue
-            other = c.object_name2 if c.object_name1 == pw.get_planned_articulations()[0].get_name() else c.object_name1
+            other = c.object_name2 if c.object_name1 == self._robot_name else c.object_name1
             if other not in exempt:
                 hits.add(other)
         return hits
@@ -283,11 +284,16 @@ class ArmPlanner:
             return None
         return np.vstack([path, exact])
 
-    def check_path(self, path: np.ndarray, exempt: frozenset[str]) -> set[str]:
-        """Obstacles hit along ``path``; contacts present at the start are exempt."""
+    def check_path(self, path: np.ndarray, exempt: frozenset[str], until_free: bool = False) -> set[str]:
+        """Obstacles hit along ``path``. Contacts present at the start (``exempt``) are allowed: for
+        the whole path (a straight move may slide along what it touches), or with ``until_free``
+        only until the arm has left them (a detour must not pass through them later)."""
         hits: set[str] = set()
         for q in path:
-            hits |= self.collisions(q, exempt)
+            now = self.collisions(q)
+            hits |= now - exempt
+            if until_free and exempt and not (now & exempt):
+                exempt = frozenset()
         return hits
 
     def plan_straight(self, goal_tcp: np.ndarray, q9) -> Plan:
@@ -326,12 +332,17 @@ class ArmPlanner:
         if not goals:
             return Plan(False, "detour", reason="collision", detail="target", blockers=tuple(sorted(nearest_hits)))
         acm = self.world.planning_world.get_allowed_collision_matrix()
-        allowed = [n for n in start_hits if n != "self"]
-        for n in allowed:  # an arm that starts in contact must be allowed to leave it
-            acm.set_default_entry(n, True)
+        allowed: list[str] = []
         try:
             for i, pad in enumerate(RRT_PADDINGS):
                 self._set_padding(pad)
+                # An arm that starts in contact (with the inflated obstacles too) must be allowed to
+                # leave it; (re-)adding an object resets its matrix entry, so this follows the padding.
+                for n in allowed:
+                    acm.remove_default_entry(n)
+                allowed = sorted(n for n in self.collisions(q9) | start_hits if n != "self")
+                for n in allowed:
+                    acm.set_default_entry(n, True)
                 mplib.set_global_seed((int(seed) * 7 + i) % 2_000_000_000 + 1)
                 r = self.world.plan_qpos(goals, q9, time_step=TIMESTEP, planning_time=RRT_TIME_S)
                 _quiet_toppra()
@@ -341,7 +352,7 @@ class ArmPlanner:
                 if len(pos) > MAX_PATH_STEPS:
                     continue
                 self._set_padding(0.0)
-                if not self.check_path(pos[::2], start_hits):
+                if not self.check_path(pos[::2], start_hits, until_free=True):
                     return Plan(True, "detour", positions=pos, velocities=np.asarray(r["velocity"]))
         finally:
             self._set_padding(0.0)

@@ -19,6 +19,7 @@ import sapien
 from . import assets
 from .objects import BodySpec, Part
 from .robot import ARMS, BASE_X, BASE_Y, PEDESTAL_HALF, Arm
+from .shaders import shader_dir
 
 TIMESTEP = 1.0 / 250.0
 TABLE_TOP_Z = 0.74
@@ -34,24 +35,35 @@ FLOOR_COLOR = (0.55, 0.56, 0.58)
 PEDESTAL_COLOR = (0.22, 0.23, 0.25)
 
 _process_ready = False
-_anchor: tuple | None = None
+_anchors: dict[str, tuple] = {}
 
 
-def _process_setup(render: bool) -> None:
-    """Global SAPIEN settings that must precede any shape, and the render anchor."""
-    global _process_ready, _anchor
+def _process_setup() -> None:
+    """Global SAPIEN settings that must precede any shape or camera."""
+    global _process_ready
     if not _process_ready:
         # SAPIEN 3 reads the default material only when a shape is created.
         sapien.physx.set_default_material(DEFAULT_FRICTION, DEFAULT_FRICTION, 0.0)
-        _process_ready = True
-    if render and _anchor is None:
         # 8-bit colour read-back: identical pixels to float32 + conversion, ~12 ms cheaper at 640x480.
         sapien.render.set_picture_format("Color", "r8g8b8a8unorm")
-        scene = sapien.Scene()
-        cam = scene.add_camera("anchor", 8, 8, 1.0, 0.01, 10.0)
-        scene.update_render()
+        _process_ready = True
+
+
+def add_camera(
+    scene: sapien.Scene, name: str, width: int, height: int, fovy: float, near: float, far: float, shader: str
+):
+    """A camera with the named shader. The first one per shader also creates an anchor scene that
+    lives as long as the process, so the shader compile (~3.5 s) is paid once, not per episode."""
+    directory = shader_dir(shader)
+    if shader not in _anchors:
+        sapien.render.set_camera_shader_dir(directory)
+        anchor = sapien.Scene()
+        cam = anchor.add_camera("anchor", 8, 8, 1.0, 0.01, 10.0)
+        anchor.update_render()
         cam.take_picture()
-        _anchor = (scene, cam)
+        _anchors[shader] = (anchor, cam)
+    sapien.render.set_camera_shader_dir(directory)
+    return scene.add_camera(name, width, height, fovy, near, far)
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,7 @@ class World:
     """One episode's scene. ``arms`` maps arm name to :class:`Arm`; ``bodies`` the task bodies."""
 
     def __init__(self, render: bool = True):
-        _process_setup(render)
+        _process_setup()
         self.scene = sapien.Scene()
         self.scene.set_timestep(TIMESTEP)
         self.step_count = 0
