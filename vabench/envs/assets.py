@@ -99,10 +99,10 @@ def _write_convex_hull(src: Path, dst: Path) -> None:
 
 def build_panda(root: Path, quiet: bool = False) -> RobotFiles:
     """Generate the Panda description under ``root`` (atomically: a temp dir then rename)."""
-    src = _panda_source()
     final = root / "robots" / ASSET_VERSION
-    if (final / "panda.urdf").exists():
+    if (final / "panda.urdf").exists():  # a built cache needs no source package
         return RobotFiles(final / "panda.urdf", final / "panda.srdf")
+    src = _panda_source()
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     try:
