@@ -58,13 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for task in args.task or sorted(TASKS):
         for seed in eval_seeds(task)[: args.seeds]:
-            row = run_episode(env, task, seed, args.protocol)
+            try:
+                row = run_episode(env, task, seed, args.protocol)
+                line = (
+                    f"{task:28s} {seed:5d} {str(row['success']):>7s} {row['steps']:4d}/{row['budget']:<4d} "
+                    f"{row['checkpoints']:>5s} {row['wall_s']:6.2f}"
+                )
+            except Exception as e:  # one broken episode must not cost the others their results
+                row = {"task": task, "seed": seed, "success": False, "error": f"{type(e).__name__}: {e}"}
+                line = f"{task:28s} {seed:5d}   ERROR {row['error']}"
             rows.append(row)
-            print(
-                f"{task:28s} {seed:5d} {str(row['success']):>7s} {row['steps']:4d}/{row['budget']:<4d} "
-                f"{row['checkpoints']:>5s} {row['wall_s']:6.2f}",
-                flush=True,
-            )
+            print(line, flush=True)
     env.close()
     for task in sorted({r["task"] for r in rows}):
         mine = [r for r in rows if r["task"] == task]
