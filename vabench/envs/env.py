@@ -33,6 +33,7 @@ from .actions import (
 )
 from .camera import PASSIVE_ORDER, CameraConfig, CameraRig
 from .executor import Executor, Outcome
+from .geometry import angle_between_deg
 from .planner import ArmPlanner
 from .privileged import PrivilegedState
 from .robot import ARMS, PARK_QPOS, ArmProprio
@@ -157,14 +158,12 @@ class VABenchEnv:
                     tail[b.name].append(b.matrix()[:3, :3])
         worst, drift = None, 0.0
         for b in dynamic:
-            final = b.matrix()[:3, :3]
-            for r in tail[b.name]:
-                c = (np.trace(r.T @ final) - 1.0) / 2.0
-                d = float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
-                if not np.isfinite(b.matrix()).all():
-                    d = float("inf")
-                if d > drift:
-                    worst, drift = b.name, d
+            final = b.matrix()
+            if not np.isfinite(final).all():
+                return Stability(float("inf"), b.name)
+            d = max((angle_between_deg(r, final[:3, :3]) for r in tail[b.name]), default=0.0)
+            if d > drift:
+                worst, drift = b.name, d
         return Stability(drift, worst)
 
     def close(self) -> None:

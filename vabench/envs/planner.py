@@ -29,7 +29,7 @@ import numpy as np
 from .assets import RobotFiles
 from .geometry import matrix_to_quat
 from .objects import BodySpec
-from .robot import ARM_FORCE_LIMIT, base_pose  # noqa: F401  (ARM_* kept next to the drives)
+from .robot import base_pose
 from .scene import TIMESTEP
 
 MOVE_GROUP = "panda_hand_tcp"
@@ -40,8 +40,6 @@ RRT_PADDINGS = (0.01, 0.003)  # obstacle inflation (m) for RRT tries; each path 
 RRT_TIME_S = 1.0
 MAX_PATH_STEPS = 2500  # 10 s of motion, as RoboTwin's limit
 TOPP_MAX_POINTS = 40  # toppra's cost grows with the path's points; the dense screw path is smooth
-
-
 DETOUR_GOAL_CLEARANCE = 0.08  # dynamic bodies this close to the target GC are what the gripper goes for
 
 
@@ -71,7 +69,6 @@ class Plan:
     positions: np.ndarray | None = None  # (N, 7) one row per physics step
     velocities: np.ndarray | None = None
     reason: str = ""  # why not, for feedback: "unreachable", "collision", "joint_limits", "no_path"
-    detail: str = ""
     blockers: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -298,25 +295,21 @@ class ArmPlanner:
 
     def plan_straight(self, goal_tcp: np.ndarray, q9) -> Plan:
         path = self.screw_path(goal_tcp, q9)
-        if path is None:
-            return Plan(
-                False,
-                "straight",
-                reason="joint_limits",
-                detail="a straight path runs into joint limits or self-collision",
-            )
+        if path is None:  # the screw ran into joint limits or self-collision
+            return Plan(False, "straight", reason="joint_limits")
         exempt = frozenset(self.collisions(path[0]))
         hits = self.check_path(path, exempt)
         if hits:
             return Plan(False, "straight", reason="collision", blockers=tuple(sorted(hits)))
         timed = self.timed(path)
-        if timed is None:
-            return Plan(False, "straight", reason="joint_limits", detail="time parameterisation failed")
+        if timed is None:  # TOPP finds no feasible timing: a path through a singularity
+            return Plan(False, "straight", reason="joint_limits")
         return Plan(True, "straight", positions=timed[0], velocities=timed[1])
 
     def plan_detour(self, goal_tcp: np.ndarray, q9, seed: int) -> Plan:
         """RRTConnect to any collision-free IK solution, padded, then re-checked unpadded."""
         q9 = self._full(q9)
+        mplib.set_global_seed(int(seed) % 2_000_000_000 + 1)  # IK restarts and RRT are random
         cands = self.ik_candidates(goal_tcp, q9)
         if not cands:
             return Plan(False, "detour", reason="unreachable")
@@ -330,7 +323,7 @@ class ArmPlanner:
             elif not nearest_hits:
                 nearest_hits = h
         if not goals:
-            return Plan(False, "detour", reason="collision", detail="target", blockers=tuple(sorted(nearest_hits)))
+            return Plan(False, "detour", reason="collision", blockers=tuple(sorted(nearest_hits)))
         acm = self.world.planning_world.get_allowed_collision_matrix()
         allowed: list[str] = []
         try:
