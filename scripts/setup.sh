@@ -5,11 +5,12 @@
 # decimated robot meshes in the cache. Safe to run again: every step checks first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=${VABENCH_VENV:-.venv}
+VENV=.venv
 PY=${PYTHON:-python3}
 
 need_vulkan() {
-  # lavapipe from Mesa 25 registers lvp_icd.x86_64.json; Mesa 22 has one too, so check the version.
+  # Mesa 22's lavapipe lacks a feature SAPIEN 3 needs; 25 from backports works. (A GPU machine
+  # renders on its vendor driver; installing Mesa there as well does no harm.)
   local v
   v=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
   [[ -z "$v" ]] && return 0

@@ -131,3 +131,9 @@ def test_camera_vocabulary_depends_on_arms_and_protocol():
         parse_action({"action": "camera.zoom_in"}, ONE, camera=False)
     assert not any(n.startswith("camera.") for n in action_names(ONE, camera=False))
     assert len([n for n in action_names(TWO, camera=True) if n.startswith("camera.view_")]) == 20
+
+
+def test_action_names_are_case_insensitive_and_arm_prefixes_need_two_arms():
+    assert parse_action({"action": " Gripper.Close "}, ONE) == Gripper("right", True)
+    with pytest.raises(ActionError, match="for two-arm tasks; here use 'gripper.open'"):
+        parse_action({"action": "right_gripper.open"}, ONE)

@@ -54,6 +54,9 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     assert seeds.demo_seed(task) not in seeds.eval_seeds(task)
     mtime = (out / "demo.json").stat().st_mtime_ns
     assert demos.record(task, root=tmp_path) == out and (out / "demo.json").stat().st_mtime_ns == mtime  # reused
+    frames = {name: (out / name).read_bytes() for name in meta["frames"]}
+    again = demos.record(task, root=tmp_path, camera=CAMERA_PRESETS["small"], force=True)  # regenerated: identical
+    assert {name: (again / name).read_bytes() for name in meta["frames"]} == frames
 
 
 def test_lean_shader_matches_the_default_look(render_env):
@@ -73,7 +76,7 @@ def test_lean_shader_matches_the_default_look(render_env):
         env.step({"action": f"camera.{view}"})
         a = env.camera.render().astype(int)
         b = stock.render(env.camera.pose).astype(int)
-        assert np.abs(a - b).mean() < 1.0 and np.percentile(np.abs(a - b), 99) < 30
+        assert np.abs(a - b).mean() < 0.5 and np.percentile(np.abs(a - b), 99) < 30
 
 
 def test_camera_config_errors_name_the_key():

@@ -176,7 +176,9 @@ def test_dual_move_is_all_or_nothing(physics_env):
         }
     )
     assert not r.planner_success
-    assert "the left arm's straight path collides with the table" in r.feedback and "neither arm moved" in r.feedback
+    assert (
+        "for the left arm the straight path collides with the table" in r.feedback and "neither arm moved" in r.feedback
+    )
     after = scene_digest(env)
     assert all(np.array_equal(snapshot[k], after[k]) for k in snapshot)
     r = env.step(
@@ -209,9 +211,44 @@ def test_dual_move_refuses_to_crash_the_arms_together(physics_env):
         feedback.append(r.feedback)
         if not r.planner_success:
             break
-    assert any("collide" in f for f in feedback), feedback
+    assert any("the two arms would collide with each other" in f for f in feedback), feedback
     assert gc(env, "right")[0] - gc(env, "left")[0] > 0.05  # they never met
 
 
 def test_workspace_box_matches_the_paper():
     assert np.allclose(WORKSPACE_LO, [-0.55, -0.45, 0.74]) and np.allclose(WORKSPACE_HI, [0.55, 0.35, 1.35])
+
+
+def test_contact_at_the_start_may_be_left_but_not_deepened(env):
+    """A gripper whose finger pads touch the table can lift off, but no straight move may push
+    further in or slide along while touching: every motion must end collision-free."""
+    from vabench.envs.geometry import HAND_TO_GRIPPER, frame_from_axes
+
+    planner = env.planners["right"]
+    planner.sync(env.world.arms["right"].qpos, env.world.arms["left"].qpos)
+    rot = frame_from_axes((0, 0, -1), (0, 1, 0)) @ HAND_TO_GRIPPER.T
+
+    def pose(p):
+        m = np.eye(4)
+        m[:3, :3], m[:3, 3] = rot, p
+        return m
+
+    resting = next(
+        c
+        for c in planner.ik_candidates(pose((0.0, 0.0, 0.742)), env.world.arms["right"].qpos)
+        if planner.collisions(c) == {"table"}
+    )
+    assert planner.plan_straight([pose((0.0, 0.0, 0.80))], resting).ok  # lift off
+    down = planner.plan_straight([pose((0.0, 0.0, 0.735))], resting)
+    assert not down.ok and down.blockers == ("table",)
+    along = planner.plan_straight([pose((0.05, 0.0, 0.742))], resting)
+    assert not along.ok and along.blockers == ("table",)
+
+
+def test_typed_or_malformed_input_is_validated_like_any_decision(env):
+    from vabench.envs.actions import MoveWorld
+
+    for bad in (MoveWorld("left", "x", 1, 50.0), "gripper.open", None):
+        r = env.step(bad)
+        assert not r.action_valid and "must be a JSON object" in r.feedback
+    assert env.steps == 3 and np.allclose(gc(env), [0.30, -0.20, 1.06], atol=0.005)

@@ -3,7 +3,6 @@ on the manifest seeds; the screener rejects scenes that do not settle."""
 
 import json
 
-import numpy as np
 import pytest
 
 from vabench.envs import seeds
@@ -15,11 +14,8 @@ from .probes import ShortBudgetProbe, SpinningProbe
 def run_expert(env, task, seed):
     env.reset(task, seed)
     result = None
-    for action in env.task.expert(env.privileged()):
-        result = env.step(action)
+    for result in env.expert_steps():
         assert result.action_valid and result.planner_success, (task, seed, result.step, result.feedback)
-        if result.done:
-            break
     return result
 
 
@@ -95,10 +91,7 @@ def test_success_needs_the_gripper_closed_and_the_lift(physics_env):
 
 def test_bowl_success_requires_release(physics_env):
     env = physics_env
-    env.reset("place_cube_in_bowl", 1000)
-    s = env.privileged()
-    actions = list(env.task.expert(s))  # computed lazily; consume live below instead
-    env.reset("place_cube_in_bowl", 1000)
+    env.reset("place_cube_in_bowl", seeds.eval_seeds("place_cube_in_bowl")[0])
     s = env.privileged()
     history = []
     for action in env.task.expert(s):
@@ -107,8 +100,7 @@ def test_bowl_success_requires_release(physics_env):
         if r.done:
             break
     assert history[-1] == ("gripper.open", True)
-    assert not any(ok for _, ok in history[:-1])
-    assert actions  # the expert is not empty
+    assert len(history) > 10 and not any(ok for _, ok in history[:-1])
 
 
 def test_budget_ends_the_episode(physics_env):
@@ -141,7 +133,6 @@ def test_unknown_task_and_bad_protocol_are_clear_errors(physics_env):
         physics_env.reset("grasp_single_cube", 0, protocol="blind")
     with pytest.raises(ValueError, match="seed must be an integer"):
         physics_env.reset("grasp_single_cube", 1.5)
-    assert np.isfinite(0)
 
 
 def test_expert_runner_reports_every_episode_even_when_one_crashes(monkeypatch, capsys):

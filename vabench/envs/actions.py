@@ -98,7 +98,6 @@ class CameraAction:
 
 
 Action = Union[MoveWorld, RotateLocal, Gripper, DualMoveWorld, DualGripper, CameraAction]
-ROBOT_ACTIONS = (MoveWorld, RotateLocal, Gripper, DualMoveWorld, DualGripper)
 
 
 def _show(value) -> str:
@@ -195,7 +194,7 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
     name = obj.get("action")
     if not isinstance(name, str) or not name.strip():
         raise ActionError("missing field 'action': a string naming the action, e.g. \"gripper.move_world\"")
-    name = name.strip()
+    name = name.strip().lower()
     if len(name) > MAX_TEXT:
         raise ActionError(f"unknown action {_show(name)}")
     if name == "gripper.move_world":
@@ -212,8 +211,8 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
         return Gripper(_arm(obj, arms, name), name.endswith("close"))
     side, _, op = name.partition("_gripper.")
     if side in ("left", "right") and op in ("open", "close"):
-        if side not in arms:
-            raise ActionError(f"'{name}' names the {side} arm, which this task does not control")
+        if len(arms) != 2:
+            raise ActionError(f"'{name}' is for two-arm tasks; here use 'gripper.{op}'")
         return Gripper(side, op == "close")
     if name.startswith("dual_gripper."):
         if len(arms) != 2:

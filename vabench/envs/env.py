@@ -9,12 +9,14 @@ contacts and checker state are reachable only through :meth:`VABenchEnv.privileg
 
 Every call to ``step`` counts against the budget, also when the action is invalid (as in the
 paper): an invalid action returns ``action_valid=False`` with the validation message as feedback
-and leaves the world untouched.
+and leaves the world untouched. ``step`` takes the decision object (a dict, untrusted) and
+always validates it.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,9 +99,10 @@ class Stability:
         return self.max_drift_deg <= STABILITY_MAX_DEG
 
 
-def action_seed(seed: int, step: int) -> int:
-    """Deterministic per-action seed for the planner's random restarts."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{step}".encode()).digest()[:4], "little") or 1
+def action_seed(seed: int, robot_action: int) -> int:
+    """Deterministic seed for the planner's random restarts, from the episode seed and the index
+    of the robot action (camera actions do not shift it: active and passive runs plan alike)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{robot_action}".encode()).digest()[:4], "little")
 
 
 class VABenchEnv:
@@ -120,31 +123,35 @@ class VABenchEnv:
             raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
+        task = make_task(task) if isinstance(task, str) else task  # a bad name fails before anything closes
         self.close()
-        self.task = make_task(task) if isinstance(task, str) else task
-        self.seed = int(seed)
-        self.protocol = protocol
+        try:
+            self._build(task, int(seed), protocol)
+        except BaseException:
+            self.close()  # never leave a half-built episode behind
+            raise
+        return self._observe(None, None, None, "")
+
+    def _build(self, task: Task, seed: int, protocol: str) -> None:
+        self.task, self.seed, self.protocol = task, seed, protocol
         self.world = World(render=self.config.render)
-        self.controlled = tuple(self.task.arms)
+        self.controlled = tuple(task.arms)
         for arm in ARMS:
             if arm not in self.controlled:
                 self.world.arms[arm].set_qpos(PARK_QPOS, closed=False)
                 if self.config.render:
                     _hide(self.world.arms[arm])
-        self.task.build(self.world, np.random.default_rng(self.seed))
+        task.build(self.world, np.random.default_rng(seed))
         self._state = PrivilegedState(self.world, self.controlled)
         self.stability = self._settle()
         self._state.record_start()
-        self.executor.bind(self.world, self.task.labels)
+        self.executor.bind(self.world, task.labels)
         if self.config.render:
             self.camera = CameraRig(self.world.scene, self.config.camera)
             self.camera.reset(self._gcs(), self.controlled)
-        self.steps = 0
-        self.done = False
-        self.success = False
-        self.history: list[str] = []
-        self.progress = self.task.checkpoints(self._state)
-        return self._observe(None, None, None, "")
+        self.steps = self.robot_actions = 0
+        self.done = self.success = False
+        self.progress = task.checkpoints(self._state)
 
     def _settle(self) -> Stability:
         """Settle, then watch orientations (RoboTwin's check_stable; the screener reads it)."""
@@ -159,7 +166,7 @@ class VABenchEnv:
         worst, drift = None, 0.0
         for b in dynamic:
             final = b.matrix()
-            if not np.isfinite(final).all():
+            if not np.isfinite(final).all() or not all(np.isfinite(r).all() for r in tail[b.name]):
                 return Stability(float("inf"), b.name)
             d = max((angle_between_deg(r, final[:3, :3]) for r in tail[b.name]), default=0.0)
             if d > drift:
@@ -174,35 +181,36 @@ class VABenchEnv:
         self._state = None
 
     # -- acting --------------------------------------------------------------------------
-    def step(self, action: dict | Action) -> StepResult:
+    def step(self, action: dict) -> StepResult:
+        """Validate and dispatch one decision object (see actions.parse_action)."""
         if self.world is None:
             raise RuntimeError("call reset() before step()")
         if self.done:
             raise RuntimeError("the episode is over (success or budget); call reset()")
         self.steps += 1
         try:
-            act = (
-                action
-                if not isinstance(action, dict)
-                else parse_action(action, self.controlled, camera=self.protocol == "active")
-            )
-            if isinstance(act, CameraAction) and self.protocol != "active":
-                raise ActionError("camera actions are disabled in the passive five-view protocol")
+            act = parse_action(action, self.controlled, camera=self.protocol == "active")
         except ActionError as e:
-            self.history.append("<invalid>")
             return self._finish("<invalid>", False, False, f"invalid action: {e}", "invalid")
-        label = act.label
-        self.history.append(label)
         if isinstance(act, CameraAction):
             text = (
                 self.camera.apply(act.name, self._gcs(), self.controlled) if self.camera else "no camera (render=False)"
             )
-            return self._finish(label, True, True, text, "camera")
+            return self._finish(act.label, True, True, text, "camera")
+        self.robot_actions += 1
         out = self._dispatch(act)
-        return self._finish(label, True, out.planner_success, out.feedback, "robot")
+        return self._finish(act.label, True, out.planner_success, out.feedback, "robot")
+
+    def expert_steps(self) -> Iterator[StepResult]:
+        """Run the task's scripted expert through :meth:`step`, yielding each result, until done."""
+        for action in self.task.expert(self.privileged()):
+            result = self.step(action)
+            yield result
+            if result.done:
+                return
 
     def _dispatch(self, act: Action) -> Outcome:
-        ex, seed = self.executor, action_seed(self.seed, self.steps)
+        ex, seed = self.executor, action_seed(self.seed, self.robot_actions)
         if isinstance(act, MoveWorld):
             return ex.move_world(act, seed)
         if isinstance(act, RotateLocal):
@@ -216,10 +224,11 @@ class VABenchEnv:
         raise TypeError(f"not an action: {act!r}")
 
     def _finish(self, label: str, valid: bool, planned: bool, feedback: str, kind: str) -> StepResult:
-        self._state.update_peaks()
-        self.task.update(self._state)
-        self.progress = self.task.checkpoints(self._state)  # latches, so evaluate every step
-        self.success = bool(self.task.success(self._state))
+        if kind == "robot":  # camera and invalid actions leave the physical state as it was
+            self._state.update_peaks()
+            self.task.update(self._state)
+            self.progress = self.task.checkpoints(self._state)  # latches, so evaluate every action
+            self.success = bool(self.task.success(self._state))
         self.done = self.success or self.steps >= self.task.budget
         obs = self._observe(label, valid, planned, feedback)
         return StepResult(
@@ -263,6 +272,8 @@ class VABenchEnv:
 
     def checkpoints(self) -> dict[str, bool]:
         """Subtask progress, latched after every action."""
+        if self._state is None:
+            raise RuntimeError("no episode: call reset() first")
         return dict(self.progress)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .actions import DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal
-from .geometry import AXES, HAND_TO_GRIPPER, axis_angle
+from .geometry import AXES, HAND_TO_GRIPPER, angle_between_deg, axis_angle
 from .planner import DETOUR_GOAL_CLEARANCE, ArmPlanner, Obstacle, Plan
 from .robot import FINGER_CLOSED, FINGER_OPEN
 from .scene import World
@@ -46,57 +46,43 @@ NO_MOTION_MM = 0.5
 class Outcome:
     planner_success: bool
     feedback: str
-    moved: bool = False
-    kind: str = ""  # straight | detour | gripper | none
-
-
-def _fmt_axis(axis: str, sign: int) -> str:
-    return f"{'+' if sign > 0 else '-'}{axis}"
 
 
 class Executor:
     def __init__(self, planners: dict[str, ArmPlanner]):
         self.planners = planners
         self.world: World | None = None
-        self.obstacle_labels: dict[str, str] = {}
+        self.labels: dict[str, str] = {}
 
     # -- episode set-up ------------------------------------------------------------------
     def bind(self, world: World, labels: dict[str, str]) -> None:
-        """Attach to a freshly built world; static bodies become planner obstacles."""
+        """Attach to a freshly built world; fixtures and static bodies become planner obstacles."""
         self.world = world
-        self.obstacle_labels = labels
+        self.labels = labels
         obstacles = [
             Obstacle(name, _fixture_label(name), spec, m, padded=not name.endswith("_pedestal"))
             for name, spec, m in world.fixture_obstacles()
         ]
         for body in world.bodies.values():
             if body.static:
-                obstacles.append(Obstacle(body.name, labels.get(body.name, "an object"), body.spec, body.matrix()))
+                obstacles.append(Obstacle(body.name, labels.get(body.name), body.spec, body.matrix()))
         for planner in self.planners.values():
             planner.set_static_obstacles(obstacles)
             planner.set_dynamic_obstacles([])
 
-    def _other(self, arm: str) -> str:
-        return "left" if arm == "right" else "right"
-
     def _sync(self, arm: str) -> ArmPlanner:
         planner = self.planners[arm]
-        planner.sync_other_arm(self.world.arms[self._other(arm)].qpos)
+        other = "left" if arm == "right" else "right"
+        planner.sync(self.world.arms[arm].qpos, self.world.arms[other].qpos)
         return planner
 
     def _dynamic_obstacles(self, arm: str, goal_gc: np.ndarray) -> list[Obstacle]:
         """Dynamic bodies for detours, except those touching this arm's fingers (held or pushed)
-        and those next to the target (what the gripper is going for)."""
-        touching = set()
-        finger_entities = {f.entity for f in self.world.arms[arm].fingers}
-        for c in self.world.contacts():
-            a, b = c.bodies[0].entity, c.bodies[1].entity
-            if a in finger_entities:
-                touching.add(b.name)
-            elif b in finger_entities:
-                touching.add(a.name)
+        and those next to the target (what the gripper is going for). They stay unnamed in
+        feedback: naming them would tell the model where they are."""
+        touching = {name for _, name in self.world.finger_contacts(arm)}
         return [
-            Obstacle(body.name, self.obstacle_labels.get(body.name, "an object"), body.spec, body.matrix())
+            Obstacle(body.name, None, body.spec, body.matrix())
             for body in self.world.bodies.values()
             if not body.static
             and body.name not in touching
@@ -116,81 +102,88 @@ class Executor:
             arms[arm].set_arm_target(pos[-1])
         self.world.step(SETTLE_STEPS)
 
-    # -- helpers -------------------------------------------------------------------------
-    def _tcp_and_gc(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
-        a = self.world.arms[arm]
-        return self.planners[arm].fk_tcp(a.qpos), a.gc()
+    # -- planning ------------------------------------------------------------------------
+    def _move_target(self, mv: MoveWorld) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+        """(TCP goal, GC target, GC now, clamp note) for a world move. Only the moved axis is
+        clamped: a GC that physics left a hair outside the box on another axis stays put."""
+        arm = self.world.arms[mv.arm]
+        gc = arm.gc()
+        i = "xyz".index(mv.axis)
+        wanted = gc[i] + mv.sign * mv.distance_mm / 1000.0
+        target = gc.copy()
+        target[i] = min(max(wanted, WORKSPACE_LO[i]), WORKSPACE_HI[i])
+        note = ""
+        if abs(target[i] - wanted) > 1e-9:
+            bound = "<=" if mv.sign > 0 else ">="
+            note = (
+                f"clamped to the workspace ({mv.axis} {bound} {target[i]:.2f} m): "
+                f"{abs(target[i] - gc[i]) * 1000.0:.1f} of the {mv.distance_mm:g} mm asked along "
+                f"{'+' if mv.sign > 0 else '-'}{mv.axis}"
+            )
+        goal = self.planners[mv.arm].fk_tcp(arm.qpos)
+        goal[:3, 3] += target - gc
+        return goal, target, gc, note
 
-    def _plan_to(self, arm: str, goal_tcp: np.ndarray, goal_gc: np.ndarray, seed: int) -> tuple[Plan, Plan | None]:
-        """Straight first, then a detour. Returns (straight plan, detour or None)."""
+    def _plan(self, arm: str, goals: list[np.ndarray], goal_gc: np.ndarray, seed: int) -> tuple[Plan, Plan | None]:
+        """Straight first, then a detour to the last goal. Returns (straight, detour or None)."""
         planner = self._sync(arm)
-        q = self.world.arms[arm].qpos
-        straight = planner.plan_straight(goal_tcp, q)
+        straight = planner.plan_straight(goals, self.world.arms[arm].qpos)
         if straight.ok:
             return straight, None
-        return straight, self._detour(arm, goal_tcp, goal_gc, seed)
-
-    def _detour(self, arm: str, goal_tcp: np.ndarray, goal_gc: np.ndarray, seed: int) -> Plan:
-        planner = self.planners[arm]
         planner.set_dynamic_obstacles(self._dynamic_obstacles(arm, goal_gc))
         try:
-            return planner.plan_detour(goal_tcp, self.world.arms[arm].qpos, seed)
+            return straight, planner.plan_detour(goals[-1], self.world.arms[arm].qpos, seed)
         finally:
             planner.set_dynamic_obstacles([])
 
+    def _why_straight_failed(self, arm: str, straight: Plan) -> str:
+        if straight.reason == "collision":
+            what = self.planners[arm].describe(straight.blockers)
+            return f"the straight path collides with {what}" if what else "the straight path is blocked"
+        return "the straight path runs into the arm's joint limits"
+
     def _failure_text(self, arm: str, straight: Plan, detour: Plan | None) -> str:
-        planner = self.planners[arm]
         if detour is not None and detour.reason == "unreachable":
             return (
                 "the target is out of the arm's reach "
                 "(no inverse-kinematics solution for that position and orientation)"
             )
         if detour is not None and detour.reason == "collision":
-            return f"at the target the arm would collide with {planner.describe(detour.blockers)}"
-        if straight.reason == "collision":
-            why = f"the straight path collides with {planner.describe(straight.blockers)}"
-        else:
-            why = "the straight path runs into the arm's joint limits"
-        return f"{why} and no collision-free detour was found"
-
-    def _success_text(self, arm: str, plan: Plan, straight: Plan) -> str:
-        if plan.kind == "detour":
-            blocked = (
-                f"the straight path collides with {self.planners[arm].describe(straight.blockers)}"
-                if straight.reason == "collision"
-                else "the straight path runs into joint limits"
+            what = self.planners[arm].describe(detour.blockers)
+            return (
+                f"at the target the arm would collide with {what}"
+                if what
+                else "no collision-free arm configuration reaches the target"
             )
-            return f"executed via a detour ({blocked})"
-        return "executed"
+        return f"{self._why_straight_failed(arm, straight)} and no collision-free detour was found"
+
+    def _planned(self, arm: str, straight: Plan, detour: Plan | None) -> tuple[Plan | None, str]:
+        """The plan to run (None if none) and the opening of the feedback text."""
+        if straight.ok:
+            return straight, "executed"
+        if detour is not None and detour.ok:
+            return detour, f"executed via a detour ({self._why_straight_failed(arm, straight)})"
+        return None, f"not executed: {self._failure_text(arm, straight, detour)}; the arm did not move"
 
     # -- actions -------------------------------------------------------------------------
     def move_world(self, act: MoveWorld, seed: int) -> Outcome:
-        tcp, gc = self._tcp_and_gc(act.arm)
-        wanted = gc + act.sign * act.distance_mm / 1000.0 * AXES[act.axis]
-        target = np.clip(wanted, WORKSPACE_LO, WORKSPACE_HI)
-        clamp_note = _clamp_note(wanted, target, act)
-        shift = target - gc
-        if np.linalg.norm(shift) * 1000 < NO_MOTION_MM:
-            return Outcome(True, f"not moved: {clamp_note}; GC is already at the workspace limit", kind="none")
-        goal = tcp.copy()
-        goal[:3, 3] += shift
-        plan, detour = self._plan_to(act.arm, goal, target, seed)
-        chosen = plan if plan.ok else detour
-        if chosen is None or not chosen.ok:
-            text = f"not executed: {self._failure_text(act.arm, plan, detour)}; the arm did not move"
-            return Outcome(False, text + (f" ({clamp_note})" if clamp_note else ""), kind="none")
-        self._run({act.arm: (chosen.positions, chosen.velocities)})
+        goal, target, gc, note = self._move_target(act)
+        suffix = f" ({note})" if note else ""
+        if np.linalg.norm(target - gc) * 1000 < NO_MOTION_MM:
+            return Outcome(True, f"not moved: GC is already at the workspace limit{suffix}")
+        plan, text = self._planned(act.arm, *self._plan(act.arm, [goal], target, seed))
+        if plan is None:
+            return Outcome(False, text + suffix)
+        self._run({act.arm: (plan.positions, plan.velocities)})
         new_gc = self.world.arms[act.arm].gc()
         moved = (new_gc - gc) @ AXES[act.axis] * 1000.0
-        text = f"{self._success_text(act.arm, chosen, plan)}: GC moved {moved:+.1f} mm along {act.axis}"
-        if clamp_note:
-            text += f" ({clamp_note})"
-        text += _tracking_note(new_gc, target)
-        return Outcome(True, text, moved=True, kind=chosen.kind)
+        return Outcome(
+            True, f"{text}: GC moved {moved:+.1f} mm along {act.axis}{suffix}" + _tracking_note(new_gc, target)
+        )
 
     def rotate_local(self, act: RotateLocal, seed: int) -> Outcome:
         arm = self.world.arms[act.arm]
-        tcp, gc = self._tcp_and_gc(act.arm)
+        tcp, gc = self.planners[act.arm].fk_tcp(arm.qpos), arm.gc()
         hand = arm.hand_matrix()
         grip = hand[:3, :3] @ HAND_TO_GRIPPER
         axis = grip[:, {"rx": 0, "ry": 1, "rz": 2}[act.axis]]
@@ -200,58 +193,27 @@ class Executor:
             rot = axis_angle(axis, math.radians(act.sign * act.angle_deg * k / n))
             hand_k = gc + rot @ (hand[:3, 3] - gc)
             if np.any(hand_k < WORKSPACE_LO - 1e-9) or np.any(hand_k > WORKSPACE_HI + 1e-9):
-                side = _outside(hand_k)
                 return Outcome(
                     False,
-                    f"not executed: waypoint {k} of {n} would put the hand outside the workspace ({side}); "
-                    "the arm did not move",
-                    kind="none",
+                    f"not executed: waypoint {k} of {n} would put the hand outside the workspace "
+                    f"({_outside(hand_k)}); the arm did not move",
                 )
             goal = np.eye(4)
             goal[:3, :3] = rot @ tcp[:3, :3]
             goal[:3, 3] = gc + rot @ (tcp[:3, 3] - gc)
             goals.append(goal)
-        planner = self._sync(act.arm)
-        path = [arm.qpos[:7]]
-        q = arm.qpos
-        straight = Plan(False, "straight")
-        for goal in goals:
-            seg = planner.screw_path(goal, q)
-            if seg is None:
-                straight = Plan(False, "straight", reason="joint_limits")
-                break
-            path.append(seg[1:])
-            q = seg[-1]
-        else:
-            full = np.vstack(path)
-            hits = planner.check_path(full, frozenset(planner.collisions(full[0])))
-            if hits:
-                straight = Plan(False, "straight", reason="collision", blockers=tuple(sorted(hits)))
-            else:
-                timed = planner.timed(full)
-                if timed is not None:
-                    straight = Plan(True, "straight", positions=timed[0], velocities=timed[1])
-        chosen = straight
-        detour = None
-        if not straight.ok:
-            detour = self._detour(act.arm, goals[-1], gc, seed)
-            chosen = detour
-        if not chosen.ok:
-            return Outcome(
-                False,
-                f"not executed: {self._failure_text(act.arm, straight, detour)}; the arm did not move",
-                kind="none",
-            )
-        self._run({act.arm: (chosen.positions, chosen.velocities)})
-        new_grip = arm.gripper_rotation()
-        turned = math.degrees(math.acos(np.clip((np.trace(grip.T @ new_grip) - 1) / 2, -1, 1)))
-        drift = np.linalg.norm(arm.gc() - gc) * 1000
-        text = f"{self._success_text(act.arm, chosen, straight)}: rotated {turned:.1f} deg about {act.axis}"
-        if chosen.kind == "detour":
+        plan, text = self._planned(act.arm, *self._plan(act.arm, goals, gc, seed))
+        if plan is None:
+            return Outcome(False, text)
+        self._run({act.arm: (plan.positions, plan.velocities)})
+        turned = angle_between_deg(grip, arm.gripper_rotation())
+        text += f": rotated {turned:.1f} deg about {act.axis}"
+        if plan.kind == "detour":
             text += "; GC was not held fixed during the detour"
+        drift = np.linalg.norm(arm.gc() - gc) * 1000
         if drift > TRACKING_NOTE_MM:
             text += f"; GC is {drift:.1f} mm from where it started"
-        return Outcome(True, text, moved=True, kind=chosen.kind)
+        return Outcome(True, text)
 
     def gripper(self, act: Gripper) -> Outcome:
         return self._grip((act.arm,), act.close)
@@ -274,58 +236,48 @@ class Executor:
             world.arms[a].closed = close
             state = "closed" if close else "opened"
             notes.append(f"{a} gripper {state}" + (" (it already was)" if was == close else ""))
-        return Outcome(True, "executed: " + ", ".join(notes), moved=True, kind="gripper")
+        return Outcome(True, "executed: " + ", ".join(notes))
 
     def dual_move_world(self, act: DualMoveWorld, seed: int) -> Outcome:
         plans, targets, starts, notes, failures = {}, {}, {}, [], []
-        for side, mv in (("left", act.left), ("right", act.right)):
-            tcp, gc = self._tcp_and_gc(side)
-            wanted = gc + mv.sign * mv.distance_mm / 1000.0 * AXES[mv.axis]
-            target = np.clip(wanted, WORKSPACE_LO, WORKSPACE_HI)
-            note = _clamp_note(wanted, target, mv)
+        for mv in (act.left, act.right):
+            goal, target, gc, note = self._move_target(mv)
             if note:
-                notes.append(f"{side}: {note}")
-            goal = tcp.copy()
-            goal[:3, 3] += target - gc
-            planner = self._sync(side)
-            path = planner.screw_path(goal, self.world.arms[side].qpos)
-            if path is None:
-                failures.append(f"the {side} arm's straight path runs into its joint limits")
+                notes.append(f"{mv.arm}: {note}")
+            planner = self._sync(mv.arm)
+            # the other arm moves too: it is checked against this one below, time-aligned
+            plan = planner.plan_straight([goal], self.world.arms[mv.arm].qpos, ignore=frozenset({planner.other_name}))
+            if not plan.ok:
+                failures.append(f"for the {mv.arm} arm {self._why_straight_failed(mv.arm, plan)}")
                 continue
-            exempt = frozenset(planner.collisions(path[0])) | {planner.other_name}
-            hits = planner.check_path(path, exempt)
-            if hits:
-                failures.append(f"the {side} arm's straight path collides with {planner.describe(hits)}")
-                continue
-            timed = planner.timed(path)
-            if timed is None:
-                failures.append(f"the {side} arm's path could not be timed")
-                continue
-            plans[side], targets[side], starts[side] = timed, target, gc
+            plans[mv.arm], targets[mv.arm], starts[mv.arm] = (plan.positions, plan.velocities), target, gc
         if not failures:
             plans = _time_align(plans)
             if self._arms_collide(plans):
                 failures.append("the two arms would collide with each other")
+        suffix = f" ({'; '.join(notes)})" if notes else ""
         if failures:
-            text = (
-                "not executed: " + "; ".join(failures) + "; neither arm moved (synchronized moves are all-or-nothing)"
+            return Outcome(
+                False,
+                "not executed: "
+                + "; ".join(failures)
+                + "; neither arm moved (synchronized moves are all-or-nothing)"
+                + suffix,
             )
-            return Outcome(False, text + (f" ({'; '.join(notes)})" if notes else ""), kind="none")
         self._run(plans)
         parts = []
-        for side, mv in (("left", act.left), ("right", act.right)):
-            new_gc = self.world.arms[side].gc()
-            moved = (new_gc - starts[side]) @ AXES[mv.axis] * 1000.0
-            parts.append(f"{side} GC moved {moved:+.1f} mm along {mv.axis}" + _tracking_note(new_gc, targets[side]))
-        text = "executed: " + "; ".join(parts) + (f" ({'; '.join(notes)})" if notes else "")
-        return Outcome(True, text, moved=True, kind="straight")
+        for mv in (act.left, act.right):
+            new_gc = self.world.arms[mv.arm].gc()
+            moved = (new_gc - starts[mv.arm]) @ AXES[mv.axis] * 1000.0
+            parts.append(f"{mv.arm} GC moved {moved:+.1f} mm along {mv.axis}" + _tracking_note(new_gc, targets[mv.arm]))
+        return Outcome(True, "executed: " + "; ".join(parts) + suffix)
 
     def _arms_collide(self, plans: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
-        """Check the time-aligned paths of both arms against each other (every 2nd step)."""
-        right, left = self.planners["right"], self.world.arms["left"]
+        """Check the time-aligned paths of both arms against each other (every 2nd step and the end)."""
+        right = self.planners["right"]
+        fingers = self.world.arms["left"].qpos[7:]
         n = len(plans["right"][0])
-        fingers = left.qpos[7:]
-        for i in range(0, n, 2):
+        for i in sorted(set(range(0, n, 2)) | {n - 1}):
             right.sync_other_arm(np.concatenate([plans["left"][0][i], fingers]))
             if right.other_name in right.collisions(plans["right"][0][i]):
                 return True
@@ -348,20 +300,6 @@ def _time_align(plans: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tu
             np.stack([np.interp(dst, src, vel[:, j]) * scale for j in range(7)], axis=1),
         )
     return out
-
-
-def _clamp_note(wanted: np.ndarray, target: np.ndarray, act: MoveWorld) -> str:
-    if np.allclose(wanted, target):
-        return ""
-    asked = act.distance_mm
-    got = abs((target - (wanted - act.sign * asked / 1000.0 * AXES[act.axis])) @ AXES[act.axis]) * 1000.0
-    i = "xyz".index(act.axis)
-    limit = WORKSPACE_HI[i] if act.sign > 0 else WORKSPACE_LO[i]
-    bound = "<=" if act.sign > 0 else ">="
-    return (
-        f"clamped to the workspace ({act.axis} {bound} {limit:.2f} m): "
-        f"{got:.1f} of the {asked:g} mm asked along {_fmt_axis(act.axis, act.sign)}"
-    )
 
 
 def _tracking_note(gc: np.ndarray, target: np.ndarray) -> str:

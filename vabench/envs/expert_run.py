@@ -22,12 +22,9 @@ def run_episode(env: VABenchEnv, task: str, seed: int, protocol: str) -> dict:
     env.reset(task, seed, protocol)
     counts = {"camera": 0, "robot": 0, "invalid": 0}
     planner_failures = 0
-    for action in env.task.expert(env.privileged()):
-        r = env.step(action)
+    for r in env.expert_steps():
         counts[r.kind] += 1
-        planner_failures += not r.planner_success
-        if r.done:
-            break
+        planner_failures += r.kind == "robot" and not r.planner_success
     progress = env.checkpoints()
     return {
         "task": task,

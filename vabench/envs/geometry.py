@@ -20,11 +20,6 @@ AXES = {"x": np.array([1.0, 0.0, 0.0]), "y": np.array([0.0, 1.0, 0.0]), "z": np.
 HAND_TO_GRIPPER = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
 
 
-def quat_to_matrix(q_wxyz) -> np.ndarray:
-    w, x, y, z = q_wxyz
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
-
-
 def matrix_to_quat(m) -> np.ndarray:
     x, y, z, w = Rotation.from_matrix(np.asarray(m, dtype=float)).as_quat()
     q = np.array([w, x, y, z])
@@ -39,10 +34,6 @@ def matrix_to_rpy_deg(m) -> np.ndarray:
 def axis_angle(axis, angle_rad: float) -> np.ndarray:
     axis = np.asarray(axis, dtype=float)
     return Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle_rad).as_matrix()
-
-
-def rot_z(angle_rad: float) -> np.ndarray:
-    return axis_angle([0.0, 0.0, 1.0], angle_rad)
 
 
 def frame_from_axes(rx, rz) -> np.ndarray:
@@ -71,9 +62,3 @@ def angle_between_deg(r_a, r_b) -> float:
     """Geodesic angle between two rotation matrices, in degrees."""
     c = (np.trace(np.asarray(r_a).T @ np.asarray(r_b)) - 1.0) / 2.0
     return float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
-
-
-def yaw_of(rot) -> float:
-    """Heading (rad) of a rotation's x axis projected on the table plane."""
-    x = np.asarray(rot)[:, 0]
-    return float(np.arctan2(x[1], x[0]))

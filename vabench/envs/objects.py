@@ -10,7 +10,7 @@ point named in each builder's docstring.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,7 +56,6 @@ class BodySpec:
     mass: float | None = None  # None: static
     friction: float = 0.5
     restitution: float = 0.0
-    meta: dict = field(default_factory=dict, compare=False)
 
     @property
     def static(self) -> bool:
@@ -70,7 +69,7 @@ def _q(rot) -> tuple[float, float, float, float]:
 def box(name: str, half, color=RED, mass: float | None = 0.01, friction: float = 0.5) -> BodySpec:
     """A box with its origin at the centre."""
     half = tuple(float(h) for h in half)
-    return BodySpec(name, (Part("box", half, color=color),), mass=mass, friction=friction, meta={"half": half})
+    return BodySpec(name, (Part("box", half, color=color),), mass=mass, friction=friction)
 
 
 def cube(name: str, half: float, color=RED, mass: float | None = 0.01) -> BodySpec:
@@ -119,5 +118,4 @@ def bowl(
         tuple(parts),
         mass=None,
         friction=0.3,
-        meta={"floor_top": floor_thickness, "height": height + floor_thickness, "rim_radius": rim_radius},
     )

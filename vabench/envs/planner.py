@@ -14,7 +14,12 @@ lets a gripper in contact move away from the contact.
 
 Dynamic task bodies (a cube) are not obstacles for straight moves, as in the paper's executor:
 the model may push, touch and grasp them. RRT detours, whose shape the model did not ask for,
-avoid every body except those touching this arm's fingers.
+avoid every body except those touching this arm's fingers and those within 8 cm of the target
+(what the gripper is going for).
+
+Contacts present when a motion starts may be kept only until the arm has left them (a gripper
+resting on the table can lift off, but no path may push on into the table), and every motion
+must end collision-free.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ MOVE_GROUP = "panda_hand_tcp"
 JOINT_VEL_LIMITS = np.full(7, 2.0)  # rad/s, below the Panda's rated 2.1-2.6
 JOINT_ACC_LIMITS = np.full(7, 6.0)  # rad/s^2; the Panda allows 10-20
 SCREW_QPOS_STEP = 0.02  # rad; mplib's default 0.1 leaves ~10 mm endpoint error, 0.02 ~2 mm
-RRT_PADDINGS = (0.01, 0.003)  # obstacle inflation (m) for RRT tries; each path is re-checked unpadded
-RRT_TIME_S = 1.0
+# Obstacle inflation (m) of each RRT try, each with its own seed. Every path is re-checked
+# unpadded, so the last, unpadded try is accepted only if it does not graze.
+RRT_PADDINGS = (0.01, 0.003, 0.0)
+RRT_TIME_S = 0.5  # per try; RRTConnect finds the paths it can in 0.1-0.3 s here
 MAX_PATH_STEPS = 2500  # 10 s of motion, as RoboTwin's limit
 TOPP_MAX_POINTS = 40  # toppra's cost grows with the path's points; the dense screw path is smooth
 DETOUR_GOAL_CLEARANCE = 0.08  # dynamic bodies this close to the target GC are what the gripper goes for
@@ -53,10 +60,11 @@ def _quiet_toppra() -> None:
 
 @dataclass(frozen=True)
 class Obstacle:
-    """A static collision body for the planner. ``label`` is what feedback calls it."""
+    """A collision body for the planner. ``label`` is what feedback may call it; None for bodies
+    whose whereabouts the model must not learn from feedback (dynamic task objects)."""
 
     name: str
-    label: str
+    label: str | None
     spec: BodySpec
     matrix: np.ndarray
     padded: bool = True  # False for bodies the robot rests on (its pedestal)
@@ -132,7 +140,9 @@ class ArmPlanner:
             raise RuntimeError(f"unexpected mplib joint order {names}")
         self.tcp_index = self.free.link_name_2_idx[MOVE_GROUP]
         self._robot_name = self.world.robot.get_name()
-        self.base_inv = np.linalg.inv(base_pose(arm).to_transformation_matrix())
+        self.base = base_pose(arm).to_transformation_matrix()
+        self.base_inv = np.linalg.inv(self.base)
+        self._fingers = np.array([0.04, 0.04])  # this arm's finger joints, synced before planning
         self.limits = self.free.joint_limits[:7]
         self.other_name = None
         if other_arm is not None:
@@ -141,7 +151,7 @@ class ArmPlanner:
             bp = base_pose(other_arm)
             other.set_base_pose(mplib.Pose(list(bp.p), list(bp.q)))
             self.world.planning_world.add_articulation(other, False)
-        self.labels: dict[str, str] = {}
+        self.labels: dict[str, str | None] = {}
         if self.other_name:
             self.labels[self.other_name] = f"the {other_arm} arm"
         self._static: list[Obstacle] = []
@@ -180,6 +190,11 @@ class ArmPlanner:
             self.labels[ob.name] = ob.label
             self._dynamic.append(ob.name)
 
+    def sync(self, own_q9, other_q9) -> None:
+        """Mirror the real fingers of this arm and the full state of the other arm."""
+        self._fingers = np.asarray(own_q9, dtype=float)[7:9].copy()
+        self.sync_other_arm(other_q9)
+
     def sync_other_arm(self, qpos9) -> None:
         if self.other_name:
             self.world.planning_world.get_articulation(self.other_name).set_qpos(np.asarray(qpos9, float), True)
@@ -188,20 +203,19 @@ class ArmPlanner:
     def fk_tcp(self, q) -> np.ndarray:
         q9 = self._full(q)
         self.free.pinocchio_model.compute_forward_kinematics(q9)
-        base = self.free.pinocchio_model.get_link_pose(self.tcp_index).to_transformation_matrix()
-        return np.linalg.inv(self.base_inv) @ base
+        return self.base @ self.free.pinocchio_model.get_link_pose(self.tcp_index).to_transformation_matrix()
 
     def _full(self, q) -> np.ndarray:
         q = np.asarray(q, dtype=float)
-        return q if len(q) == 9 else np.concatenate([q, [0.04, 0.04]])
+        return q if len(q) == 9 else np.concatenate([q[:7], self._fingers])
 
     def _to_base(self, m_world: np.ndarray) -> mplib.Pose:
         return _mpose(self.base_inv @ m_world)
 
-    def collisions(self, q7, exempt: frozenset[str] = frozenset()) -> set[str]:
-        """Names of world objects (or "self") the arm collides with at ``q7``."""
+    def collisions(self, q, exempt: frozenset[str] = frozenset()) -> set[str]:
+        """Names of world objects (or "self") the arm collides with at ``q`` (7 or 9 joints)."""
         pw = self.world.planning_world
-        pw.set_qpos_all(np.asarray(q7, dtype=float)[:7])
+        self.world.robot.set_qpos(self._full(q), True)
         hits = set()
         for c in pw.check_collision():
             if c.collision_type == "self":
@@ -212,9 +226,10 @@ class ArmPlanner:
                 hits.add(other)
         return hits
 
-    def describe(self, names) -> str:
-        parts = sorted({"itself" if n == "self" else self.labels.get(n, "an obstacle") for n in names})
-        return " and ".join(parts) if parts else "an obstacle"
+    def describe(self, names) -> str | None:
+        """Feedback words for what was hit; None when nothing hit may be named."""
+        parts = sorted({"itself" if n == "self" else self.labels.get(n) for n in names} - {None})
+        return " and ".join(parts) if parts else None
 
     def in_limits(self, q7) -> bool:
         q7 = np.asarray(q7)[:7]
@@ -281,27 +296,35 @@ class ArmPlanner:
             return None
         return np.vstack([path, exact])
 
-    def check_path(self, path: np.ndarray, exempt: frozenset[str], until_free: bool = False) -> set[str]:
-        """Obstacles hit along ``path``. Contacts present at the start (``exempt``) are allowed: for
-        the whole path (a straight move may slide along what it touches), or with ``until_free``
-        only until the arm has left them (a detour must not pass through them later)."""
+    def check_path(self, path: np.ndarray, ignore: frozenset[str] = frozenset()) -> set[str]:
+        """Obstacles hit along ``path`` (names in ``ignore`` are not checked). What the arm touches
+        at the start may stay touched until the arm has left it, never re-entered, and the last
+        configuration must be free."""
+        exempt = self.collisions(path[0]) - ignore
         hits: set[str] = set()
         for q in path:
-            now = self.collisions(q)
+            now = self.collisions(q) - ignore
             hits |= now - exempt
-            if until_free and exempt and not (now & exempt):
-                exempt = frozenset()
-        return hits
+            if exempt and not now & exempt:
+                exempt = set()
+        return hits | (self.collisions(path[-1]) - ignore)
 
-    def plan_straight(self, goal_tcp: np.ndarray, q9) -> Plan:
-        path = self.screw_path(goal_tcp, q9)
-        if path is None:  # the screw ran into joint limits or self-collision
-            return Plan(False, "straight", reason="joint_limits")
-        exempt = frozenset(self.collisions(path[0]))
-        hits = self.check_path(path, exempt)
+    def plan_straight(self, goals: list[np.ndarray], q9, ignore: frozenset[str] = frozenset()) -> Plan:
+        """Screw segments through ``goals`` (a move's target, or a rotation's <= 10 deg waypoints),
+        checked as one path and timed once."""
+        q = self._full(q9)
+        path = [q[:7][None]]
+        for goal in goals:
+            seg = self.screw_path(goal, q)
+            if seg is None:  # the screw ran into joint limits or self-collision
+                return Plan(False, "straight", reason="joint_limits")
+            path.append(seg[1:])
+            q = self._full(seg[-1])
+        full = np.vstack(path)
+        hits = self.check_path(full, ignore)
         if hits:
             return Plan(False, "straight", reason="collision", blockers=tuple(sorted(hits)))
-        timed = self.timed(path)
+        timed = self.timed(full)
         if timed is None:  # TOPP finds no feasible timing: a path through a singularity
             return Plan(False, "straight", reason="joint_limits")
         return Plan(True, "straight", positions=timed[0], velocities=timed[1])
@@ -317,7 +340,7 @@ class ArmPlanner:
         nearest_hits: set[str] = set()
         goals = []
         for c in cands:  # nearest first: its collisions are the ones worth reporting
-            h = self.collisions(c[:7], start_hits)
+            h = self.collisions(c)
             if not h:
                 goals.append(np.asarray(c, dtype=float))
             elif not nearest_hits:
@@ -344,8 +367,11 @@ class ArmPlanner:
                 pos = np.asarray(r["position"])
                 if len(pos) > MAX_PATH_STEPS:
                     continue
+                for n in allowed:  # the re-check must see every contact again
+                    acm.remove_default_entry(n)
+                allowed = []
                 self._set_padding(0.0)
-                if not self.check_path(pos[::2], start_hits, until_free=True):
+                if not self.check_path(np.vstack([pos[::2], pos[-1:]])):
                     return Plan(True, "detour", positions=pos, velocities=np.asarray(r["velocity"]))
         finally:
             self._set_padding(0.0)

@@ -14,11 +14,6 @@ from .geometry import angle_between_deg
 from .scene import World
 
 PEAK_SAMPLE_STEPS = 5  # how often (physics steps) lift peaks are sampled during motions
-TOUCH_SEPARATION_M = 0.002  # PhysX reports pairs within its contact offset; closer counts as touching
-
-
-def _touch(contact) -> bool:
-    return any(p.separation < TOUCH_SEPARATION_M for p in contact.points)
 
 
 class PrivilegedState:
@@ -89,26 +84,12 @@ class PrivilegedState:
         return {self.world.bodies[who].entity}
 
     def touching(self, a: str, b: str) -> bool:
-        """True if ``a`` and ``b`` are in contact (arm names mean that arm's fingers)."""
-        ea, eb = self._entities(a), self._entities(b)
-        for c in self.world.contacts():
-            x, y = c.bodies[0].entity, c.bodies[1].entity
-            if ((x in ea and y in eb) or (x in eb and y in ea)) and _touch(c):
-                return True
-        return False
+        """True if ``a`` and ``b`` are in contact (an arm name means that arm's fingers)."""
+        return self.world.touching(self._entities(a), self._entities(b))
 
     def fingers_touching(self, name: str, arm: str) -> tuple[bool, bool]:
-        body = self.world.bodies[name].entity
-        left, right = (f.entity for f in self.world.arms[arm].fingers)
-        hit = [False, False]
-        for c in self.world.contacts():
-            x, y = c.bodies[0].entity, c.bodies[1].entity
-            other = y if x is body else x if y is body else None
-            if other is left and _touch(c):
-                hit[0] = True
-            elif other is right and _touch(c):
-                hit[1] = True
-        return hit[0], hit[1]
+        hits = {i for i, body in self.world.finger_contacts(arm) if body == name}
+        return 0 in hits, 1 in hits
 
     def held(self, name: str, arm: str) -> bool:
         """Gripper closed with both fingers on the body."""

@@ -44,8 +44,6 @@ ROBOT_FRICTION = 1.0
 # Finger pad centres in each finger link's frame (the "rubber tip" collision boxes).
 PAD_LEFT = np.array([0.0, 0.00758, 0.04525])
 PAD_RIGHT = np.array([0.0, -0.00758, 0.04525])
-GC_IN_HAND = 0.0584 + 0.04525  # hand origin -> finger midpoint, along the approach (hand z)
-TCP_IN_HAND = 0.1034  # the URDF's panda_hand_tcp frame; the planner's move group
 
 
 @dataclass(frozen=True)
@@ -117,9 +115,6 @@ class Arm:
             j.set_drive_target(float(qi))
             j.set_drive_velocity_target(float(vi))
 
-    def arm_target(self) -> np.ndarray:
-        return np.array([float(j.get_drive_target()) for j in self.joints[:7]])
-
     def set_finger_target(self, width_per_finger: float) -> None:
         for j in self.joints[7:]:
             j.set_drive_target(float(width_per_finger))
@@ -147,9 +142,6 @@ class Arm:
         """The physical finger midpoint (midpoint of the two pad centres)."""
         a, b = self.pad_centres()
         return (a + b) / 2
-
-    def tcp_matrix(self) -> np.ndarray:
-        return self.tcp.entity_pose.to_transformation_matrix()
 
     def finger_opening(self) -> float:
         """Measured jaw width in metres (privileged: shows whether something blocks the fingers)."""

@@ -27,6 +27,7 @@ TABLE_HALF = (0.60, 0.35, 0.025)
 TABLE_LEG_HALF = (0.025, 0.025, (TABLE_TOP_Z - 2 * TABLE_HALF[2]) / 2)
 WALL_CENTER, WALL_HALF = (0.0, 1.0, 1.5), (3.0, 0.6, 1.5)  # front face at y = 0.4
 DEFAULT_FRICTION = 0.5
+TOUCH_SEPARATION_M = 0.002
 
 TABLE_COLOR = (0.82, 0.72, 0.58)
 LEG_COLOR = (0.35, 0.35, 0.37)
@@ -210,8 +211,30 @@ class World:
             for hook in self.step_hooks:
                 hook(self.step_count)
 
-    def contacts(self):
-        return self.scene.get_contacts()
+    def finger_contacts(self, arm: str) -> list[tuple[int, str]]:
+        """(finger index 0/1, body name) for every task body touching one of ``arm``'s finger
+        links, i.e. with a contact point closer than TOUCH_SEPARATION_M (PhysX also reports
+        pairs that are merely within its contact offset)."""
+        fingers = [f.entity for f in self.arms[arm].fingers]
+        names = {b.entity: name for name, b in self.bodies.items()}
+        out = []
+        for c in self.scene.get_contacts():
+            a, b = c.bodies[0].entity, c.bodies[1].entity
+            for i, finger in enumerate(fingers):
+                other = b if a is finger else a if b is finger else None
+                if other in names and any(p.separation < TOUCH_SEPARATION_M for p in c.points):
+                    out.append((i, names[other]))
+        return out
+
+    def touching(self, a: set, b: set) -> bool:
+        """True if an entity of ``a`` touches an entity of ``b``."""
+        for c in self.scene.get_contacts():
+            x, y = c.bodies[0].entity, c.bodies[1].entity
+            if ((x in a and y in b) or (x in b and y in a)) and any(
+                p.separation < TOUCH_SEPARATION_M for p in c.points
+            ):
+                return True
+        return False
 
     def close(self) -> None:
         self.step_hooks.clear()

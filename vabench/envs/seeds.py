@@ -52,18 +52,14 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
             f"unstable: {env.stability.worst_body} turned {env.stability.max_drift_deg:.2f} deg "
             "in the last 200 settle steps (limit 3)",
         )
-    state = env.privileged()
     result = None
-    for action in env.task.expert(state):
-        result = env.step(action)
+    for result in env.expert_steps():
         if not result.action_valid:
             return Verdict(seed, False, f"expert action {result.step} invalid: {result.feedback}", result.step)
         if not result.planner_success:
             return Verdict(seed, False, f"planner failure at step {result.step}: {result.feedback}", result.step)
         if not all(np.isfinite(b.matrix()).all() for b in env.world.bodies.values()):
             return Verdict(seed, False, f"non-finite object pose at step {result.step}", result.step)
-        if result.done:
-            break
     if result is None or not result.success:
         steps = 0 if result is None else result.step
         return Verdict(

@@ -69,8 +69,8 @@ def align_closing_axis(
 ) -> Iterator[dict]:
     """Yaw a top-down gripper about rx so ry is perpendicular to faces at ``yaw_rad`` (mod
     symmetry). The hand is 20 cm wide along ry, so with ``avoid_dirs`` (unit xy directions to
-    nearby static obstacles) prefer the option whose ry points away from them; among equals,
-    the smallest turn."""
+    nearby static obstacles) prefer the option whose ry is most nearly perpendicular to them;
+    among equals, the smallest turn."""
     rot = s.gripper_rotation(arm)
     options = []
     for k in range(int(round(360 / symmetry_deg))):
