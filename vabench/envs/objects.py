@@ -17,7 +17,6 @@ import numpy as np
 from .geometry import axis_angle, matrix_to_quat
 
 RED = (0.9, 0.1, 0.1)
-GREEN = (0.08, 0.72, 0.28)
 BLUE = (0.12, 0.35, 0.85)
 BOWL_BLUE = (0.25, 0.45, 0.8)
 BROWN = (0.45, 0.28, 0.15)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
-from .geometry import angle_between_deg
 from .scene import World
 
 PEAK_SAMPLE_STEPS = 5  # how often (physics steps) lift peaks are sampled during motions
@@ -57,9 +56,6 @@ class PrivilegedState:
 
     def displacement(self, name: str) -> float:
         return float(np.linalg.norm(self.position(name) - self.start[name][:3, 3]))
-
-    def rotation_from_start_deg(self, name: str) -> float:
-        return angle_between_deg(self.start[name][:3, :3], self.matrix(name)[:3, :3])
 
     # -- robot state ---------------------------------------------------------------------
     def closed(self, arm: str) -> bool:

@@ -67,6 +67,10 @@ def add_camera(
     return scene.add_camera(name, width, height, fovy, near, far)
 
 
+def _touches(contact) -> bool:
+    return any(p.separation < TOUCH_SEPARATION_M for p in contact.points)
+
+
 @dataclass(frozen=True)
 class Body:
     """A task body in the scene. Its pose is privileged; read it only through the evaluator."""
@@ -108,7 +112,7 @@ class World:
         self.step_count = 0
         self.step_hooks: list[Callable[[int], None]] = []
         self.bodies: dict[str, Body] = {}
-        self.fixtures: dict[str, BodySpec] = {}
+        self.fixtures: dict[str, tuple[BodySpec, np.ndarray]] = {}  # name -> (spec, 4x4 pose)
         self._build_fixtures()
         if render:
             self._build_lights()
@@ -119,11 +123,11 @@ class World:
     def _static_box(self, name: str, center, half, color) -> None:
         spec = BodySpec(name, (Part("box", tuple(half), color=color),), mass=None, friction=DEFAULT_FRICTION)
         self._build(spec, sapien.Pose(list(center)))
-        self.fixtures[name] = spec
-        self._fixture_poses[name] = np.asarray(center, dtype=float)
+        pose = np.eye(4)
+        pose[:3, 3] = center
+        self.fixtures[name] = (spec, pose)
 
     def _build_fixtures(self) -> None:
-        self._fixture_poses: dict[str, np.ndarray] = {}
         ground = self.scene.create_actor_builder()
         ground.add_plane_collision(sapien.Pose(q=[np.cos(-np.pi / 4), 0, np.sin(-np.pi / 4), 0]))
         ground.add_box_visual(sapien.Pose([0, 0, -0.005]), [4.0, 4.0, 0.005], _render_material(FLOOR_COLOR))
@@ -194,12 +198,7 @@ class World:
 
     def fixture_obstacles(self) -> list[tuple[str, BodySpec, np.ndarray]]:
         """Static fixtures for the planner: (name, spec, 4x4 pose)."""
-        out = []
-        for name, spec in self.fixtures.items():
-            m = np.eye(4)
-            m[:3, 3] = self._fixture_poses[name]
-            out.append((name, spec, m))
-        return out
+        return [(name, spec, pose) for name, (spec, pose) in self.fixtures.items()]
 
     # -- simulation --------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
@@ -222,7 +221,7 @@ class World:
             a, b = c.bodies[0].entity, c.bodies[1].entity
             for i, finger in enumerate(fingers):
                 other = b if a is finger else a if b is finger else None
-                if other in names and any(p.separation < TOUCH_SEPARATION_M for p in c.points):
+                if other in names and _touches(c):
                     out.append((i, names[other]))
         return out
 
@@ -230,9 +229,7 @@ class World:
         """True if an entity of ``a`` touches an entity of ``b``."""
         for c in self.scene.get_contacts():
             x, y = c.bodies[0].entity, c.bodies[1].entity
-            if ((x in a and y in b) or (x in b and y in a)) and any(
-                p.separation < TOUCH_SEPARATION_M for p in c.points
-            ):
+            if ((x in a and y in b) or (x in b and y in a)) and _touches(c):
                 return True
         return False
 
