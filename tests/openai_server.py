@@ -1,0 +1,195 @@
+"""A real OpenAI-compatible HTTP server for tests: the model client is exercised over HTTP
+(LiteLLM, the OpenAI SDK, httpx), not through mocks, so a test sees what a provider would do.
+
+Replies are scripted in order. Each queued reply is one of:
+
+- ``str``: assistant content, 200 OK;
+- ``{"content": str, "usage": {"prompt_tokens": n, "completion_tokens": m}}``: 200 with that usage
+  (optional ``"model"``: the model name to report instead of echoing the request's);
+- ``{"status": 429, "body": "...", "headers": {...}}``: an error with an OpenAI-style JSON error body;
+- ``{"delay": seconds, "then": reply}``: a slow provider (sleeps, then answers ``then``);
+- ``{"no_choices": True}``: a 200 whose ``choices`` list is empty;
+- a callable ``f(request_body) -> reply``: a reply computed from the request.
+
+When the queue is empty the ``default`` reply is used; ``None`` answers 500 "script ran out" so a
+test that sends more requests than it scripted fails loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
+class ScriptedServer:
+    """Context manager: starts on enter, stops on exit. ``url`` ends in ``/v1``."""
+
+    def __init__(self, default: Any = None, host: str = "127.0.0.1", port: int = 0):
+        self.default = default
+        self.requests: list[dict] = []  # parsed JSON bodies of /v1/chat/completions, in arrival order
+        self.raw_bodies: list[bytes] = []
+        self.headers: list[dict[str, str]] = []  # request headers (lower-cased names), same order
+        self.times: list[float] = []  # time.perf_counter() at each request's arrival
+        self.responses: list[tuple[int, dict]] = []  # (status, JSON body) sent for each chat request
+        self._queue: deque = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+        h, p = self._httpd.server_address[:2]
+        self.url = f"http://{h}:{p}/v1"
+
+    # -- scripting ---------------------------------------------------------------------------
+    def script(self, *replies: Any) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.raw_bodies.clear()
+            self.headers.clear()
+            self.times.clear()
+            self.responses.clear()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="scripted-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- request handling (called from handler threads) --------------------------------------
+    def _record(self, raw: bytes, headers: dict[str, str]) -> tuple[dict, Any]:
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        with self._lock:
+            self.times.append(time.perf_counter())
+            self.raw_bodies.append(raw)
+            self.requests.append(body)
+            self.headers.append(headers)
+            reply = self._queue.popleft() if self._queue else self.default
+        return body, reply
+
+
+def _completion(model: str, content: str | None, usage: dict | None, no_choices: bool = False) -> dict:
+    u = {**DEFAULT_USAGE, **(usage or {})}
+    u["total_tokens"] = u["prompt_tokens"] + u["completion_tokens"]
+    choices = (
+        []
+        if no_choices
+        else [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
+    )
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": u,
+    }
+
+
+def _error_body(status: int, message: str) -> dict:
+    return {
+        "error": {"message": message, "type": _ERROR_TYPES.get(status, "server_error"), "param": None, "code": None}
+    }
+
+
+def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+            pass  # silence per-request logging
+
+        def _send_json(self, status: int, payload: dict, headers: dict | None = None, record: bool = False) -> None:
+            if record:
+                with server._lock:
+                    server.responses.append((status, payload))
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, str(v))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout): nothing to answer
+
+        def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+            if self.path.rstrip("/").endswith("/v1/models"):
+                self._send_json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+            else:
+                self._send_json(404, _error_body(404, f"no route {self.path}"))
+
+        def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send_json(404, _error_body(404, f"no route {self.path}"))
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            body, reply = server._record(raw, headers)
+            self._answer(body, reply)
+
+        def _answer(self, body: dict, reply: Any) -> None:
+            model = str(body.get("model", "unknown"))
+            while True:
+                if callable(reply):
+                    reply = reply(body)
+                elif isinstance(reply, dict) and "delay" in reply:
+                    time.sleep(float(reply["delay"]))
+                    reply = reply.get("then", "")
+                else:
+                    break
+            headers = None
+            if reply is None:
+                status, payload = 500, _error_body(500, "ScriptedServer: the script ran out of replies")
+            elif isinstance(reply, str):
+                status, payload = 200, _completion(model, reply, None)
+            elif isinstance(reply, dict) and "status" in reply:
+                status = int(reply["status"])
+                payload = _error_body(status, reply.get("body") or f"scripted error {status}")
+                headers = reply.get("headers")
+            elif isinstance(reply, dict) and reply.get("no_choices"):
+                status, payload = 200, _completion(model, None, reply.get("usage"), no_choices=True)
+            elif isinstance(reply, dict) and "content" in reply:
+                status, payload = 200, _completion(reply.get("model", model), reply["content"], reply.get("usage"))
+            else:
+                status, payload = 500, _error_body(500, f"ScriptedServer: bad scripted reply {reply!r}")
+            self._send_json(status, payload, headers, record=True)
+
+    return Handler
