@@ -1,2 +1,10 @@
-"""Models and the agent harness (decision protocol, prompts, LiteLLM client, summaries).
-Talks to the simulator only through the env API in :mod:`vabench.envs`. Arrives with issue 3."""
+"""The agent side: the decision protocol, prompts, the harness loop, models (LiteLLM and the
+offline oracle / random / replay agents), demonstration summaries and episode records.
+
+Talks to the simulator only through the env API of :mod:`vabench.envs`; the single privileged
+call (the task expert) goes only to models that declare ``privileged = True``.
+
+    from vabench.agents.harness import run_episode
+    from vabench.agents.models import ModelConfig, make_model
+    result = run_episode(env, make_model(ModelConfig(model="oracle")), "grasp_single_cube", 1000, "out/ep")
+"""

@@ -201,9 +201,14 @@ class VABenchEnv:
         out = self._dispatch(act)
         return self._finish(act.label, True, out.planner_success, out.feedback, "robot")
 
+    def expert(self) -> Iterator[dict]:
+        """The task's scripted expert as protocol decisions, computed lazily from live state
+        (privileged: it reads object poses; only the oracle agent and screening use it)."""
+        return self.task.expert(self.privileged())
+
     def expert_steps(self) -> Iterator[StepResult]:
         """Run the task's scripted expert through :meth:`step`, yielding each result, until done."""
-        for action in self.task.expert(self.privileged()):
+        for action in self.expert():
             result = self.step(action)
             yield result
             if result.done:

@@ -1,0 +1,340 @@
+"""The observe-decide-act loop (paper Section 3.5, Appendix D.1), identical for every model.
+
+Per env step the harness sends the observation, asks for one decision and validates it. A bad
+reply (no JSON, out of range, a sixth camera action in a row) goes back to the model with the
+exact error, at most ``max_repairs`` times per step; tool calls are answered in the same thread
+without advancing the simulator; at most ``max_calls_per_step`` model calls per step, tools and
+repairs included. Camera and robot actions consume the step budget; the env checks success
+after every one. The episode ends on success, stop, budget, exhausted repairs, the call limit,
+or an infrastructure error (the provider could not answer, or the simulator crashed), which is
+never scored as a task failure.
+
+Only the env API is used; the one privileged call (the task expert) is handed to models that
+declare ``privileged = True`` (the oracle), and their results say so.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import prompts
+from .history import ASSISTANT, USER, Conversation, ImageRef
+from .models import EpisodeContext, Model, ModelError, Reply
+from .protocol import CAMERA, STOP, TOOL, Decision, ProtocolError, parse_decision
+from .records import EpisodeRecord, EpisodeResult
+from .tools import EpisodeTools
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    max_repairs: int = 2  # per env step; the next bad reply ends the episode
+    max_calls_per_step: int = 20  # model calls per env step, tool calls and repairs included
+    camera_chain_limit: int = prompts.CAMERA_CHAIN_LIMIT
+    max_images: int = 4  # per request; 1 = only the current image (the paper's D.1 wording)
+    context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
+    keep_turns: int = 6  # observations kept verbatim when compacting
+    image_format: str = "jpeg"  # jpeg (quality below) or png: how frames are stored and sent
+    jpeg_quality: int = 95
+    history_actions: int = 20  # executed actions listed in each observation
+
+    def __post_init__(self):
+        for key in ("max_repairs", "camera_chain_limit", "keep_turns", "history_actions"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"harness.{key} must be >= 0, got {getattr(self, key)}")
+        for key in ("max_calls_per_step", "max_images", "context_tokens"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"harness.{key} must be >= 1, got {getattr(self, key)}")
+        if self.image_format not in ("jpeg", "png"):
+            raise ValueError(f"harness.image_format must be 'jpeg' or 'png', got {self.image_format!r}")
+        if not 1 <= self.jpeg_quality <= 100:
+            raise ValueError(f"harness.jpeg_quality must be in [1, 100], got {self.jpeg_quality}")
+
+
+class _End(Exception):
+    def __init__(self, reason: str, error: str | None = None):
+        super().__init__(reason)
+        self.reason, self.error = reason, error
+
+
+class Dialogue:
+    """Calls the model for one decision: repairs, tool calls and the per-step call limit.
+
+    Shared by evaluation episodes and summary learning."""
+
+    def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config: HarnessConfig):
+        self.model, self.conv, self.record, self.config = model, conv, record, config
+        self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost: float | None = 0.0
+
+    def ask(self, step: int, parse, tools, until=None) -> Decision:
+        """Return the next non-tool decision. ``parse(text) -> Decision`` may raise ProtocolError;
+        ``tools(decision) -> ToolResult`` answers tool calls; ``until()``, if given, is checked
+        after each tool call and ends the exchange with that tool decision when true."""
+        calls = repairs = 0
+        while True:
+            if calls >= self.config.max_calls_per_step:
+                raise _End("call_limit", f"{calls} model calls in step {step} without an action")
+            calls += 1
+            reply = self._call(step)
+            try:
+                decision = parse(reply.text)
+            except ProtocolError as e:
+                repairs += 1
+                self.repairs += 1
+                self.record.event("rejected", step=step, error=str(e), repair=repairs)
+                if repairs > self.config.max_repairs:
+                    raise _End("repairs_exhausted", str(e)) from None
+                self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
+                continue
+            self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
+            if decision.kind != TOOL:
+                return decision
+            self.tool_calls += 1
+            result = tools(decision)
+            self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
+            refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
+            self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
+            if until is not None and until():
+                return decision
+
+    def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
+        self.conv.add(USER, text, kind, step, images)
+        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=_rels(self.record, images))
+
+    def _call(self, step: int) -> Reply:
+        messages, info = self.conv.request()
+        self.calls += 1
+        self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
+        started = time.perf_counter()
+        try:
+            reply = self.model.complete(messages)
+        except ModelError as e:
+            self.record.event("model_error", step=step, error=str(e))
+            raise _End("infra_error", f"model: {e}") from None
+        except Exception as e:  # a broken agent is infrastructure, not a model's answer
+            self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
+            raise _End("infra_error", f"model crashed: {type(e).__name__}: {e}") from None
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
+        self.record.event(
+            "reply",
+            step=step,
+            call=self.calls,
+            text=reply.text,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+            attempts=reply.attempts,
+            latency_s=round(time.perf_counter() - started, 4),
+            request_id=reply.request_id,
+        )
+        self.conv.add(ASSISTANT, reply.text, "reply", step)
+        return reply
+
+
+def _ref(path: Path, label: str) -> ImageRef:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return ImageRef(Path(path), label, im.width, im.height)
+
+
+def _rels(record: EpisodeRecord, images) -> list[str]:
+    return [record.rel(r.path) for r in images or []]
+
+
+def _relinfo(record: EpisodeRecord, info: dict) -> dict:
+    return {**info, "images": [record.rel(Path(p)) for p in info["images"]]}
+
+
+def run_episode(
+    env,
+    model: Model,
+    task,
+    seed: int,
+    out_dir: Path,
+    protocol: str = "active",
+    config: HarnessConfig | None = None,
+    summary=None,
+    summary_source: str = "none",
+    transfer: bool = False,
+    meta: dict | None = None,
+) -> EpisodeResult:
+    """Run one episode of ``model`` on (task, seed) and return its outcome row.
+
+    ``summary`` is a :class:`vabench.agents.summaries.Summary` (or None); ``meta`` carries run
+    identity (run_id, experiment, condition, track, run_index, attempt) into the row.
+    """
+    config = config or HarnessConfig()
+    out_dir = Path(out_dir)
+    record = EpisodeRecord(out_dir)
+    started = time.perf_counter()
+    result = EpisodeResult(
+        model=model.name,
+        protocol=protocol,
+        task=getattr(task, "name", task),
+        arms="single",
+        seed=int(seed),
+        status="ok",
+        success=False,
+        end_reason="infra_error",
+        steps=0,
+        budget=0,
+        record=str(record.path.relative_to(out_dir)),
+        summary_source=summary_source,
+        summary_model=getattr(summary, "summary_model", None),
+        privileged=bool(model.privileged),
+        prompt_version=prompts.PROMPT_VERSION,
+        prompt_digest=prompts.prompt_digest(),
+        **(meta or {}),
+    )
+    dialogue = None
+    try:
+        episode = _Episode(env, model, record, config, result)
+        dialogue = episode.dialogue
+        episode.run(task, seed, protocol, summary, transfer)
+    except _End as end:
+        result.end_reason, result.error = end.reason, end.error
+    except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
+        result.end_reason, result.error = "infra_error", f"{type(e).__name__}: {e}"
+        record.event("crash", error=traceback.format_exc(limit=8))
+    finally:
+        result.status = "infra_error" if result.end_reason == "infra_error" else "ok"
+        result.success = result.end_reason == "success"
+        if dialogue is not None:
+            result.model_calls, result.repairs, result.tool_calls = (
+                dialogue.calls,
+                dialogue.repairs,
+                dialogue.tool_calls,
+            )
+            result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
+            result.cost_usd = dialogue.cost
+            result.compactions = dialogue.conv.compactions if dialogue.conv else 0
+        result.wall_s = round(time.perf_counter() - started, 3)
+        record.event("result", **result.row())
+        record.close()
+    return result
+
+
+class _Episode:
+    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: EpisodeResult):
+        self.env, self.model, self.record, self.config, self.result = env, model, record, config, result
+        self.tools = EpisodeTools()
+        self.dialogue = Dialogue(model, None, record, config)
+        self.executed: list[str] = []
+        self.digest_lines: list[tuple[int, str]] = []
+        self.chain = 0
+
+    def run(self, task: str, seed: int, protocol: str, summary, transfer: bool) -> None:
+        record, result, config = self.record, self.result, self.config
+        obs = self.env.reset(task, seed, protocol)
+        arms = tuple(obs.arms)
+        result.arms = "dual" if len(arms) == 2 else "single"
+        result.budget = obs.budget
+        system = prompts.system_prompt(obs.task, arms, protocol, summary.text() if summary else None, transfer)
+        self.conv = Conversation(
+            system, protocol == "passive", config.max_images, config.context_tokens, config.keep_turns
+        )
+        self.dialogue.conv = self.conv
+        record.event(
+            "episode_start",
+            format="vabench.episode_record.v1",
+            task=obs.task,
+            seed=int(seed),
+            protocol=protocol,
+            model=self.model.name,
+            privileged=bool(self.model.privileged),
+            arms=list(arms),
+            budget=obs.budget,
+            prompt_version=prompts.PROMPT_VERSION,
+            prompt_digest=prompts.prompt_digest(),
+            summary_model=getattr(summary, "summary_model", None),
+            config=config.__dict__,
+        )
+        record.event("turn", role="system", kind="system", step=0, text=system, images=[])
+        expert = self.env.expert if self.model.privileged else None
+        self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
+        camera = protocol == "active"
+        names = EpisodeTools.NAMES
+
+        def parse(text: str) -> Decision:
+            decision = parse_decision(text, arms, camera, names)
+            if decision.kind == CAMERA and self.chain >= config.camera_chain_limit:
+                raise ProtocolError(prompts.CAMERA_CHAIN)
+            return decision
+
+        def tools(decision: Decision):
+            return self.tools.call(decision.tool, decision.args)
+
+        self._observe(obs)
+        while True:
+            self.conv.compact_if_needed(self._digest, prompts.COMPACTED)
+            decision = self.dialogue.ask(obs.step, parse, tools)
+            if decision.kind == STOP:
+                record.event("stop", step=obs.step, reason=decision.reason)
+                raise _End("stop", None)
+            step = self.env.step(decision.obj)
+            obs = step.observation
+            self._count(decision, step)
+            record.event(
+                "action",
+                step=step.step,
+                label=obs.last_action,
+                kind=step.kind,
+                payload=decision.obj,
+                reason=decision.reason,
+                valid=step.action_valid,
+                planner_success=step.planner_success,
+                feedback=step.feedback,
+                success=step.success,
+                checkpoints=self.env.checkpoints(),  # evaluator-side only: never sent to the model
+            )
+            if step.done:
+                raise _End("success" if step.success else "budget", None)
+            self._observe(obs)
+
+    def _count(self, decision: Decision, step) -> None:
+        r = self.result
+        r.steps = step.step
+        self.executed.append(step.observation.last_action)
+        self.chain = self.chain + 1 if step.kind == "camera" else 0
+        if step.kind == "camera":
+            r.camera_actions += 1
+        elif step.kind == "robot":
+            r.robot_actions += 1
+            r.planner_failures += int(not step.planner_success)
+        else:
+            r.invalid_actions += 1
+        progress = self.env.checkpoints()
+        r.checkpoints_done, r.checkpoints_total = sum(map(bool, progress.values())), len(progress)
+        placed = getattr(self.env.task, "objects_placed", None)
+        if callable(placed):
+            r.objects_placed = int(placed(self.env.privileged()))
+        outcome = "valid" if step.action_valid else "invalid"
+        outcome += ", planner ok" if step.planner_success else ", planner failed"
+        why = f" - {decision.reason[:160]}" if decision.reason else ""
+        self.digest_lines.append((step.step, f"step {step.step}: {step.observation.last_action} ({outcome}){why}"))
+        if step.feedback:
+            self.digest_lines.append((step.step, f"  feedback: {step.feedback[:300]}"))
+
+    def _digest(self, first: int, last: int) -> str:
+        lines = [text for s, text in self.digest_lines if first <= s <= last]
+        return "\n".join(lines) or "(no actions)"
+
+    def _observe(self, obs) -> None:
+        frames: dict[str, Path] = {}
+        refs = []
+        for view, rgb in obs.images.items():
+            path = self.record.save_frame(obs.step, view, rgb, self.config.image_format, self.config.jpeg_quality)
+            frames[view] = path
+            refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
+        self.tools.observe(obs.step, frames, obs.proprio)
+        text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions)
+        self.conv.add(USER, text, "observation", obs.step, refs)
+        self.record.event(
+            "turn", role=USER, kind="observation", step=obs.step, text=text, images=_rels(self.record, refs)
+        )

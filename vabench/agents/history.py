@@ -1,0 +1,167 @@
+"""One conversation per episode, and what of it each request carries.
+
+The conversation keeps every turn (the on-disk record keeps them too). A request is built from
+it under two bounds that are the same for every model:
+
+- an image cap: the newest image-bearing turn and the current observation always carry all their
+  images (one active image, or the five passive views); other images fill the request newest
+  first up to ``max_images``, and older ones become a one-line text stub. In the passive
+  protocol earlier bundles are never re-sent (paper D.1: each passive request carries only the
+  current bundle).
+- a context limit: when the estimated request size exceeds ``context_tokens``, the oldest turns
+  (all but the last ``keep_turns`` observations) are replaced by one harness-written digest of
+  what happened in them. The digest is deterministic and model-agnostic, unlike the reference
+  harness's model-written handoff, so compaction cannot favour one model.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .models import image_part
+
+SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    path: Path  # PNG on disk (the model-facing frame)
+    label: str  # e.g. "step 3 active", "step 3 side"
+    width: int
+    height: int
+
+
+@dataclass
+class Turn:
+    role: str
+    text: str
+    kind: str  # system | observation | tool | repair | reply | compaction | task
+    step: int
+    images: list[ImageRef] = field(default_factory=list)
+
+
+def image_tokens(width: int, height: int) -> int:
+    """OpenAI's tile estimate (fit 2048, short side 768, 85 + 170 per 512-px tile)."""
+    scale = min(1.0, 2048 / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def text_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4) + 8
+
+
+class Encoder:
+    """Frame files to data URLs, cached. Frames are stored in the format they are sent in (see
+    records.save_frame), so the bytes on disk are exactly what the model received and nothing is
+    encoded twice; the media type comes from the bytes, never from a label."""
+
+    def __init__(self):
+        self._cache: dict[Path, dict] = {}
+
+    def part(self, ref: ImageRef) -> dict:
+        if ref.path not in self._cache:
+            self._cache[ref.path] = image_part(ref.path.read_bytes())
+        return self._cache[ref.path]
+
+
+def data_url_bytes(part: dict) -> bytes:
+    """The image bytes inside an image_url part (tests, replay tooling)."""
+    return base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+
+
+class Conversation:
+    def __init__(
+        self,
+        system: str,
+        passive: bool = False,
+        max_images: int = 4,
+        context_tokens: int = 200_000,
+        keep_turns: int = 6,
+        encoder: Encoder | None = None,
+    ):
+        if max_images < 1:
+            raise ValueError(f"max_images must be >= 1, got {max_images}")
+        self.turns: list[Turn] = [Turn(SYSTEM, system, "system", 0)]
+        self.passive, self.max_images = passive, max_images
+        self.context_tokens, self.keep_turns = context_tokens, keep_turns
+        self.encoder = encoder or Encoder()
+        self.compactions = 0
+
+    def add(self, role: str, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> Turn:
+        turn = Turn(role, text, kind, step, list(images or []))
+        self.turns.append(turn)
+        return turn
+
+    # -- request ------------------------------------------------------------------------
+    def _included(self) -> set[int]:
+        """ids of the ImageRefs this request carries (see module docstring)."""
+        keep: set[int] = set()
+        image_turns = [t for t in self.turns if t.images]
+        if not image_turns:
+            return keep
+        keep.update(id(r) for r in image_turns[-1].images)
+        observations = [t for t in image_turns if t.kind == "observation"]
+        current = observations[-1] if observations else None
+        if current is not None:
+            keep.update(id(r) for r in current.images)
+        for turn in reversed(image_turns):
+            if self.passive and turn.kind == "observation" and turn is not current:
+                continue
+            for ref in reversed(turn.images):
+                if len(keep) >= self.max_images:
+                    return keep
+                keep.add(id(ref))
+        return keep
+
+    def request(self) -> tuple[list[dict], dict]:
+        """OpenAI-format messages plus a summary for the record (images sent, tokens)."""
+        keep = self._included()
+        messages, sent, omitted, tokens = [], [], 0, 0
+        for turn in self.turns:
+            tokens += text_tokens(turn.text)
+            if not turn.images:
+                messages.append({"role": turn.role, "content": turn.text})
+                continue
+            parts = [{"type": "text", "text": turn.text}]
+            for ref in turn.images:
+                if id(ref) in keep:
+                    parts.append(self.encoder.part(ref))
+                    sent.append(str(ref.path))
+                    tokens += image_tokens(ref.width, ref.height)
+                else:
+                    parts.append({"type": "text", "text": f"[image omitted: {ref.label}]"})
+                    omitted += 1
+            messages.append({"role": turn.role, "content": parts})
+        return messages, {"images": sent, "omitted_images": omitted, "est_tokens": tokens, "messages": len(messages)}
+
+    # -- compaction -----------------------------------------------------------------------
+    def estimate(self) -> int:
+        keep = self._included()
+        total = 0
+        for turn in self.turns:
+            total += text_tokens(turn.text)
+            total += sum(image_tokens(r.width, r.height) for r in turn.images if id(r) in keep)
+        return total
+
+    def compact_if_needed(self, digest: Callable[[int, int], str], header: str) -> bool:
+        """Replace old turns by a digest when the request would exceed the context limit."""
+        if self.estimate() <= self.context_tokens:
+            return False
+        starts = [i for i, t in enumerate(self.turns) if t.kind == "observation"]
+        if len(starts) <= self.keep_turns:
+            return False
+        cut = starts[-self.keep_turns]
+        if all(t.kind == "compaction" for t in self.turns[1:cut]):
+            return False  # nothing new to fold in
+        last = self.turns[cut].step - 1  # the digest always restarts from step 0, so it subsumes older ones
+        text = header.format(first=0, last=last) + "\n" + digest(0, last)
+        self.turns = [self.turns[0], Turn(USER, text, "compaction", last)] + self.turns[cut:]
+        self.compactions += 1
+        return True

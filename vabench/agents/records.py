@@ -1,0 +1,134 @@
+"""Episode records: an append-only JSONL event log, the model-facing frames, and the result row.
+
+Events are written one line at a time and flushed, so a crash keeps everything up to the crash.
+Requests are logged with image file references, never image bytes; keys never reach a record
+(the model layer reads them from the environment at call time and nothing here sees them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+RECORD_FORMAT = "vabench.episode_record.v1"
+
+
+class EpisodeRecord:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.frames = self.root / "frames"
+        self.frames.mkdir(parents=True, exist_ok=True)
+        self.path = self.root / "events.jsonl"
+        self._file = self.path.open("a", encoding="utf-8")
+        self._seq = 0
+
+    def event(self, event_type: str, /, **data) -> None:
+        self._seq += 1
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        line = {"seq": self._seq, "time": now, "type": event_type, **data}
+        self._file.write(json.dumps(line, default=_jsonable, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def save_frame(self, step: int, name: str, rgb: np.ndarray, fmt: str = "jpeg", quality: int = 95) -> Path:
+        """Store a model-facing frame in the format it is sent in (jpeg or png)."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:60]
+        if fmt == "png":
+            path = self.frames / f"step_{step:03d}_{safe}.png"
+            Image.fromarray(rgb).save(path, compress_level=1)  # fast; frames are written every step
+        else:
+            path = self.frames / f"step_{step:03d}_{safe}.jpg"
+            Image.fromarray(rgb).save(path, "JPEG", quality=quality)
+        return path
+
+    def keep(self, path: Path) -> Path:
+        """A copy inside this record of an image shown to the model (e.g. a demo frame from the cache)."""
+        path = Path(path)
+        if path.is_relative_to(self.root):
+            return path
+        copy = self.frames / "shown" / f"{path.parent.name}_{path.name}"
+        if not copy.exists():
+            copy.parent.mkdir(exist_ok=True)
+            shutil.copyfile(path, copy)
+        return copy
+
+    def rel(self, path: Path) -> str:
+        return str(Path(path).relative_to(self.root))
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+def read_events(path: Path) -> list[dict]:
+    """All events of a record (a torn last line from a crash is skipped)."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _jsonable(value):
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+@dataclass
+class EpisodeResult:
+    """One row of the outcome table (DESIGN.md); the driver adds run identity."""
+
+    model: str
+    protocol: str
+    task: str
+    arms: str  # single | dual
+    seed: int
+    status: str  # ok | infra_error
+    success: bool
+    end_reason: str  # success | stop | budget | repairs_exhausted | call_limit | infra_error
+    steps: int
+    budget: int
+    camera_actions: int = 0
+    robot_actions: int = 0
+    invalid_actions: int = 0
+    planner_failures: int = 0
+    repairs: int = 0
+    tool_calls: int = 0
+    model_calls: int = 0
+    checkpoints_done: int = 0
+    checkpoints_total: int = 0
+    objects_placed: int | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    record: str = ""
+    summary_source: str = "none"
+    summary_model: str | None = None
+    privileged: bool = False  # True: the agent read simulator state (oracle); never a model score
+    prompt_version: str = ""
+    prompt_digest: str = ""
+    compactions: int = 0
+    error: str | None = None
+    run_id: str = ""
+    experiment: str = ""
+    condition: str = ""
+    track: str = "base"
+    run_index: int = 1
+    attempt: int = 1
+
+    def row(self) -> dict:
+        return asdict(self)
