@@ -1,0 +1,119 @@
+"""Summary learning over real HTTP, and the learned summary reaching evaluation prompts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from tests.openai_server import ScriptedServer
+from vabench.agents.harness import run_episode
+from vabench.agents.learning import learn_summary, summary_for_episode
+from vabench.agents.models import ModelConfig, ModelError, make_model
+from vabench.agents.summaries import SummaryStore
+
+KEY_VAR = "VABENCH_TEST_KEY"
+SUMMARY = {
+    "grasp_object_part": "the red cube body",
+    "grasp_region": "the middle band of two opposite side faces",
+    "grasp_height_or_depth": "pads at about half the cube height",
+    "finger_placement": "one pad on each opposite face",
+    "approach_strategy": "from directly above after aligning over the cube",
+    "posture_or_rotation": "fingers pointing down, closing axis across two faces",
+    "pre_close_checks": ["the cube is centred between the pads from two views"],
+    "test_lift_rule": "lift well clear of the table, about ten centimetres",
+}
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv(KEY_VAR, "sk-test-learning")
+
+
+@pytest.fixture
+def demo_root(tmp_path):
+    """A small demonstration in the real on-disk format (no simulator needed)."""
+    root = tmp_path / "demos"
+    d = root / "grasp_single_cube"
+    d.mkdir(parents=True)
+    frames = []
+    for i in range(6):
+        name = f"frame_{i:05d}.png"
+        Image.new("RGB", (64, 48), (40 * i, 20, 20)).save(d / name)
+        frames.append(name)
+    meta = {
+        "format": "vabench.demo.v1",
+        "task": "grasp_single_cube",
+        "instruction": "Use the right arm to grasp the red cube and lift it off the table.",
+        "frames": frames,
+        "fps": 16.7,
+        "width": 64,
+        "height": 48,
+    }
+    (d / "demo.json").write_text(json.dumps(meta))
+    return root
+
+
+def llm(server, name="openai/learner"):
+    return make_model(ModelConfig(model=name, api_base=server.url, api_key_env=KEY_VAR, backoff_initial_s=0.01))
+
+
+def tool(name, **args):
+    return json.dumps({"tool": name, "args": args})
+
+
+def test_learn_is_refused_before_three_distinct_frames_then_accepted(tmp_path, demo_root):
+    store = SummaryStore(tmp_path / "summaries")
+    with ScriptedServer() as server:
+        server.script(
+            tool("expert.frame", step=0),  # refused: retrieve first
+            tool("expert.retrieve", mode="trajectory"),
+            tool("expert.frame", steps=[0, 1, 1]),
+            tool("expert.learn", **SUMMARY),  # refused: 2 distinct frames
+            json.dumps({"action": "gripper.close"}),  # not allowed while learning: a repair
+            tool("expert.frame", steps=[1, 5]),
+            tool("expert.learn", **SUMMARY),
+        )
+        result = learn_summary(llm(server), "grasp_single_cube", store, tmp_path / "learn", demo_root)
+        texts = [r["messages"][-1]["content"] for r in server.requests]
+    assert result.end_reason == "learned" and result.model_calls == 7
+    first = texts[1] if isinstance(texts[1], str) else texts[1][0]["text"]
+    assert "call expert.retrieve" in first
+    refused = texts[4] if isinstance(texts[4], str) else texts[4][0]["text"]
+    assert "3" in refused and "grasp_single_cube" in refused and "saved" not in refused
+    assert "only the tools expert.retrieve" in (texts[5] if isinstance(texts[5], str) else texts[5][0]["text"])
+    three_images = [p for p in server.requests[3]["messages"][-1]["content"] if p["type"] == "image_url"]
+    assert len(three_images) == 2  # frames 0 and 1 (the repeat is not sent twice)
+    stored = store.load("openai/learner", "grasp_single_cube")
+    assert stored.fields["grasp_region"] == SUMMARY["grasp_region"] and stored.summary_model == "openai/learner"
+    assert sorted(map(tuple, stored.frames_inspected)) == [("grasp_single_cube", i) for i in (0, 1, 5)]
+    assert (tmp_path / "learn" / "attempt_1" / "events.jsonl").exists()
+
+
+def test_learned_summary_is_injected_into_evaluation(render_env, tmp_path, demo_root):
+    store = SummaryStore(tmp_path / "summaries")
+    with ScriptedServer() as server:
+        server.script(
+            tool("expert.retrieve"),
+            tool("expert.frame", steps=[0, 2, 4]),
+            tool("expert.learn", **SUMMARY),
+            json.dumps({"stop": True}),
+        )
+        model = llm(server)
+        summary = summary_for_episode(store, "own", model, "grasp_single_cube", tmp_path / "learn", demo_root)
+        r = run_episode(
+            render_env, model, "grasp_single_cube", 1000, tmp_path / "ep", summary=summary, summary_source="own"
+        )
+        system = server.requests[-1]["messages"][0]["content"]
+    assert "the middle band of two opposite side faces" in system and "openai/learner" in system
+    assert (r.summary_source, r.summary_model, r.end_reason) == ("own", "openai/learner", "stop")
+    assert summary_for_episode(store, "none", model, "grasp_single_cube", tmp_path / "l2", demo_root) is None
+
+
+def test_learning_that_cannot_reach_the_provider_is_infra(tmp_path, demo_root):
+    store = SummaryStore(tmp_path / "summaries")
+    with ScriptedServer(default={"status": 503}) as server:
+        with pytest.raises(ModelError, match="could not reach"):
+            summary_for_episode(store, "own", llm(server), "grasp_single_cube", tmp_path / "learn", demo_root)
+        assert len(server.requests) == 7  # one attempt, 6 retries, then no more learning attempts

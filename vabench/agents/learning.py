@@ -1,0 +1,164 @@
+"""Summary learning (paper 3.3, C.8, D.3): a model studies an RGB-only demonstration through tools
+and saves a structured summary, which later evaluation episodes carry in their system prompt.
+
+The learning episode needs no simulator: the model gets the instruction, calls
+``expert.retrieve`` for the frame index, inspects frames with ``expert.frame`` (at most 8 per
+call), and may save its summary with ``expert.learn`` only after at least 3 distinct frames (of
+each demonstration). It runs under the same call and repair limits as one evaluation step.
+Unlike the reference harness it shows no live scene (which needed a full simulator reset only
+to show one frame) and learns all tasks independently, so a driver can run them in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from vabench.envs import TASKS
+
+from . import prompts
+from .harness import Dialogue, HarnessConfig, _End
+from .history import USER, Conversation
+from .models import Model, ModelError
+from .protocol import TOOL, Decision, ProtocolError, parse_decision
+from .records import EpisodeRecord
+from .summaries import DemoStore, Summary, SummaryError, SummaryStore, resolve_summary, summary_task, task_demos
+from .tools import ToolResult
+
+LEARN_TOOLS = ("expert.retrieve", "expert.frame", "expert.learn")
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class LearnResult:
+    task: str
+    model: str
+    summary: Summary | None
+    end_reason: str  # learned | repairs_exhausted | call_limit | infra_error
+    attempts: int
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    error: str | None = None
+
+
+def ensure_demos(task: str, root: Path | None = None) -> None:
+    """Record any missing demonstration of ``task`` (needs the simulator; cached afterwards)."""
+    from vabench.envs.demos import record
+
+    for name in task_demos(task):
+        record(name, root)
+
+
+def learn_summary(
+    model: Model,
+    task: str,
+    store: SummaryStore,
+    out_dir: Path,
+    demo_root: Path | None = None,
+    config: HarnessConfig | None = None,
+    attempts: int = MAX_ATTEMPTS,
+) -> LearnResult:
+    """Run learning episodes until one saves a summary (at most ``attempts``)."""
+    config = config or HarnessConfig()
+    base = summary_task(task)
+    ensure_demos(base, demo_root)
+    total = LearnResult(base, model.name, None, "call_limit", 0)
+    for attempt in range(1, attempts + 1):
+        one = _attempt(model, base, store, Path(out_dir) / f"attempt_{attempt}", demo_root, config)
+        total.attempts = attempt
+        total.model_calls += one.model_calls
+        total.prompt_tokens += one.prompt_tokens
+        total.completion_tokens += one.completion_tokens
+        total.cost_usd = None if total.cost_usd is None or one.cost_usd is None else total.cost_usd + one.cost_usd
+        total.summary, total.end_reason, total.error = one.summary, one.end_reason, one.error
+        if one.summary is not None or one.end_reason == "infra_error":
+            break
+    return total
+
+
+def _attempt(
+    model: Model, task: str, store: SummaryStore, out_dir: Path, demo_root: Path | None, config: HarnessConfig
+) -> LearnResult:
+    demos = DemoStore(task, demo_root)
+    instruction = TASKS[task].instruction
+    record = EpisodeRecord(out_dir)
+    conv = Conversation(prompts.LEARNING_SYSTEM, False, config.max_images, config.context_tokens, config.keep_turns)
+    dialogue = Dialogue(model, conv, record, config)
+    result = LearnResult(task, model.name, None, "call_limit", 1)
+    saved: list[Summary] = []
+    started = time.perf_counter()
+    record.event(
+        "learning_start",
+        format="vabench.learning_record.v1",
+        task=task,
+        model=model.name,
+        demos=list(demos.demos),
+        prompt_version=prompts.PROMPT_VERSION,
+        prompt_digest=prompts.prompt_digest(),
+    )
+    record.event("turn", role="system", kind="system", step=0, text=prompts.LEARNING_SYSTEM, images=[])
+    opening = prompts.LEARNING_TASK.format(instruction=instruction)
+    conv.add(USER, opening, "task", 0)
+    record.event("turn", role=USER, kind="task", step=0, text=opening, images=[])
+
+    def parse(text: str) -> Decision:
+        decision = parse_decision(text, ("right",), False, LEARN_TOOLS)
+        if decision.kind != TOOL:
+            raise ProtocolError(
+                "during summary learning only the tools expert.retrieve, expert.frame and expert.learn are "
+                "available; no robot or camera action exists yet. Save your summary with expert.learn."
+            )
+        return decision
+
+    def tools(decision: Decision) -> ToolResult:
+        if decision.tool == "expert.retrieve":
+            return demos.retrieve(decision.args)
+        if decision.tool == "expert.frame":
+            return demos.frame(decision.args)
+        gate = demos.learn_gate()
+        if gate:
+            return ToolResult(gate, ok=False)
+        try:
+            path = store.save(model.name, task, decision.args, demos.inspected, prompts.PROMPT_VERSION)
+        except SummaryError as e:
+            return ToolResult(f"summary not saved: {e}", ok=False)
+        saved.append(store.load(model.name, task))
+        return ToolResult(f"summary saved ({path.name}):\n{json.dumps(saved[-1].fields, indent=1)}")
+
+    try:
+        dialogue.ask(0, parse, tools, until=lambda: bool(saved))
+        result.end_reason = "learned"
+        result.summary = saved[-1]
+    except _End as end:
+        result.end_reason, result.error = end.reason, end.error
+    finally:
+        result.model_calls, result.cost_usd = dialogue.calls, dialogue.cost
+        result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
+        record.event(
+            "learning_result",
+            end_reason=result.end_reason,
+            error=result.error,
+            frames_inspected=demos.inspected,
+            model_calls=result.model_calls,
+            wall_s=round(time.perf_counter() - started, 3),
+        )
+        record.close()
+    return result
+
+
+def summary_for_episode(
+    store: SummaryStore, mode: str, model: Model, task: str, learn_dir: Path, demo_root: Path | None = None
+) -> Summary | None:
+    """The summary an episode uses under ``mode`` (own / none / shared:<model>); ``own`` learns
+    it first when the evaluated model has none yet."""
+    found = resolve_summary(store, mode, model.name, task)
+    if found is None and mode == "own":
+        learned = learn_summary(model, task, store, Path(learn_dir) / summary_task(task), demo_root)
+        if learned.end_reason == "infra_error":
+            raise ModelError(f"summary learning for {task} could not reach {model.name}: {learned.error}")
+        return learned.summary  # None: the model failed to write one; the episode runs without
+    return found
