@@ -81,7 +81,7 @@ def test_learn_is_refused_before_three_distinct_frames_then_accepted(tmp_path, d
     first = texts[1] if isinstance(texts[1], str) else texts[1][0]["text"]
     assert "call expert.retrieve" in first
     refused = texts[4] if isinstance(texts[4], str) else texts[4][0]["text"]
-    assert "3" in refused and "grasp_single_cube" in refused and "saved" not in refused
+    assert "incomplete: grasp_single_cube 2/3" in refused and "saved" not in refused
     assert "only the tools expert.retrieve" in (texts[5] if isinstance(texts[5], str) else texts[5][0]["text"])
     three_images = [p for p in server.requests[3]["messages"][-1]["content"] if p["type"] == "image_url"]
     assert len(three_images) == 2  # frames 0 and 1 (the repeat is not sent twice)

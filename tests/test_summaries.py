@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.agents import summaries
+from vabench.agents import demo_tools, summaries
+from vabench.agents.demo_tools import DemoError, DemoStore
 from vabench.agents.summaries import (
-    DemoError,
-    DemoStore,
     Summary,
     SummaryError,
     SummaryStore,
@@ -185,7 +184,7 @@ def test_held_out_variant_uses_its_base_demo(tmp_path, stand_ins):
     write_demo(tmp_path, CUBE)
     store = DemoStore(CubeTransfer.name, root=tmp_path)
     assert list(store.demos) == [CUBE] and store.summary_task == CUBE
-    assert summaries.task_demos(Basket.name) == ATOMIC and summaries.summary_task(Basket.name) == Basket.name
+    assert demo_tools.task_demos(Basket.name) == ATOMIC and demo_tools.summary_task(Basket.name) == Basket.name
 
 
 def test_missing_or_malformed_demo(tmp_path):

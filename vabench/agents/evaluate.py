@@ -26,7 +26,7 @@ from .harness import HarnessConfig, run_episode
 from .learning import summary_for_episode
 from .models import Model, ModelConfig, ModelError, make_model
 from .records import EpisodeResult
-from .summaries import SummaryStore, parse_summary_mode
+from .summaries import SummaryStore, parse_summary_mode, resolve_summary
 
 
 def evaluate(
@@ -45,18 +45,28 @@ def evaluate(
     from vabench.envs.seeds import eval_seeds
 
     out = Path(out)
+    if (out / "results.jsonl").exists():
+        raise FileExistsError(f"{out} already holds results; choose a new --out folder")
     out.mkdir(parents=True, exist_ok=True)
     store = SummaryStore(summary_root or out / "summaries")
+    if summary_mode.startswith("shared:"):  # fail before any episode, not half-way through
+        for task in tasks:
+            resolve_summary(store, summary_mode, model.name, task)
     rows = []
     with (out / "results.jsonl").open("a") as table:
         for task in tasks:
             try:
-                summary = summary_for_episode(store, summary_mode, model, task, out / "learning")
-            except ModelError as e:
-                log(f"{task}: summary learning failed (infra): {e}")
-                continue
+                summary, lost = summary_for_episode(store, summary_mode, model, task, out / "learning"), None
+            except ModelError as e:  # infrastructure: this task's episodes cannot be judged
+                summary, lost = None, f"summary learning could not reach the model: {e}"
+                log(f"{task}: {lost}")
             for protocol in protocols:
                 for seed in eval_seeds(task)[:seeds]:
+                    if lost:
+                        r = _unjudged(model, task, seed, protocol, summary_mode, lost)
+                        table.write(json.dumps(r.row()) + "\n")
+                        rows.append(r)
+                        continue
                     r = run_episode(
                         env,
                         model,
@@ -78,6 +88,24 @@ def evaluate(
                         + (f"  {r.error}" if r.error else "")
                     )
     return rows
+
+
+def _unjudged(model: Model, task: str, seed: int, protocol: str, summary_mode: str, error: str) -> EpisodeResult:
+    return EpisodeResult(
+        model=model.name,
+        protocol=protocol,
+        task=task,
+        arms="",
+        seed=seed,
+        status="infra_error",
+        success=False,
+        end_reason="infra_error",
+        steps=0,
+        budget=0,
+        summary_source=summary_mode,
+        privileged=model.privileged,
+        error=error,
+    )
 
 
 def table(rows: list[EpisodeResult]) -> str:

@@ -24,16 +24,15 @@ from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
 from .models import EpisodeContext, Model, ModelError, Reply
 from .protocol import CAMERA, STOP, TOOL, Decision, ProtocolError, parse_decision
-from .records import EpisodeRecord, EpisodeResult
-from .tools import EpisodeTools
+from .records import RECORD_FORMAT, EpisodeRecord, EpisodeResult
+from .tools import EpisodeTools, ToolResult
 
 
 @dataclass(frozen=True)
 class HarnessConfig:
     max_repairs: int = 2  # per env step; the next bad reply ends the episode
     max_calls_per_step: int = 20  # model calls per env step, tool calls and repairs included
-    camera_chain_limit: int = prompts.CAMERA_CHAIN_LIMIT
-    max_images: int = 4  # per request; 1 = only the current image (the paper's D.1 wording)
+    max_images: int = 4  # images per request; the current observation and the newest tool result always go (history.py)
     context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
     keep_turns: int = 6  # observations kept verbatim when compacting
     image_format: str = "jpeg"  # jpeg (quality below) or png: how frames are stored and sent
@@ -41,10 +40,10 @@ class HarnessConfig:
     history_actions: int = 20  # executed actions listed in each observation
 
     def __post_init__(self):
-        for key in ("max_repairs", "camera_chain_limit", "keep_turns", "history_actions"):
+        for key in ("max_repairs", "history_actions"):
             if getattr(self, key) < 0:
                 raise ValueError(f"harness.{key} must be >= 0, got {getattr(self, key)}")
-        for key in ("max_calls_per_step", "max_images", "context_tokens"):
+        for key in ("max_calls_per_step", "max_images", "context_tokens", "keep_turns"):
             if getattr(self, key) < 1:
                 raise ValueError(f"harness.{key} must be >= 1, got {getattr(self, key)}")
         if self.image_format not in ("jpeg", "png"):
@@ -53,7 +52,12 @@ class HarnessConfig:
             raise ValueError(f"harness.jpeg_quality must be in [1, 100], got {self.jpeg_quality}")
 
 
-class _End(Exception):
+PERMANENT = "model (permanent): "  # prefix of an infra error that retrying cannot fix
+
+
+class EpisodeEnd(Exception):
+    """Ends an episode (or a learning exchange) with an end_reason."""
+
     def __init__(self, reason: str, error: str | None = None):
         super().__init__(reason)
         self.reason, self.error = reason, error
@@ -76,24 +80,27 @@ class Dialogue:
         calls = repairs = 0
         while True:
             if calls >= self.config.max_calls_per_step:
-                raise _End("call_limit", f"{calls} model calls in step {step} without an action")
+                raise EpisodeEnd("call_limit", f"{calls} model calls in step {step} without an action")
             calls += 1
             reply = self._call(step)
             try:
                 decision = parse(reply.text)
             except ProtocolError as e:
+                self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
+                if repairs >= self.config.max_repairs:
+                    raise EpisodeEnd("repairs_exhausted", str(e)) from None
                 repairs += 1
-                self.repairs += 1
-                self.record.event("rejected", step=step, error=str(e), repair=repairs)
-                if repairs > self.config.max_repairs:
-                    raise _End("repairs_exhausted", str(e)) from None
+                self.repairs += 1  # repair prompts sent
                 self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
                 continue
             self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
             if decision.kind != TOOL:
                 return decision
             self.tool_calls += 1
-            result = tools(decision)
+            try:
+                result = tools(decision)
+            except Exception as e:  # untrusted arguments must never crash the episode
+                result = ToolResult(f"{decision.tool} failed on these arguments: {type(e).__name__}", ok=False)
             self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
             refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
             self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
@@ -112,11 +119,11 @@ class Dialogue:
         try:
             reply = self.model.complete(messages)
         except ModelError as e:
-            self.record.event("model_error", step=step, error=str(e))
-            raise _End("infra_error", f"model: {e}") from None
+            self.record.event("model_error", step=step, error=str(e), permanent=e.permanent)
+            raise EpisodeEnd("infra_error", f"{PERMANENT if e.permanent else 'model: '}{e}") from None
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
-            raise _End("infra_error", f"model crashed: {type(e).__name__}: {e}") from None
+            raise EpisodeEnd("infra_error", f"model crashed: {type(e).__name__}: {e}") from None
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
@@ -129,7 +136,8 @@ class Dialogue:
             completion_tokens=reply.completion_tokens,
             cost_usd=reply.cost_usd,
             attempts=reply.attempts,
-            latency_s=round(time.perf_counter() - started, 4),
+            model_latency_s=round(reply.latency_s, 4),  # the answering attempt
+            call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
             request_id=reply.request_id,
         )
         self.conv.add(ASSISTANT, reply.text, "reply", step)
@@ -197,7 +205,7 @@ def run_episode(
         episode = _Episode(env, model, record, config, result)
         dialogue = episode.dialogue
         episode.run(task, seed, protocol, summary, transfer)
-    except _End as end:
+    except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
         result.end_reason, result.error = "infra_error", f"{type(e).__name__}: {e}"
@@ -235,6 +243,7 @@ class _Episode:
         arms = tuple(obs.arms)
         result.arms = "dual" if len(arms) == 2 else "single"
         result.budget = obs.budget
+        result.checkpoints_total = len(self.env.checkpoints())
         system = prompts.system_prompt(obs.task, arms, protocol, summary.text() if summary else None, transfer)
         self.conv = Conversation(
             system, protocol == "passive", config.max_images, config.context_tokens, config.keep_turns
@@ -242,7 +251,7 @@ class _Episode:
         self.dialogue.conv = self.conv
         record.event(
             "episode_start",
-            format="vabench.episode_record.v1",
+            format=RECORD_FORMAT,
             task=obs.task,
             seed=int(seed),
             protocol=protocol,
@@ -263,7 +272,7 @@ class _Episode:
 
         def parse(text: str) -> Decision:
             decision = parse_decision(text, arms, camera, names)
-            if decision.kind == CAMERA and self.chain >= config.camera_chain_limit:
+            if decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT:
                 raise ProtocolError(prompts.CAMERA_CHAIN)
             return decision
 
@@ -272,11 +281,13 @@ class _Episode:
 
         self._observe(obs)
         while True:
-            self.conv.compact_if_needed(self._digest, prompts.COMPACTED)
+            digest = self.conv.compact_if_needed(self._digest, prompts.COMPACTED)
+            if digest:
+                record.event("compaction", step=obs.step, text=digest, turns_kept=len(self.conv.turns))
             decision = self.dialogue.ask(obs.step, parse, tools)
             if decision.kind == STOP:
                 record.event("stop", step=obs.step, reason=decision.reason)
-                raise _End("stop", None)
+                raise EpisodeEnd("stop", None)
             step = self.env.step(decision.obj)
             obs = step.observation
             self._count(decision, step)
@@ -294,7 +305,7 @@ class _Episode:
                 checkpoints=self.env.checkpoints(),  # evaluator-side only: never sent to the model
             )
             if step.done:
-                raise _End("success" if step.success else "budget", None)
+                raise EpisodeEnd("success" if step.success else "budget", None)
             self._observe(obs)
 
     def _count(self, decision: Decision, step) -> None:

@@ -3,20 +3,22 @@
 The conversation keeps every turn (the on-disk record keeps them too). A request is built from
 it under two bounds that are the same for every model:
 
-- an image cap: the newest image-bearing turn and the current observation always carry all their
-  images (one active image, or the five passive views); other images fill the request newest
-  first up to ``max_images``, and older ones become a one-line text stub. In the passive
-  protocol earlier bundles are never re-sent (paper D.1: each passive request carries only the
-  current bundle).
+- an image cap: the current observation (one active image, or the five passive views) and the
+  newest tool result (e.g. up to 8 demo frames) always carry all their images; earlier images
+  fill the request newest first until it holds ``max_images``, and the rest become a one-line
+  text stub. A request therefore carries at most max(max_images, current + newest tool images).
+  In the passive protocol earlier bundles are never re-sent (paper D.1: each passive request
+  carries only the current bundle).
 - a context limit: when the estimated request size exceeds ``context_tokens``, the oldest turns
   (all but the last ``keep_turns`` observations) are replaced by one harness-written digest of
-  what happened in them. The digest is deterministic and model-agnostic, unlike the reference
-  harness's model-written handoff, so compaction cannot favour one model.
+  what happened in them, prepended to the first kept observation (so user and assistant turns
+  still alternate, which strict chat templates require). The digest is deterministic and
+  model-agnostic, unlike the reference harness's model-written handoff, so compaction cannot
+  favour one model.
 """
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from pathlib import Path
 from .models import image_part
 
 SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
+_CURRENT = "\n\n--- current observation ---\n"  # separates a digest from the observation it precedes
 
 
 @dataclass(frozen=True)
@@ -58,9 +61,10 @@ def text_tokens(text: str) -> int:
 
 
 class Encoder:
-    """Frame files to data URLs, cached. Frames are stored in the format they are sent in (see
+    """Frame files to data URLs. Frames are stored in the format they are sent in (see
     records.save_frame), so the bytes on disk are exactly what the model received and nothing is
-    encoded twice; the media type comes from the bytes, never from a label."""
+    encoded twice; the media type comes from the bytes, never from a label. The cache holds only
+    what the last request carried: older frames are not sent again."""
 
     def __init__(self):
         self._cache: dict[Path, dict] = {}
@@ -70,10 +74,8 @@ class Encoder:
             self._cache[ref.path] = image_part(ref.path.read_bytes())
         return self._cache[ref.path]
 
-
-def data_url_bytes(part: dict) -> bytes:
-    """The image bytes inside an image_url part (tests, replay tooling)."""
-    return base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+    def keep_only(self, paths: set[Path]) -> None:
+        self._cache = {p: v for p, v in self._cache.items() if p in paths}
 
 
 class Conversation:
@@ -139,6 +141,7 @@ class Conversation:
                     parts.append({"type": "text", "text": f"[image omitted: {ref.label}]"})
                     omitted += 1
             messages.append({"role": turn.role, "content": parts})
+        self.encoder.keep_only({Path(p) for p in sent})
         return messages, {"images": sent, "omitted_images": omitted, "est_tokens": tokens, "messages": len(messages)}
 
     # -- compaction -----------------------------------------------------------------------
@@ -150,18 +153,20 @@ class Conversation:
             total += sum(image_tokens(r.width, r.height) for r in turn.images if id(r) in keep)
         return total
 
-    def compact_if_needed(self, digest: Callable[[int, int], str], header: str) -> bool:
-        """Replace old turns by a digest when the request would exceed the context limit."""
+    def compact_if_needed(self, digest: Callable[[int, int], str], header: str) -> str | None:
+        """Fold old turns into a digest when the request would exceed the context limit; returns
+        the digest text (for the record) or None."""
         if self.estimate() <= self.context_tokens:
-            return False
+            return None
         starts = [i for i, t in enumerate(self.turns) if t.kind == "observation"]
-        if len(starts) <= self.keep_turns:
-            return False
+        if len(starts) <= self.keep_turns or starts[-self.keep_turns] <= 1:
+            return None
         cut = starts[-self.keep_turns]
-        if all(t.kind == "compaction" for t in self.turns[1:cut]):
-            return False  # nothing new to fold in
-        last = self.turns[cut].step - 1  # the digest always restarts from step 0, so it subsumes older ones
+        first = self.turns[cut]
+        last = first.step - 1  # the digest restarts from step 0 each time, so it subsumes older ones
         text = header.format(first=0, last=last) + "\n" + digest(0, last)
-        self.turns = [self.turns[0], Turn(USER, text, "compaction", last)] + self.turns[cut:]
+        body = first.text.split(_CURRENT, 1)[-1]  # an earlier digest is replaced, not stacked
+        merged = Turn(USER, text + _CURRENT + body, "observation", first.step, first.images)
+        self.turns = [self.turns[0], merged] + self.turns[cut + 1 :]
         self.compactions += 1
-        return True
+        return text

@@ -19,12 +19,13 @@ from pathlib import Path
 from vabench.envs import TASKS
 
 from . import prompts
-from .harness import Dialogue, HarnessConfig, _End
+from .demo_tools import DemoStore, summary_task, task_demos
+from .harness import Dialogue, EpisodeEnd, HarnessConfig
 from .history import USER, Conversation
 from .models import Model, ModelError
 from .protocol import TOOL, Decision, ProtocolError, parse_decision
 from .records import EpisodeRecord
-from .summaries import DemoStore, Summary, SummaryError, SummaryStore, resolve_summary, summary_task, task_demos
+from .summaries import Summary, SummaryError, SummaryStore, resolve_summary
 from .tools import ToolResult
 
 LEARN_TOOLS = ("expert.retrieve", "expert.frame", "expert.learn")
@@ -133,7 +134,7 @@ def _attempt(
         dialogue.ask(0, parse, tools, until=lambda: bool(saved))
         result.end_reason = "learned"
         result.summary = saved[-1]
-    except _End as end:
+    except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
     finally:
         result.model_calls, result.cost_usd = dialogue.calls, dialogue.cost

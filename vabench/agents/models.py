@@ -39,7 +39,14 @@ class Reply:
 
 
 class ModelError(RuntimeError):
-    """The provider could not answer (retries exhausted, or a non-retryable error). Infra, not skill."""
+    """The provider could not answer (retries exhausted, or a non-retryable error). Infra, not skill.
+
+    ``permanent``: retrying cannot help (bad key, unknown model, a rejected request), so a driver
+    should stop and say so instead of burning every episode's attempts."""
+
+    def __init__(self, message: str, permanent: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
 
 
 @dataclass
@@ -258,7 +265,9 @@ class LiteLLMModel(Model):
             return None  # LiteLLM falls back to the provider's own variable (OPENAI_API_KEY, ...)
         key = os.environ.get(var)
         if not key:
-            raise ModelError(f"{self.name}: environment variable {var} (ModelConfig.api_key_env) is not set")
+            raise ModelError(
+                f"{self.name}: environment variable {var} (ModelConfig.api_key_env) is not set", permanent=True
+            )
         return key
 
     def _short(self, exc: BaseException, key: str | None) -> str:
@@ -314,7 +323,8 @@ class LiteLLMModel(Model):
                 if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
                     status = getattr(exc, "status_code", None)
                     raise ModelError(
-                        f"{self.name}: not retryable (status {status}): {type(exc).__name__}: {self._short(exc, key)}"
+                        f"{self.name}: not retryable (status {status}): {type(exc).__name__}: {self._short(exc, key)}",
+                        permanent=True,
                     ) from None
                 raise  # a bug on our side (bad arguments, ...): let it surface as itself
             latency = time.perf_counter() - t0

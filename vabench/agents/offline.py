@@ -94,11 +94,17 @@ class ReplayAgent(Model):
         events = read_events(Path(record))
         self.replies = [e["text"] for e in events if e.get("type") == "reply"]
         start = next((e for e in events if e.get("type") == "episode_start"), {})
+        self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
         self.privileged = bool(start.get("privileged", False))
         self.name = name or f"replay:{start.get('model', 'unknown')}"
         self._next = 0
 
     def start_episode(self, ctx: EpisodeContext) -> None:
+        if self.episode != (ctx.task, ctx.seed, ctx.protocol):
+            raise ModelError(
+                f"replay: the record is of (task, seed, protocol) = {self.episode}, "
+                f"not {(ctx.task, ctx.seed, ctx.protocol)}"
+            )
         self._next = 0
 
     def complete(self, messages: list[dict]) -> Reply:

@@ -1,8 +1,8 @@
 """Every text the harness shows a model, in one place and versioned.
 
 Prompt text is data: a run records :data:`PROMPT_VERSION` and :func:`prompt_digest` (a hash of
-every template below), so two runs with the same version string but edited texts can still be
-told apart. Bump the version whenever a text changes meaning.
+every agent-side text source), so two runs with the same version string but edited texts can
+still be told apart. Bump the version whenever a text changes meaning.
 
 The rules paraphrase the paper's generic manipulation and safety constraints (Appendix D.3) and
 the reference harness's rule set; the task profiles exist only where the paper says they are
@@ -12,8 +12,10 @@ every number a model sees about the scene comes from the robot's own propriocept
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from pathlib import Path
 
 from vabench.envs import action_names
 
@@ -257,25 +259,13 @@ def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 
     return "\n".join(lines)
 
 
+@functools.cache
 def prompt_digest() -> str:
-    """A short hash of every template, recorded with each run."""
-    texts = [
-        HEADER,
-        json.dumps(RULES),
-        ACTIVE_CAMERA,
-        DUAL_CAMERA,
-        PASSIVE_CAMERA,
-        ACTIONS,
-        DUAL_ACTIONS,
-        TOOLS,
-        OTHER,
-        json.dumps(TASK_PROFILES, sort_keys=True),
-        TRANSFER_POLICY,
-        LEARNING_SYSTEM,
-        LEARNING_TASK,
-        REPAIR,
-        TOOL_RESULT,
-        CAMERA_CHAIN,
-        COMPACTED,
-    ]
-    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:12]
+    """A short hash of every agent-side source of text a model sees (these templates and step
+    texts, the protocol's error texts, the tools' and the demo tools' outputs, the summary
+    rendering), recorded with each episode: editing any of them changes the digest."""
+    here = Path(__file__).parent
+    h = hashlib.sha256()
+    for name in ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summaries.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:12]

@@ -26,14 +26,17 @@ class EpisodeRecord:
         self.frames = self.root / "frames"
         self.frames.mkdir(parents=True, exist_ok=True)
         self.path = self.root / "events.jsonl"
-        self._file = self.path.open("a", encoding="utf-8")
+        try:  # one record per episode: a second episode in the same folder would corrupt replay
+            self._file = self.path.open("x", encoding="utf-8")
+        except FileExistsError:
+            raise FileExistsError(f"{self.path} already holds an episode record; use a new folder") from None
         self._seq = 0
 
     def event(self, event_type: str, /, **data) -> None:
         self._seq += 1
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         line = {"seq": self._seq, "time": now, "type": event_type, **data}
-        self._file.write(json.dumps(line, default=_jsonable, ensure_ascii=False) + "\n")
+        self._file.write(json.dumps(line, default=_jsonable) + "\n")  # ASCII: lone surrogates cannot break it
         self._file.flush()
 
     def save_frame(self, step: int, name: str, rgb: np.ndarray, fmt: str = "jpeg", quality: int = 95) -> Path:

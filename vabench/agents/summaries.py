@@ -1,21 +1,13 @@
-"""Demonstration summaries: the expert-video tools a model learns from, the schema of the summary it
-writes, where summaries are kept, and which summary an evaluation uses (paper §3.2 and App. C.8/D;
-reference notes §6).
+"""Demonstration summaries: the schema of the summary a model writes, where summaries are kept, and
+which summary an evaluation uses (paper section 3.3 and appendices C.8/D.3; reference notes
+section 6). The demo tools the model learns from are in :mod:`vabench.agents.demo_tools`.
 
-* A model sees the expert only as RGB frames. :class:`DemoStore` serves a compact frame index
-  (``expert.retrieve``) and the frames (``expert.frame``) and records which distinct frames were
-  inspected: a summary may be stored only after at least 3 distinct frames of every demo were
-  looked at (the frame-inspection gate, :meth:`DemoStore.learn_gate`).
 * A summary is structured text. :func:`validate_summary` enforces the reference's fields plus size
   limits, so a summary cannot smuggle a trajectory dump or bloat every prompt it is injected into,
   and for the composite basket task it cannot copy the learning scene's inventory.
 * :class:`SummaryStore` keeps one summary per (summary model, task), with the model that wrote it,
   so the model-specific condition (``own``) and the shared-summary control (``shared:<model>``)
-  read the same files (:func:`resolve_summary`).
-
-Held-out variants declare ``summary_task`` and reuse their base task's demo and summary; the
-basket task declares ``demos`` (four atomic-skill videos, no full-task demo) and is learned from
-all of them. Nothing here advances (or even imports) the simulator at module import time.
+  read the same files (:func:`resolve_summary`). Held-out variants reuse their base task's summary.
 """
 
 from __future__ import annotations
@@ -32,260 +24,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .tools import ToolResult
+from .demo_tools import is_int as _is_int
+from .demo_tools import show_value as _show
+from .demo_tools import summary_task, task_demos
 
-MIN_DISTINCT_FRAMES = 3  # per demo, before expert.learn (reference gate)
-MAX_FRAMES_PER_CALL = 8  # expert.frame {"steps": [...]}
 SUMMARY_FORMAT = "vabench.summary.v1"
 MAX_STRING_CHARS = 2000
 MAX_LIST_ITEMS = 20
 MAX_SUMMARY_BYTES = 16_000  # UTF-8 JSON of the validated fields
 MODES = ("own", "none", "shared:<model id>")
 
-RGB_ONLY_NOTE = (
-    "The demonstration is RGB only: no end-effector poses, actions, joint states, gripper values, object "
-    "coordinates or phase labels are available, and frames are evenly spaced in time (step i is at i/fps seconds)."
-)
-
 
 class SummaryError(ValueError):
     """A summary (or a stored summary file) is not acceptable; the message names the field or path."""
-
-
-class DemoError(ValueError):
-    """A demo directory exists but its manifest is not a valid ``vabench.demo.v1`` demo."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Task -> demos / summary task
-
-
-def _task_class(task: str) -> type:
-    from vabench.envs.tasks import TASKS  # imports the simulator; only when a task is named
-
-    try:
-        return TASKS[task]
-    except KeyError:
-        raise KeyError(f"unknown task {task!r}; available: {', '.join(sorted(TASKS))}") from None
-
-
-def summary_task(task: str) -> str:
-    """The task whose summary ``task`` uses: a held-out variant's base task, else the task itself."""
-    cls = _task_class(task)
-    return getattr(cls, "summary_task", cls.name)
-
-
-def task_demos(task: str) -> tuple[str, ...]:
-    """The demos a summary of ``task`` is learned from: ``cls.demos`` (composite tasks), else the
-    summary task's demos (held-out variants reuse their base task's video)."""
-    cls = _task_class(task)
-    if getattr(cls, "demos", None):
-        return tuple(cls.demos)
-    base = getattr(cls, "summary_task", cls.name)
-    if base != cls.name:
-        return tuple(getattr(_task_class(base), "demos", None) or (base,))
-    return (base,)
-
-
-# ---------------------------------------------------------------------------------------------
-# Demonstrations and the expert.* tools
-
-
-@dataclass(frozen=True)
-class Demo:
-    """One recorded demo: frame ``i`` is ``frames[i]``; the step a model names is the frame index."""
-
-    name: str
-    path: Path
-    instruction: str
-    frames: tuple[Path, ...]
-    fps: float
-    width: int
-    height: int
-
-    @property
-    def last(self) -> int:
-        return len(self.frames) - 1
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    """A value for an error message, truncated so a huge argument cannot flood the reply."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def load_demo(name: str, root: Path | None = None) -> Demo:
-    """Read and check ``<root>/<name>/demo.json`` (root: ``$VABENCH_CACHE/demos``)."""
-    from vabench.envs.demos import DEMO_FORMAT, demo_dir
-
-    directory = demo_dir(name, root)
-    manifest = directory / "demo.json"
-    if not manifest.is_file():
-        raise FileNotFoundError(
-            f"no demonstration of {name} at {manifest}; record it with `python -m vabench.envs.demos --task {name}`"
-        )
-    try:
-        meta = json.loads(manifest.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise DemoError(f"{manifest} is not valid JSON: {e}") from e
-
-    def bad(what: str) -> DemoError:
-        return DemoError(f"{manifest}: {what}")
-
-    if not isinstance(meta, dict) or meta.get("format") != DEMO_FORMAT:
-        raise bad(f"format is {_show(meta.get('format') if isinstance(meta, dict) else meta)}, not {DEMO_FORMAT!r}")
-    if meta.get("task") != name:
-        raise bad(f"task is {_show(meta.get('task'))}, not {name!r}")
-    frames = meta.get("frames")
-    if not isinstance(frames, list) or not frames:
-        raise bad("'frames' must be a non-empty list of file names")
-    paths = []
-    for f in frames:
-        if not isinstance(f, str) or not f or Path(f).name != f or f in (".", ".."):
-            raise bad(f"frame entry {_show(f)} is not a plain file name")
-        if not (directory / f).is_file():
-            raise bad(f"frame file {f} is missing")
-        paths.append(directory / f)
-    fps = meta.get("fps")
-    if not isinstance(fps, int | float) or isinstance(fps, bool) or not math.isfinite(fps) or fps <= 0:
-        raise bad(f"'fps' must be a positive number; got {_show(fps)}")
-    for key in ("width", "height"):
-        if not _is_int(meta.get(key)) or meta[key] <= 0:
-            raise bad(f"{key!r} must be a positive integer; got {_show(meta.get(key))}")
-    instruction = meta.get("instruction")
-    if not isinstance(instruction, str):
-        raise bad(f"'instruction' must be a string; got {_show(instruction)}")
-    return Demo(name, directory, instruction, tuple(paths), float(fps), meta["width"], meta["height"])
-
-
-class DemoStore:
-    """The demonstration(s) a summary of ``task`` is learned from, served through ``expert.retrieve``
-    and ``expert.frame``, with the record of which distinct frames the model inspected."""
-
-    def __init__(self, task: str, root: Path | None = None):
-        self.task = task
-        self.summary_task = summary_task(task)
-        self.demos: dict[str, Demo] = {name: load_demo(name, root) for name in task_demos(task)}
-        self.retrieved = False
-        self._inspected: set[tuple[str, int]] = set()
-
-    @property
-    def inspected(self) -> list[tuple[str, int]]:
-        """Distinct (demo, frame) pairs returned by ``expert.frame`` so far, sorted."""
-        return sorted(self._inspected)
-
-    def counts(self) -> dict[str, int]:
-        """Distinct frames inspected per demo (every demo listed, zeros included)."""
-        out = dict.fromkeys(self.demos, 0)
-        for demo, _ in self._inspected:
-            out[demo] += 1
-        return out
-
-    def retrieve(self, args: dict | None = None) -> ToolResult:
-        """``expert.retrieve``: one line per demo (not one per frame: the reference's 800-line listing
-        costs tokens and says nothing more). Arguments are ignored; any call unlocks ``expert.frame``."""
-        several = len(self.demos) > 1
-        lines = [f"Expert demonstration for task {self.summary_task}: {len(self.demos)} RGB video(s)."]
-        for d in self.demos.values():
-            lines.append(
-                f"demo {d.name}: frames 0..{d.last} ({len(d.frames)} RGB frames, {d.fps:.3g} fps, "
-                f"{d.width}x{d.height}, step = frame index); demo instruction: {d.instruction}"
-            )
-        lines.append(RGB_ONLY_NOTE)
-        demo_arg = ', "demo": <name>' if several else ""
-        lines.append(
-            f'Inspect frames with expert.frame {{"steps": [i, j, ...]{demo_arg}}} (at most {MAX_FRAMES_PER_CALL} '
-            "per call" + ('; "demo" is required because there are several demos' if several else "") + "). "
-            "Choose frames that cover the start, the approach, the grasp/close and the end."
-        )
-        per = " of each demo" if several else ""
-        lines.append(
-            f"expert.learn is accepted only after at least {MIN_DISTINCT_FRAMES} distinct frames{per} "
-            "have been inspected."
-        )
-        self.retrieved = True
-        return ToolResult("\n".join(lines))
-
-    def _frame_request(self, args: Any) -> tuple[Demo, list[int]]:
-        """Validated (demo, frame indices) of an ``expert.frame`` call; ValueError says what is wrong."""
-        if not isinstance(args, dict):
-            raise ValueError(f"expert.frame args must be a JSON object; got {_show(args)}")
-        names = list(self.demos)
-        if "demo" in args:
-            name = args["demo"]
-            if not isinstance(name, str) or name not in self.demos:
-                raise ValueError(f"field 'demo' is {_show(name)}; allowed: {', '.join(names)}")
-        elif len(names) > 1:
-            raise ValueError(f"field 'demo' is required: this task has {len(names)} demos ({', '.join(names)})")
-        else:
-            name = names[0]
-        demo = self.demos[name]
-        if "step" in args and "steps" in args:
-            raise ValueError("give either field 'step' or field 'steps', not both")
-        if "step" in args:
-            raw, field = [args["step"]], "step"
-        elif "steps" in args:
-            raw, field = args["steps"], "steps"
-            if not isinstance(raw, list):
-                raise ValueError(f"field 'steps' must be a list of frame indices; got {_show(raw)}")
-            if not raw:
-                raise ValueError(f"field 'steps' is empty; give 1 to {MAX_FRAMES_PER_CALL} frame indices")
-            if len(raw) > MAX_FRAMES_PER_CALL:
-                raise ValueError(f"field 'steps' has {len(raw)} entries; at most {MAX_FRAMES_PER_CALL} frames per call")
-        else:
-            raise ValueError(
-                f"field 'steps' is missing; give 'step': <int> or 'steps': [<int>, ...] "
-                f"(at most {MAX_FRAMES_PER_CALL}), frame indices 0..{demo.last}"
-            )
-        steps: list[int] = []
-        for i, v in enumerate(raw):
-            where = field if field == "step" else f"steps[{i}]"
-            if not _is_int(v):
-                raise ValueError(f"field '{where}' must be an integer frame index 0..{demo.last}; got {_show(v)}")
-            if not 0 <= v <= demo.last:
-                raise ValueError(f"frame {v} is outside 0..{demo.last} of demo {demo.name}")
-            if v not in steps:
-                steps.append(v)
-        return demo, steps
-
-    def frame(self, args: dict) -> ToolResult:
-        """``expert.frame``: up to 8 frames of one demo, a caption per frame and the PNGs in the same order."""
-        if not self.retrieved:
-            return ToolResult(
-                'expert.frame is refused: call expert.retrieve {"mode": "trajectory"} first to get the frame index.',
-                ok=False,
-            )
-        try:
-            demo, steps = self._frame_request(args)
-        except ValueError as e:
-            return ToolResult(f"expert.frame is refused: {e}", ok=False)
-        lines = [f"demo {demo.name} frame {i}/{demo.last} (t = {i / demo.fps:.2f} s)" for i in steps]
-        self._inspected.update((demo.name, i) for i in steps)
-        counts = ", ".join(f"{name} {n}" for name, n in self.counts().items())
-        lines.append(
-            f"The {len(steps)} image(s) follow in the order listed (RGB only: no poses, actions, joint states, "
-            "object coordinates or phase labels)."
-        )
-        lines.append(f"Distinct frames inspected so far: {counts} (expert.learn needs {MIN_DISTINCT_FRAMES} per demo).")
-        return ToolResult("\n".join(lines), [demo.frames[i] for i in steps])
-
-    def learn_gate(self) -> str | None:
-        """None when ``expert.learn`` may store a summary, else why it is blocked."""
-        if not self.retrieved:
-            return 'expert.learn is blocked until expert.retrieve {"mode": "trajectory"} has returned the frame index.'
-        short = {name: n for name, n in self.counts().items() if n < MIN_DISTINCT_FRAMES}
-        if not short:
-            return None
-        listing = ", ".join(f"{name} {n}/{MIN_DISTINCT_FRAMES}" for name, n in short.items())
-        scope = "of each demo " if len(self.demos) > 1 else ""
-        return (
-            f"expert.learn is blocked until at least {MIN_DISTINCT_FRAMES} distinct frames {scope}have been "
-            f"inspected with expert.frame; incomplete: {listing}."
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -683,21 +434,14 @@ def resolve_summary(
 
 
 __all__ = [
-    "Demo",
-    "DemoError",
-    "DemoStore",
-    "MAX_FRAMES_PER_CALL",
-    "MIN_DISTINCT_FRAMES",
     "SUMMARY_FIELDS",
     "SUMMARY_FORMAT",
     "Summary",
     "SummaryError",
     "SummaryStore",
-    "load_demo",
     "parse_summary_mode",
     "resolve_summary",
     "safe_model_id",
     "summary_task",
-    "task_demos",
     "validate_summary",
 ]

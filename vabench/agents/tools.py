@@ -50,7 +50,7 @@ class EpisodeTools:
             return ToolResult(f"no image for step {step}; available: {_ranges(steps)}", ok=False)
         views = self.frames[step]
         view = args.get("view", next(iter(views)))
-        if view not in views:
+        if not isinstance(view, str) or view not in views:
             return ToolResult(f"field 'view' must be one of {', '.join(views)}, got {str(view)[:40]!r}", ok=False)
         return ToolResult(f"history image: step {step}, view {view}", [views[view]])
 
