@@ -1,0 +1,195 @@
+"""Reading outcome rows and the one normalisation every table starts from.
+
+``load_runs`` reads run folders (``vabench.outcomes.read_rows``) and refuses an empty result with a
+clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
+``infra_error`` (the episode could not be judged: excluded from every rate, never a failure),
+``unjudged`` (no status/success to count: excluded) or ``superseded`` (an earlier attempt of an
+episode that has a later judged row). Privileged rows (the offline oracle) get a visible
+``(privileged)`` suffix on their model and condition labels, so no output can pass them off as a
+model score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from vabench.outcomes import COLUMNS, read_rows
+
+# The paper's 14 base families (Table 2, Tables 7-9): 11 single-arm, 3 dual-arm. Which family is
+# single- or dual-arm is read from the rows' ``arms`` column; these counts are only the reference
+# a macro-average is compared with.
+PAPER_SINGLE_ARM = (
+    "beat_block_hammer_right",
+    "click_bell_right",
+    "grasp_pen_leaning_cube",
+    "grasp_single_bottle",
+    "grasp_single_bottle_upright",
+    "grasp_single_cube",
+    "grasp_single_pen",
+    "place_cube_in_bowl",
+    "place_cube_on_cube",
+    "place_single_bottle_upright",
+    "place_single_cube",
+)
+PAPER_DUAL_ARM = ("place_shoe", "handover_horizontal_block", "lift_pot")
+PAPER_FAMILIES = PAPER_SINGLE_ARM + PAPER_DUAL_ARM
+PAPER_COUNTS = {"single": len(PAPER_SINGLE_ARM), "dual": len(PAPER_DUAL_ARM), "all": len(PAPER_FAMILIES)}
+PAPER_MATCHED_TRANSFER = 7  # held-out families with a base counterpart (Tables 5, 15)
+PAPER_OBJECTS_PER_EPISODE = 5  # long-horizon basket task (Table 5)
+
+PRIVILEGED = " (privileged)"
+PRIVILEGED_NOTE = (
+    "(privileged) marks the offline oracle, which reads simulator state: a reference, never a model score."
+)
+# one episode, whatever its attempt: a later judged attempt replaces an earlier one
+EPISODE_KEY = ["experiment", "condition", "track", "task", "seed", "run_index"]
+_STRINGS = [
+    "run_id",
+    "experiment",
+    "condition",
+    "model",
+    "summary_source",
+    "summary_model",
+    "protocol",
+    "track",
+    "task",
+    "base_task",
+    "arms",
+    "status",
+    "end_reason",
+    "error",
+]
+
+
+class NoOutcomesError(ValueError):
+    """No outcome rows where the caller pointed (an empty or missing run folder)."""
+
+
+def load_runs(*folders: str | Path) -> pd.DataFrame:
+    """Every outcome row under the given run folders (recursively), one row per episode file.
+
+    Raises NoOutcomesError, with the folders in the message, when a folder is missing or no row is
+    found: an analysis of nothing is a mistake worth saying so, not an empty table."""
+    if not folders:
+        raise NoOutcomesError("no run folder given")
+    missing = [str(f) for f in folders if not Path(f).is_dir()]
+    if missing:
+        raise NoOutcomesError(f"not a folder: {', '.join(missing)}")
+    rows = read_rows(*folders)
+    if rows.empty:
+        where = ", ".join(str(f) for f in folders)
+        raise NoOutcomesError(
+            f"no outcome rows (*.parquet) under {where}; point at a run folder that holds episode "
+            "outcomes (its outcomes/ subfolder is written as episodes finish)"
+        )
+    return rows
+
+
+def _strings(s: pd.Series) -> pd.Series:
+    s = s.astype(object)
+    return s.where(s.notna() & (s != ""), None)
+
+
+def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A normalised copy of outcome rows plus notes on what was assumed.
+
+    Adds ``state`` (judged | infra_error | unjudged | superseded), ``y`` (1.0/0.0 success for judged
+    rows), ``model_raw`` (the model name as written), and ``recovered`` (an infra_error row whose
+    episode was later judged). Works on hand-built frames with only some columns."""
+    notes: list[str] = []
+    p = df.copy()
+    for c in COLUMNS:
+        if c not in p.columns:
+            p[c] = None
+    p = p.reset_index(drop=True)
+    for c in _STRINGS:
+        p[c] = _strings(p[c])
+    if p["track"].isna().any():
+        notes.append(f"{int(p['track'].isna().sum())} row(s) had no track; read as base.")
+        p["track"] = p["track"].fillna("base")
+    p["base_task"] = p["base_task"].where(p["base_task"].notna() | (p["track"] != "base"), p["task"])
+    for c in ("model", "protocol", "summary_source", "task"):
+        p[c] = p[c].fillna("?")
+    no_cond = p["condition"].isna()
+    p.loc[no_cond, "condition"] = (
+        p.loc[no_cond, "model"] + " | " + p.loc[no_cond, "protocol"] + " | summary " + p.loc[no_cond, "summary_source"]
+    )
+    for c in ("run_index", "attempt"):
+        p[c] = pd.to_numeric(p[c], errors="coerce").fillna(1).astype(int)
+    p["seed"] = pd.to_numeric(p["seed"], errors="coerce").astype("Int64")
+    p["privileged"] = p["privileged"].astype("boolean").fillna(False).astype(bool)
+    p["model_raw"] = p["model"]
+    priv = p["privileged"]
+    p.loc[priv, "model"] = p.loc[priv, "model"] + PRIVILEGED
+    p.loc[priv, "condition"] = p.loc[priv, "condition"] + PRIVILEGED
+
+    success = p["success"].astype("boolean")
+    infra = p["status"] == "infra_error"
+    judged = ~infra & (p["status"].isna() | (p["status"] == "ok")) & success.notna()
+    p["state"] = "unjudged"
+    p.loc[judged, "state"] = "judged"
+    p.loc[infra, "state"] = "infra_error"
+    p["y"] = success.astype("Float64").astype(float).where(judged)
+    unjudged = p["state"] == "unjudged"
+    if unjudged.any():
+        notes.append(
+            f"{int(unjudged.sum())} row(s) with neither status 'ok' nor 'infra_error', or without success, "
+            "were excluded from every rate."
+        )
+
+    # one judged row per episode: the latest attempt wins
+    order = p.sort_values("attempt", kind="stable").index
+    dup = p.loc[order].loc[lambda x: x["state"] == "judged"].duplicated(EPISODE_KEY, keep="last")
+    dup_idx = dup[dup].index
+    if len(dup_idx):
+        p.loc[dup_idx, "state"] = "superseded"
+        notes.append(f"{len(dup_idx)} judged row(s) superseded by a later attempt of the same episode.")
+    same = ["condition", "track", "task", "seed", "run_index"]
+    judged_rows = p[p["state"] == "judged"]
+    twice = judged_rows.duplicated(same, keep=False)
+    if twice.any():
+        names = ", ".join(sorted(map(str, set(judged_rows.loc[twice, "experiment"]))))
+        notes.append(
+            f"{int(twice.sum())} judged rows share condition, track, task, seed and run with a row of another "
+            f"experiment ({names}) and are all counted; filter by experiment to avoid counting an episode twice."
+        )
+    judged_keys = set(map(tuple, p.loc[p["state"] == "judged", EPISODE_KEY].astype(object).values.tolist()))
+    keys = map(tuple, p[EPISODE_KEY].astype(object).values.tolist())
+    p["recovered"] = [s == "infra_error" and k in judged_keys for s, k in zip(p["state"], keys, strict=True)]
+
+    # a task's arms from its judged rows (an infra row may predate the scene reset)
+    arms = _arms_map(p)
+    p["arms"] = p["task"].map(arms).where(p["task"].isin(arms.keys()), p["arms"])
+    no_arms = (p["state"] == "judged") & ~p["arms"].isin(["single", "dual"])
+    if no_arms.any():
+        tasks = ", ".join(sorted(set(p.loc[no_arms, "task"])))
+        notes.append(f"No single/dual arms for task(s) {tasks}: counted in 'all' only.")
+    return p, notes
+
+
+def _arms_map(p: pd.DataFrame) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for source in (p[p["state"] != "judged"], p[p["state"] == "judged"]):  # judged rows win
+        known = source[source["arms"].notna()]
+        for task, arms in known.groupby("task")["arms"]:
+            out[task] = arms.mode().iloc[0]
+    return out
+
+
+def exclusion_note(p: pd.DataFrame) -> str:
+    """How many rows in this table's scope were left out of its rates, and why."""
+    infra = p["state"] == "infra_error"
+    n, rec = int(infra.sum()), int((infra & p["recovered"]).sum())
+    text = f"infra_error rows excluded from every rate (never counted as failures): {n}"
+    if n:
+        text += f" ({rec} retried and judged later, {n - rec} never judged)"
+    other = int((p["state"] == "unjudged").sum())
+    if other:
+        text += f"; rows without a judged outcome excluded: {other}"
+    return text + "."
+
+
+def privileged_note(labels) -> list[str]:
+    return [PRIVILEGED_NOTE] if any(PRIVILEGED in str(x) for x in labels) else []

@@ -1,0 +1,46 @@
+"""The few statistics the paper's tables use."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import binomtest
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (fractions, not %); n = 0 gives (nan, nan)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    p, z2 = k / n, z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_sd(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1); SD is nan with fewer than two values."""
+    a = np.asarray([v for v in values if not _isnan(v)], dtype=float)
+    if a.size == 0:
+        return (math.nan, math.nan)
+    return (float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else math.nan)
+
+
+def sign_test(worse: int, better: int) -> float:
+    """Two-sided sign test: ``worse`` of ``worse + better`` non-tied pairs went one way, H0 p = 0.5.
+
+    Ties are left out before calling (the paper counts "non-tied families"); no pairs gives nan."""
+    n = worse + better
+    if n == 0:
+        return math.nan
+    return float(binomtest(worse, n, 0.5, alternative="two-sided").pvalue)
+
+
+def _isnan(v) -> bool:
+    try:
+        return math.isnan(v)
+    except TypeError:
+        return v is None
