@@ -396,3 +396,11 @@ def test_make_model_prefers_registered_offline_agents(monkeypatch):
     monkeypatch.setitem(OFFLINE, "fixed", Fixed)
     assert isinstance(make_model(ModelConfig(model="fixed")), Fixed)
     assert isinstance(make_model(ModelConfig(model="openai/gpt-4o")), LiteLLMModel)
+
+
+def test_warm_up_sends_nothing_and_the_next_call_still_reaches_the_provider(server, key):
+    server.script("after warm-up")
+    m = make(server)
+    m.warm()
+    assert server.requests == []
+    assert m.complete(USER).text == "after warm-up" and len(server.requests) == 1

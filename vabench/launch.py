@@ -1,0 +1,44 @@
+"""Entry point: ``python -m vabench.launch +experiment=NAME [key=value ...]`` (Hydra).
+
+One Hydra job is one run folder (``results_dir/run_id``); ``-m`` sweeps (e.g. over ``summary=``)
+give one sub-folder per job. The config is validated before any work starts; the episodes run
+on Ray; the run folder gets one Parquet file per episode, the records, and ``run.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from vabench.actors.config import ConfigError, from_config
+
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except Exception as e:  # a ??? left unset, a bad interpolation
+        sys.exit(f"config error: {e}")
+    try:
+        run = from_config(resolved, Path(HydraConfig.get().runtime.output_dir))
+    except ConfigError as e:
+        sys.exit(f"config error: {e}")
+    from vabench.actors.driver import run_experiment
+    from vabench.analysis import success_matrix, to_markdown
+
+    try:
+        rows = run_experiment(run)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    print()
+    print(to_markdown(success_matrix(rows, track=run.track)))
+    print(f"\nrun folder: {run.run_dir}  (python -m vabench.analysis {run.run_dir})")
+
+
+if __name__ == "__main__":
+    main()
