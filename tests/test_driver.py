@@ -60,9 +60,9 @@ def test_smoke_run_writes_one_row_per_episode(reference):
     assert set(df["base_task"]) == {"grasp_single_cube", "place_cube_in_bowl"}
     for rel in df["record"]:
         assert (run.run_dir / rel).is_file()
-    assert (run.run_dir / "run.json").is_file()
+    assert (run.run_dir / "_run.json").is_file()
     assert len(list((run.run_dir / "outcomes").rglob("*.parquet"))) == 4
-    assert pd.read_parquet(run.run_dir / "outcomes").shape[0] == 4  # plain pandas reads the whole run
+    assert pd.read_parquet(run.run_dir).shape[0] == 4  # plain pandas reads the whole run folder
 
 
 def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
@@ -102,7 +102,7 @@ def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference,
     def killer():
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
-            started = list((run.run_dir / "records").rglob("events.jsonl")) if run.run_dir.exists() else []
+            started = list((run.run_dir / "_records").rglob("events.jsonl")) if run.run_dir.exists() else []
             pids = _worker_pids()
             if started and pids:
                 os.kill(pids[0], signal.SIGKILL)  # mid-episode
@@ -170,3 +170,23 @@ def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
     assert len(df) == 2 and set(df["experiment"]) == {"summary_sources"} and (df["status"] == "ok").all()
     assert set(df["summary_source"]) == {"none"}  # an offline agent reads no summary, whatever was asked
     assert "Per-task success" in done.stdout
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", f"results_dir={tmp_path}", "run_id=stop"]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not list((tmp_path / "stop").rglob("events.jsonl")):
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.decode() + err.decode()
+    assert proc.returncode == 130, text[-2000:]
+    assert "rerun with run_id=stop to resume" in text and "Traceback" not in text

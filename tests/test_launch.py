@@ -52,7 +52,7 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
         1,
         ("active",),
     )
-    assert run.summary_root == Path("/tmp/vabench-test-run/summaries")
+    assert run.summary_root == Path("/tmp/vabench-test-run/_summaries")
 
 
 @pytest.mark.parametrize("name", ["main", "passive_ablation", "transfer", "long_horizon", "local_models"])

@@ -2,7 +2,9 @@
 
 One Hydra job is one run folder (``results_dir/run_id``); ``-m`` sweeps (e.g. over ``summary=``)
 give one sub-folder per job. The config is validated before any work starts; the episodes run
-on Ray; the run folder gets one Parquet file per episode, the records, and ``run.json``.
+on Ray; the run folder gets one Parquet file per episode under ``outcomes/``, and everything
+else under names starting with ``_`` (``_records/``, ``_summaries/``, ``_run.json``), which
+Parquet readers skip: ``pandas.read_parquet(run_folder)`` loads just the outcomes.
 """
 
 from __future__ import annotations

@@ -220,6 +220,6 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         camera=camera,
         harness=harness,
         ray=ray_cfg,
-        summary_root=Path(root) if root else Path(run_dir) / "summaries",
+        summary_root=Path(root) if root else Path(run_dir) / "_summaries",
         resolved=cfg,
     )

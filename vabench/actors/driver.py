@@ -109,7 +109,7 @@ def write_run_info(run: RunConfig) -> None:
     }
     tmp = run.run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
-    os.replace(tmp, run.run_dir / "run.json")
+    os.replace(tmp, run.run_dir / "_run.json")
 
 
 def _init_ray(run: RunConfig):
@@ -169,7 +169,7 @@ class Driver:
         while queue or inflight:
             while queue and len(inflight) < run.max_concurrency:
                 task = queue.popleft()
-                learn_dir = run.run_dir / "learning" / task / time.strftime("%Y%m%d-%H%M%S")  # a rerun learns anew
+                learn_dir = run.run_dir / "_learning" / task / time.strftime("%Y%m%d-%H%M%S")  # a rerun learns anew
                 ref = remote.remote(asdict(run.model), task, str(run.summary_root), str(learn_dir))
                 inflight[ref] = task
             ready, _ = ray.wait(list(inflight), num_returns=1)

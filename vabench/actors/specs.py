@@ -43,7 +43,7 @@ class EpisodeSpec:
         return Path(run_dir) / "outcomes" / f"{self.key}.parquet"
 
     def record_dir(self, run_dir: Path) -> Path:
-        return Path(run_dir) / "records" / self.key
+        return Path(run_dir) / "_records" / self.key
 
     def as_dict(self) -> dict:
         return asdict(self)
