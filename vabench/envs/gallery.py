@@ -1,0 +1,76 @@
+"""A picture of every task, to look at as a person would: the initial active view and the state
+after the scripted expert (same view, and a gripper-centred oblique view, since the arm often
+hides the result), on the first verified seed, as PNG files plus one contact sheet.
+
+    python -m vabench.envs.gallery --out gallery/            # every task
+    python -m vabench.envs.gallery --task place_cube_in_bowl --camera paper
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from .camera import CAMERA_PRESETS
+from .env import EnvConfig, VABenchEnv
+from .seeds import eval_seeds
+from .tasks import TASKS
+
+
+def shoot(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[list[Path], bool]:
+    """Initial view, final view (same camera) and a gripper-centred oblique view of the end."""
+    images = [env.reset(task, seed).images["active"]]
+    last, success = images[0], False
+    for result in env.expert_steps():
+        last, success = result.observation.images["active"], result.success
+    images.append(last)
+    images.append(env.camera.passive_bundle(env._gcs(), env.controlled)["oblique_45"])
+    paths = [out / f"{task}_{name}.png" for name in ("initial", "final", "final_oblique")]
+    for image, path in zip(images, paths, strict=True):
+        Image.fromarray(image).save(path)
+    return paths, success
+
+
+def contact_sheet(rows: list[tuple[str, list[Path], bool]], out: Path) -> Path:
+    """All tasks in one image: a row per task (initial | final | final, oblique), labelled."""
+    w, h = Image.open(rows[0][1][0]).size
+    sheet = Image.new("RGB", (3 * w, len(rows) * (h + 24)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, (name, paths, ok) in enumerate(rows):
+        y = i * (h + 24)
+        verdict = "success" if ok else "FAILED"
+        draw.text((6, y + 6), f"{name}: initial | after the expert ({verdict}) | same, oblique view", fill="black")
+        for j, path in enumerate(paths):
+            sheet.paste(Image.open(path), (j * w, y + 24))
+    path = out / "gallery.png"
+    sheet.save(path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
+    ap.add_argument("--out", type=Path, default=Path("gallery"))
+    ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = VABenchEnv(EnvConfig(camera=CAMERA_PRESETS[args.camera]))
+    rows = []
+    try:
+        for task in args.task or sorted(TASKS):
+            seed = eval_seeds(task)[0]
+            paths, ok = shoot(env, task, seed, args.out)
+            rows.append((task, paths, ok))
+            print(f"{task} seed {seed}: {'success' if ok else 'FAILED'} -> {', '.join(p.name for p in paths)}")
+    finally:
+        env.close()
+    print(f"contact sheet: {contact_sheet(rows, args.out)}")
+    return 0 if all(ok for _, _, ok in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
