@@ -118,3 +118,153 @@ def bowl(
         mass=None,
         friction=0.3,
     )
+
+
+GREEN = (0.08, 0.72, 0.28)  # RoboTwin's target colour (pads, the base cube)
+PAD_HALF_HEIGHT = 0.003
+
+
+def target_pad(name: str = "target_pad", half_xy=(0.065, 0.065), color=GREEN) -> BodySpec:
+    """RoboTwin's flat green target area: a static box 6 mm thick. Origin at its centre, so it
+    lies on the table at z = TABLE_TOP_Z + PAD_HALF_HEIGHT; its top is 2 * PAD_HALF_HEIGHT higher."""
+    return box(name, (float(half_xy[0]), float(half_xy[1]), PAD_HALF_HEIGHT), color=color, mass=None)
+
+
+@dataclass(frozen=True)
+class PenModel:
+    """One pen/marker model id: a polygonal barrel (flat faces, so a lying pen does not roll),
+    a cap of another colour over the front end, 1.5 mm thicker than the barrel, a butt plug in
+    the cap's colour at the back and optionally a pocket clip on the cap. Lengths in metres."""
+
+    length: float  # back end to cap end
+    apothem: float  # axis to a flat face of the barrel (half the width a gripper closes on)
+    sides: int  # even: 6 (hexagonal) or 8 (octagonal)
+    cap_length: float
+    barrel_color: tuple[float, float, float]
+    cap_color: tuple[float, float, float]
+    clip: bool = False
+
+    @property
+    def cap_apothem(self) -> float:
+        return self.apothem + 0.0015
+
+
+PEN_MODELS = (
+    # 0: whiteboard marker, white barrel, black cap (RoboTwin's 058_markpen is 0.19 x 0.03 m)
+    PenModel(0.190, 0.0150, 8, 0.055, (0.93, 0.93, 0.90), (0.08, 0.08, 0.09)),
+    # 1: slimmer marker, white barrel, red cap
+    PenModel(0.185, 0.0140, 8, 0.050, (0.93, 0.93, 0.90), (0.85, 0.12, 0.10)),
+    # 2: hexagonal pen, black barrel, yellow cap with a clip
+    PenModel(0.180, 0.0125, 6, 0.050, (0.12, 0.12, 0.14), (0.95, 0.78, 0.15), clip=True),
+)
+
+
+def _prism_along_y(apothem: float, sides: int, y0: float, y1: float, color) -> list[Part]:
+    """A regular prism along local y from y0 to y1 with one flat face down (-z): the union of
+    sides/2 boxes, each spanning two opposite faces with its corners on the polygon's vertices."""
+    half_side = apothem * np.tan(np.pi / sides)
+    return [
+        Part(
+            "box",
+            (half_side, (y1 - y0) / 2, apothem),
+            p=(0.0, (y0 + y1) / 2, 0.0),
+            q=_q(axis_angle([0, 1, 0], 2 * np.pi * k / sides)),
+            color=color,
+        )
+        for k in range(sides // 2)
+    ]
+
+
+def pen(name: str, model: PenModel | int = 0, mass: float = 0.015, friction: float = 0.6) -> BodySpec:
+    """A pen or marker (``model``: a PenModel or an index into PEN_MODELS). Origin at the back end
+    on the axis, axis along local +y (cap toward +y), a flat face down, as RoboTwin's markpen:
+    lying on the table its cap rests at z = table + cap_apothem."""
+    m = PEN_MODELS[model] if isinstance(model, int) else model
+    cap0 = m.length - m.cap_length
+    parts = _prism_along_y(m.apothem, m.sides, 0.0, cap0 + 0.004, m.barrel_color)
+    parts += _prism_along_y(m.cap_apothem, m.sides, cap0, m.length, m.cap_color)
+    along_y = _q(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> body +y
+    parts.append(Part("cylinder", (0.8 * m.apothem, 0.0015), p=(0.0, -0.0015, 0.0), q=along_y, color=m.cap_color))
+    if m.clip:
+        clip = (0.0, cap0 + 0.35 * m.cap_length, m.cap_apothem + 0.0015)
+        parts.append(Part("box", (0.003, 0.4 * m.cap_length, 0.0015), p=clip, color=m.cap_color))
+    return BodySpec(name, tuple(parts), mass=mass, friction=friction)
+
+
+def _prism_along_z(apothem: float, sides: int, z0: float, z1: float, color) -> list[Part]:
+    """A regular prism along local z from z0 to z1 with flat faces at every 360/sides deg,
+    starting at +x: the union of sides/2 boxes, each spanning two opposite faces."""
+    half_side = apothem * np.tan(np.pi / sides)
+    return [
+        Part(
+            "box",
+            (apothem, half_side, (z1 - z0) / 2),
+            p=(0.0, 0.0, (z0 + z1) / 2),
+            q=_q(axis_angle([0, 0, 1], 2 * np.pi * k / sides)),
+            color=color,
+        )
+        for k in range(sides // 2)
+    ]
+
+
+@dataclass(frozen=True)
+class BottleModel:
+    """One bottle model id: a 12-gon body (flat faces, so a lying bottle does not roll) with a
+    label band, a domed shoulder, a neck and a cap. Lengths in metres along the axis; ``radius``
+    is the body's apothem, half the width across its flat faces (what a gripper closes on)."""
+
+    radius: float
+    body: float  # length of the straight body
+    neck_radius: float
+    neck: float
+    cap_radius: float
+    cap: float
+    label: tuple[float, float]  # the label band, as fractions of the body length from its bottom
+    color: tuple[float, float, float]
+    label_color: tuple[float, float, float]
+    cap_color: tuple[float, float, float]
+
+    @property
+    def shoulder(self) -> float:
+        """From the top of the body to where the neck leaves the dome (it sinks 3 mm in)."""
+        return float(np.sqrt(self.radius**2 - self.neck_radius**2)) - 0.003
+
+    @property
+    def cap_z(self) -> float:
+        """The cap's centre above the origin (the middle of the body)."""
+        return self.body / 2 + self.shoulder + self.neck + self.cap / 2
+
+    @property
+    def height(self) -> float:
+        return self.body + self.shoulder + self.neck + self.cap
+
+
+BOTTLE_SIDES = 12
+BOTTLE_MODELS = (
+    # 0: cola, 19 cm: dark body, red label and cap (RoboTwin's "Coca-Cola bottle with a red cap")
+    BottleModel(0.032, 0.125, 0.012, 0.024, 0.0145, 0.016, (0.30, 0.70), (0.30, 0.12, 0.08), RED, RED),
+    # 1: water, 19 cm, slim: pale blue, blue label, white cap
+    BottleModel(0.029, 0.135, 0.011, 0.020, 0.0135, 0.014, (0.35, 0.65), (0.62, 0.80, 0.92), BLUE, (0.95, 0.95, 0.95)),
+    # 2: soda, 18.5 cm, short body, long neck: green, yellow label, dark green cap
+    BottleModel(
+        0.030, 0.115, 0.0105, 0.030, 0.0125, 0.015, (0.25, 0.75), (0.2, 0.55, 0.28), (0.95, 0.8, 0.2), (0.1, 0.35, 0.15)
+    ),
+)
+
+
+def bottle(name: str = "bottle", model: BottleModel | int = 0, mass: float = 0.05, friction: float = 0.5) -> BodySpec:
+    """A capped bottle (``model``: a BottleModel or an index into BOTTLE_MODELS). Origin on the
+    axis at the middle of the body (where a side grasp closes), axis along local +z, cap up, a
+    flat face toward local -y. Standing, the origin is ``body / 2`` above the support; lying on
+    that face (local z turned to world y), ``radius`` above it."""
+    m = BOTTLE_MODELS[model] if isinstance(model, int) else model
+    half, (lo, hi) = m.body / 2, m.label
+    parts: list[Part] = []
+    for f0, f1, color in ((0.0, lo, m.color), (lo, hi, m.label_color), (hi, 1.0, m.color)):
+        parts += _prism_along_z(m.radius, BOTTLE_SIDES, (2 * f0 - 1) * half, (2 * f1 - 1) * half, color)
+    parts.append(Part("sphere", (m.radius,), p=(0.0, 0.0, half), color=m.color))  # the domed shoulder
+    neck = half + m.shoulder
+    parts.append(Part("cylinder", (m.neck_radius, m.neck / 2), p=(0.0, 0.0, neck + m.neck / 2), color=m.color))
+    cap = neck + m.neck
+    parts.append(Part("cylinder", (m.cap_radius, m.cap / 2), p=(0.0, 0.0, cap + m.cap / 2), color=m.cap_color))
+    return BodySpec(name, tuple(parts), mass=mass, friction=friction)

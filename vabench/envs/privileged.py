@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
-from .scene import World
+from .scene import TOUCH_SEPARATION_M, World
 
 PEAK_SAMPLE_STEPS = 5  # how often (physics steps) lift peaks are sampled during motions
 
@@ -82,6 +82,17 @@ class PrivilegedState:
     def touching(self, a: str, b: str) -> bool:
         """True if ``a`` and ``b`` are in contact (an arm name means that arm's fingers)."""
         return self.world.touching(self._entities(a), self._entities(b))
+
+    def contact_points(self, a: str, b: str) -> list[np.ndarray]:
+        """World positions of the touching contact points between ``a`` and ``b`` (an arm name
+        means that arm's fingers), e.g. where a finger presses a button."""
+        ea, eb = self._entities(a), self._entities(b)
+        out = []
+        for c in self.world.scene.get_contacts():
+            x, y = c.bodies[0].entity, c.bodies[1].entity
+            if (x in ea and y in eb) or (x in eb and y in ea):
+                out += [np.array(p.position, dtype=float) for p in c.points if p.separation < TOUCH_SEPARATION_M]
+        return out
 
     def fingers_touching(self, name: str, arm: str) -> tuple[bool, bool]:
         hits = {i for i, body in self.world.finger_contacts(arm) if body == name}

@@ -3,10 +3,36 @@
 from __future__ import annotations
 
 from .base import Task
+from .beat_block_hammer_right import BeatBlockHammerRight
+from .click_bell_right import ClickBellRight
+from .grasp_pen_leaning_cube import GraspPenLeaningCube
+from .grasp_single_bottle import GraspSingleBottle
+from .grasp_single_bottle_upright import GraspSingleBottleUpright
 from .grasp_single_cube import GraspSingleCube
+from .grasp_single_pen import GraspSinglePen
+from .heldout import GraspSingleCubeHeldout, PlaceCubeInBowlHeldout
 from .place_cube_in_bowl import PlaceCubeInBowl
+from .place_cube_on_cube import PlaceCubeOnCube
+from .place_single_bottle_upright import PlaceSingleBottleUpright
+from .place_single_cube import PlaceSingleCube
 
-TASKS: dict[str, type[Task]] = {cls.name: cls for cls in (GraspSingleCube, PlaceCubeInBowl)}
+TASKS: dict[str, type[Task]] = {
+    cls.name: cls
+    for cls in (
+        GraspSingleCube,
+        PlaceCubeInBowl,
+        GraspSinglePen,
+        PlaceSingleCube,
+        PlaceCubeOnCube,
+        GraspPenLeaningCube,
+        ClickBellRight,
+        BeatBlockHammerRight,
+        GraspSingleBottle,
+        GraspSingleBottleUpright,
+        PlaceSingleBottleUpright,
+    )
+}
+TASKS.update({cls.name: cls for cls in (GraspSingleCubeHeldout, PlaceCubeInBowlHeldout)})  # track transfer
 
 
 def make_task(name: str) -> Task:

@@ -47,3 +47,21 @@ class Task(ABC):
     def latch(self, s: PrivilegedState, key: str, value: bool) -> bool:
         s.flags[key] = s.flags.get(key, False) or bool(value)
         return s.flags[key]
+
+
+class GraspAndLift(Task, ABC):
+    """The direct-grasp predicate of paper Table 22, shared by its five rows: ``TARGET`` lifted more
+    than ``LIFT_M`` above where it settled, and the right gripper closed."""
+
+    TARGET: str
+    LIFT_M = 0.050
+
+    def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
+        held = s.held(self.TARGET, "right")
+        return {
+            "grasped": self.latch(s, "grasped", held),
+            "lifted": self.latch(s, "lifted", s.lift(self.TARGET) > self.LIFT_M and held),
+        }
+
+    def success(self, s: PrivilegedState) -> bool:
+        return s.lift(self.TARGET) > self.LIFT_M and s.closed("right")

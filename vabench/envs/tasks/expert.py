@@ -105,6 +105,21 @@ def grasp_from_above(
     yield {"action": "gripper.close", **_arm_field(s, arm)}
 
 
+def grasp_point_from_above(
+    s: PrivilegedState, arm: str, point, yaw_rad: float, pre_height: float = 0.09, symmetry_deg: float = 180.0
+) -> Iterator[dict]:
+    """Top-down grasp at a chosen point of a long body (a pen's barrel, not its origin):
+    ``point()`` returns that world point from the live state and is re-read before the descent;
+    the closing axis ry turns to ``yaw_rad`` (mod ``symmetry_deg``)."""
+    yield from to_topdown(s, arm)
+    yield from align_closing_axis(s, arm, yaw_rad, symmetry_deg)
+    p = point()
+    yield from move_gc(s, arm, (p[0], p[1], p[2] + pre_height), axes="zxy")
+    p = point()
+    yield from move_gc(s, arm, p, axes="xyz")
+    yield {"action": "gripper.close", **_arm_field(s, arm)}
+
+
 def lift(s: PrivilegedState, arm: str, height: float) -> Iterator[dict]:
     gc = s.gc(arm)
     yield from move_gc(s, arm, (gc[0], gc[1], gc[2] + height), axes="z")

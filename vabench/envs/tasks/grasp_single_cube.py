@@ -8,10 +8,11 @@ from ..objects import RED, cube
 from ..privileged import PrivilegedState
 from ..scene import World
 from . import expert
-from .base import SPAWN_Z, Task
+from .base import SPAWN_Z, GraspAndLift
 
 
-class GraspSingleCube(Task):
+class GraspSingleCube(GraspAndLift):
+    TARGET = "cube"
     name, arms, budget = "grasp_single_cube", ("right",), 50
     instruction = "Use the right arm to grasp the red cube and lift it off the table."
     HALF = 0.025
@@ -27,15 +28,6 @@ class GraspSingleCube(Task):
             (x, y, SPAWN_Z + self.HALF),
             (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)),
         )
-
-    def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
-        return {
-            "grasped": self.latch(s, "grasped", s.held("cube", "right")),
-            "lifted": self.latch(s, "lifted", s.lift("cube") > self.LIFT_M and s.held("cube", "right")),
-        }
-
-    def success(self, s: PrivilegedState) -> bool:
-        return s.lift("cube") > self.LIFT_M and s.closed("right")
 
     def expert(self, s: PrivilegedState):
         yield from expert.grasp_from_above(s, "right", "cube", self.yaw, grasp_z=s.position("cube")[2])

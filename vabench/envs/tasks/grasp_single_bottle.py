@@ -1,0 +1,38 @@
+"""grasp_single_bottle (paper Table 22, row 1): grasp a bottle lying on its side and lift it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..geometry import axis_angle, matrix_to_quat
+from ..objects import BOTTLE_MODELS, bottle
+from ..privileged import PrivilegedState
+from ..scene import World
+from . import expert
+from .base import SPAWN_Z, GraspAndLift
+
+
+class GraspSingleBottle(GraspAndLift):
+    TARGET = "bottle"
+    name, arms, budget = "grasp_single_bottle", ("right",), 50
+    instruction = "Use the right arm to grasp the bottle lying on the table and lift it up."
+    X, Y, YAW_DEG = (0.20, 0.28), (-0.16, -0.04), 22.5
+    LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
+    MASS = 0.05
+
+    def build(self, world: World, rng: np.random.Generator) -> None:
+        x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
+        yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
+        self.model_id = int(rng.integers(len(BOTTLE_MODELS)))
+        # lying on a flat face, cap toward +y (away from the robot), then yawed
+        rot = axis_angle([0, 0, 1], yaw) @ axis_angle([1, 0, 0], -np.pi / 2)
+        model = BOTTLE_MODELS[self.model_id]
+        world.add(bottle("bottle", self.model_id, self.MASS), (x, y, SPAWN_Z + model.radius), matrix_to_quat(rot))
+
+    def expert(self, s: PrivilegedState):
+        axis = s.matrix("bottle")[:3, 2]  # the bottle's long axis, now horizontal
+        across = np.arctan2(axis[1], axis[0]) - np.pi / 2  # close the jaw across it
+        yield from expert.grasp_from_above(
+            s, "right", "bottle", across, grasp_z=s.position("bottle")[2], symmetry_deg=180.0
+        )
+        yield from expert.lift(s, "right", 0.12)

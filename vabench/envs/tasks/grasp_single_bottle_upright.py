@@ -1,0 +1,41 @@
+"""grasp_single_bottle_upright (paper Table 22, row 2): grasp a standing bottle and lift it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..objects import BOTTLE_MODELS, bottle
+from ..privileged import PrivilegedState
+from ..scene import World
+from . import expert
+from .base import SPAWN_Z, GraspAndLift, Task
+
+
+def add_upright_bottle(task: Task, world: World, rng: np.random.Generator, x_range, y_range, mass: float) -> None:
+    """The standing bottle of both upright-bottle tasks (fixed upright orientation, no yaw)."""
+    x, y = rng.uniform(*x_range), rng.uniform(*y_range)
+    task.model_id = int(rng.integers(len(BOTTLE_MODELS)))
+    world.add(bottle("bottle", task.model_id, mass), (x, y, SPAWN_Z + BOTTLE_MODELS[task.model_id].body / 2))
+
+
+def grasp_by_the_cap(task: Task, s: PrivilegedState):
+    """Top-down, the open jaw around the cap (any yaw: it is round), close, so the bottle hangs
+    upright from the gripper."""
+    cap_z = s.position("bottle")[2] + BOTTLE_MODELS[task.model_id].cap_z
+    yield from expert.grasp_from_above(s, "right", "bottle", 0.0, grasp_z=cap_z)
+
+
+class GraspSingleBottleUpright(GraspAndLift):
+    TARGET = "bottle"
+    name, arms, budget = "grasp_single_bottle_upright", ("right",), 50
+    instruction = "Use the right arm to grasp the upright bottle and lift it off the table."
+    X, Y = (0.20, 0.28), (-0.16, -0.04)
+    LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
+    MASS = 0.05
+
+    def build(self, world: World, rng: np.random.Generator) -> None:
+        add_upright_bottle(self, world, rng, self.X, self.Y, self.MASS)
+
+    def expert(self, s: PrivilegedState):
+        yield from grasp_by_the_cap(self, s)
+        yield from expert.lift(s, "right", 0.12)
