@@ -55,11 +55,16 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
     assert run.summary_root == Path("/tmp/vabench-test-run/_summaries")
 
 
-@pytest.mark.parametrize("name", ["main", "passive_ablation", "transfer", "long_horizon", "local_models"])
+@pytest.mark.parametrize("name", ["main", "passive_ablation", "long_horizon", "local_models"])
 def test_experiments_over_missing_tasks_name_the_known_ones(name):
     with pytest.raises(ConfigError, match="not implemented yet") as err:
         validate(f"+experiment={name}", "run_id=x")
     assert all(t in str(err.value) for t in TASKS)
+
+
+def test_transfer_covers_the_seven_held_out_variants():
+    run = validate("+experiment=transfer", "run_id=x")
+    assert run.track == "transfer" and len(run.tasks) == 7 and all(t.endswith("_heldout") for t in run.tasks)
 
 
 def test_passive_ablation_runs_both_protocols_on_the_same_seeds():

@@ -11,7 +11,17 @@ from vabench.envs import seeds
 from vabench.envs.tasks import TASKS
 
 VARIANTS = sorted(name for name, cls in TASKS.items() if name.endswith("_heldout"))
-PREDICATE_CONSTANTS = ("LIFT_M", "RADIUS_M", "HEIGHT_M", "BOWL_MOVE_M")
+PREDICATE_CONSTANTS = (
+    "LIFT_M",
+    "RADIUS_M",
+    "HEIGHT_M",
+    "BOWL_MOVE_M",
+    "XY_TOL_M",
+    "HEIGHT_TOL_M",
+    "PAD_MOVE_M",
+    "OVERLAP_M",
+    "BASE_MOVE_M",
+)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

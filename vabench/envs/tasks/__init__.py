@@ -10,7 +10,15 @@ from .grasp_single_bottle import GraspSingleBottle
 from .grasp_single_bottle_upright import GraspSingleBottleUpright
 from .grasp_single_cube import GraspSingleCube
 from .grasp_single_pen import GraspSinglePen
-from .heldout import GraspSingleCubeHeldout, PlaceCubeInBowlHeldout
+from .heldout import (
+    GraspSingleBottleHeldout,
+    GraspSingleBottleUprightHeldout,
+    GraspSingleCubeHeldout,
+    PlaceCubeInBowlHeldout,
+    PlaceCubeOnCubeHeldout,
+    PlaceSingleBottleUprightHeldout,
+    PlaceSingleCubeHeldout,
+)
 from .place_cube_in_bowl import PlaceCubeInBowl
 from .place_cube_on_cube import PlaceCubeOnCube
 from .place_single_bottle_upright import PlaceSingleBottleUpright
@@ -32,7 +40,20 @@ TASKS: dict[str, type[Task]] = {
         PlaceSingleBottleUpright,
     )
 }
-TASKS.update({cls.name: cls for cls in (GraspSingleCubeHeldout, PlaceCubeInBowlHeldout)})  # track transfer
+TASKS.update(
+    {
+        cls.name: cls
+        for cls in (
+            GraspSingleCubeHeldout,
+            PlaceCubeInBowlHeldout,
+            PlaceSingleCubeHeldout,
+            PlaceCubeOnCubeHeldout,
+            GraspSingleBottleHeldout,
+            GraspSingleBottleUprightHeldout,
+            PlaceSingleBottleUprightHeldout,
+        )
+    }
+)  # track transfer
 
 
 def make_task(name: str) -> Task:
