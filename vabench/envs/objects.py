@@ -159,19 +159,18 @@ PEN_MODELS = (
 )
 
 
-def _prism_along_y(apothem: float, sides: int, y0: float, y1: float, color) -> list[Part]:
-    """A regular prism along local y from y0 to y1 with one flat face down (-z): the union of
-    sides/2 boxes, each spanning two opposite faces with its corners on the polygon's vertices."""
+def _prism(apothem: float, sides: int, start: float, end: float, color, axis: str) -> list[Part]:
+    """A regular prism along local ``axis`` ("y" or "z") from ``start`` to ``end``: the union of
+    sides/2 boxes, each spanning two opposite faces. Along y one flat face points down (-z), so a
+    lying pen rests on it; along z the faces start at +x."""
     half_side = apothem * np.tan(np.pi / sides)
+    mid, half_len = (start + end) / 2, (end - start) / 2
+    if axis == "y":
+        half, p, turn = (half_side, half_len, apothem), (0.0, mid, 0.0), [0, 1, 0]
+    else:
+        half, p, turn = (apothem, half_side, half_len), (0.0, 0.0, mid), [0, 0, 1]
     return [
-        Part(
-            "box",
-            (half_side, (y1 - y0) / 2, apothem),
-            p=(0.0, (y0 + y1) / 2, 0.0),
-            q=_q(axis_angle([0, 1, 0], 2 * np.pi * k / sides)),
-            color=color,
-        )
-        for k in range(sides // 2)
+        Part("box", half, p=p, q=_q(axis_angle(turn, 2 * np.pi * k / sides)), color=color) for k in range(sides // 2)
     ]
 
 
@@ -181,30 +180,14 @@ def pen(name: str, model: PenModel | int = 0, mass: float = 0.015, friction: flo
     lying on the table its cap rests at z = table + cap_apothem."""
     m = PEN_MODELS[model] if isinstance(model, int) else model
     cap0 = m.length - m.cap_length
-    parts = _prism_along_y(m.apothem, m.sides, 0.0, cap0 + 0.004, m.barrel_color)
-    parts += _prism_along_y(m.cap_apothem, m.sides, cap0, m.length, m.cap_color)
+    parts = _prism(m.apothem, m.sides, 0.0, cap0 + 0.004, m.barrel_color, "y")
+    parts += _prism(m.cap_apothem, m.sides, cap0, m.length, m.cap_color, "y")
     along_y = _q(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> body +y
     parts.append(Part("cylinder", (0.8 * m.apothem, 0.0015), p=(0.0, -0.0015, 0.0), q=along_y, color=m.cap_color))
     if m.clip:
         clip = (0.0, cap0 + 0.35 * m.cap_length, m.cap_apothem + 0.0015)
         parts.append(Part("box", (0.003, 0.4 * m.cap_length, 0.0015), p=clip, color=m.cap_color))
     return BodySpec(name, tuple(parts), mass=mass, friction=friction)
-
-
-def _prism_along_z(apothem: float, sides: int, z0: float, z1: float, color) -> list[Part]:
-    """A regular prism along local z from z0 to z1 with flat faces at every 360/sides deg,
-    starting at +x: the union of sides/2 boxes, each spanning two opposite faces."""
-    half_side = apothem * np.tan(np.pi / sides)
-    return [
-        Part(
-            "box",
-            (apothem, half_side, (z1 - z0) / 2),
-            p=(0.0, 0.0, (z0 + z1) / 2),
-            q=_q(axis_angle([0, 0, 1], 2 * np.pi * k / sides)),
-            color=color,
-        )
-        for k in range(sides // 2)
-    ]
 
 
 @dataclass(frozen=True)
@@ -261,7 +244,7 @@ def bottle(name: str = "bottle", model: BottleModel | int = 0, mass: float = 0.0
     half, (lo, hi) = m.body / 2, m.label
     parts: list[Part] = []
     for f0, f1, color in ((0.0, lo, m.color), (lo, hi, m.label_color), (hi, 1.0, m.color)):
-        parts += _prism_along_z(m.radius, BOTTLE_SIDES, (2 * f0 - 1) * half, (2 * f1 - 1) * half, color)
+        parts += _prism(m.radius, BOTTLE_SIDES, (2 * f0 - 1) * half, (2 * f1 - 1) * half, color, "z")
     parts.append(Part("sphere", (m.radius,), p=(0.0, 0.0, half), color=m.color))  # the domed shoulder
     neck = half + m.shoulder
     parts.append(Part("cylinder", (m.neck_radius, m.neck / 2), p=(0.0, 0.0, neck + m.neck / 2), color=m.color))
