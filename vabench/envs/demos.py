@@ -85,12 +85,13 @@ def record(task: str, root: Path | None = None, camera: CameraConfig | None = No
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
-    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
+    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every base task")
     ap.add_argument("--out", type=Path, default=None, help="root directory (default: $VABENCH_CACHE/demos)")
     ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
     ap.add_argument("--force", action="store_true", help="re-record even if a demo exists")
     args = ap.parse_args(argv)
-    for task in args.task or sorted(TASKS):
+    base = sorted(t for t, cls in TASKS.items() if getattr(cls, "summary_task", t) == t)  # variants reuse these
+    for task in args.task or base:
         path = record(task, args.out, CAMERA_PRESETS[args.camera], force=args.force)
         n = len(json.loads((path / "demo.json").read_text())["frames"])
         print(f"{task}: {n} frames in {path}")
