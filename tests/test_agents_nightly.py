@@ -1,4 +1,5 @@
-"""Nightly: the offline agents over every manifest seed, through the full harness.
+"""Nightly: the offline agents through the full harness, rendering (the oracle on every manifest seed
+of every task in both protocols, which also covers the rendered expert runs).
 
 The oracle measures the harness + executor ceiling (paper acceptance: >= 95% per task); the
 random agent is the floor (<= 2%)."""
@@ -24,6 +25,7 @@ def test_oracle_succeeds_on_95_percent_of_each_task(render_env, tmp_path, protoc
 
 
 def test_random_agent_succeeds_on_at_most_2_percent(render_env, tmp_path):
-    rows = evaluate(render_env, RandomAgent(seed=11), sorted(TASKS), ["active"], tmp_path, log=lambda *_: None)
-    assert len(rows) == 20 * len(TASKS) and all(r.status == "ok" and r.repairs == 0 for r in rows)
+    """Six seeds per task keep it within the night (each random episode spends its whole budget)."""
+    rows = evaluate(render_env, RandomAgent(seed=11), sorted(TASKS), ["active"], tmp_path, 6, log=lambda *_: None)
+    assert len(rows) == 6 * len(TASKS) and all(r.status == "ok" and r.repairs == 0 for r in rows)
     assert sum(r.success for r in rows) <= 0.02 * len(rows)

@@ -58,17 +58,6 @@ def test_rescreening_reproduces_the_committed_manifest(physics_env, task):
     assert accepted == data["accepted"] and rejected == data["rejected"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("protocol", ["active", "passive"])
-def test_expert_succeeds_with_rendering_in_both_protocols(render_env, protocol):
-    from vabench.envs.expert_run import run_episode
-
-    for task in sorted(TASKS):
-        for seed in seeds.eval_seeds(task):
-            row = run_episode(render_env, task, seed, protocol)
-            assert row["success"] and row["planner_failures"] == 0, row
-
-
 def test_paper_parameters():
     cube, bowl = make_task("grasp_single_cube"), make_task("place_cube_in_bowl")
     assert (cube.budget, bowl.budget) == (50, 50)
