@@ -173,7 +173,15 @@ def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", f"results_dir={tmp_path}", "run_id=stop"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vabench.launch",
+        "+experiment=smoke",
+        "seeds=5",
+        f"results_dir={tmp_path}",
+        "run_id=stop",
+    ]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -190,3 +198,4 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     text = out.decode() + err.decode()
     assert proc.returncode == 130, text[-2000:]
     assert "rerun with run_id=stop to resume" in text and "Traceback" not in text
+    assert len(list((tmp_path / "stop" / "outcomes").rglob("*.parquet"))) < 10  # it stopped early

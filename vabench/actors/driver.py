@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import asdict
@@ -134,6 +136,7 @@ class Driver:
         self.run, self.log, self.progress = run, log, progress
         self.store = SummaryStore(run.summary_root)
         self.counts = {"ok": 0, "failed": 0, "infra": 0, "retried": 0, "worker_crashes": 0, "permanent": 0}
+        self._stop = False
 
     # -- stages ---------------------------------------------------------------------------
     def execute(self) -> pd.DataFrame:
@@ -218,8 +221,11 @@ class Driver:
         idle = [self._new_worker(ray) for _ in range(slots)]
         inflight: dict = {}  # ref -> (worker, spec, attempt, started)
         bar = tqdm(total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True)
+        previous = self._catch_ctrl_c()
         try:
             while queue or inflight:
+                if self._stop:
+                    raise KeyboardInterrupt
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
@@ -251,9 +257,23 @@ class Driver:
                 ray.kill(worker, no_restart=True)
             raise
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             bar.close()
             for worker in idle:
                 ray.kill(worker, no_restart=True)
+
+    def _catch_ctrl_c(self):
+        """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
+        KeyboardInterrupt raised inside them. A second Ctrl-C interrupts at once."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def request_stop(signum, frame):
+            self._stop = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        return signal.signal(signal.SIGINT, request_stop)
 
     def _alive(self, ray, worker) -> bool:
         try:
