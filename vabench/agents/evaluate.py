@@ -24,7 +24,7 @@ from vabench.envs import CAMERA_PRESETS, TASKS, EnvConfig, VABenchEnv
 
 from .harness import HarnessConfig, run_episode
 from .learning import summary_for_episode
-from .models import Model, ModelConfig, ModelError, make_model
+from .models import LiteLLMModel, Model, ModelConfig, ModelError, make_model
 from .records import EpisodeResult
 from .summaries import SummaryStore, parse_summary_mode, resolve_summary
 
@@ -49,6 +49,9 @@ def evaluate(
         raise FileExistsError(f"{out} already holds results; choose a new --out folder")
     out.mkdir(parents=True, exist_ok=True)
     store = SummaryStore(summary_root or out / "summaries")
+    if not isinstance(model, LiteLLMModel) and summary_mode != "none":
+        log(f"{model.name} is an offline agent and reads no summary: summary {summary_mode} -> none")
+        summary_mode = "none"
     if summary_mode.startswith("shared:"):  # fail before any episode, not half-way through
         for task in tasks:
             resolve_summary(store, summary_mode, model.name, task)
