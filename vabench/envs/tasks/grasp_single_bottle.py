@@ -19,15 +19,16 @@ class GraspSingleBottle(GraspAndLift):
     X, Y, YAW_DEG = (0.20, 0.28), (-0.16, -0.04), 22.5
     LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
     MASS = 0.05
+    MODELS = BOTTLE_MODELS  # held-out variants swap in unseen models
 
     def build(self, world: World, rng: np.random.Generator) -> None:
         x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
         yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
-        self.model_id = int(rng.integers(len(BOTTLE_MODELS)))
+        self.model_id = int(rng.integers(len(self.MODELS)))
+        self.model = m = self.MODELS[self.model_id]
         # lying on a flat face, cap toward +y (away from the robot), then yawed
         rot = axis_angle([0, 0, 1], yaw) @ axis_angle([1, 0, 0], -np.pi / 2)
-        model = BOTTLE_MODELS[self.model_id]
-        world.add(bottle("bottle", self.model_id, self.MASS), (x, y, SPAWN_Z + model.radius), matrix_to_quat(rot))
+        world.add(bottle("bottle", m, self.MASS), (x, y, SPAWN_Z + m.radius), matrix_to_quat(rot))
 
     def expert(self, s: PrivilegedState):
         axis = s.matrix("bottle")[:3, 2]  # the bottle's long axis, now horizontal

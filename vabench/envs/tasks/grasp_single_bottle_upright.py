@@ -14,14 +14,15 @@ from .base import SPAWN_Z, GraspAndLift, Task
 def add_upright_bottle(task: Task, world: World, rng: np.random.Generator, x_range, y_range, mass: float) -> None:
     """The standing bottle of both upright-bottle tasks (fixed upright orientation, no yaw)."""
     x, y = rng.uniform(*x_range), rng.uniform(*y_range)
-    task.model_id = int(rng.integers(len(BOTTLE_MODELS)))
-    world.add(bottle("bottle", task.model_id, mass), (x, y, SPAWN_Z + BOTTLE_MODELS[task.model_id].body / 2))
+    task.model_id = int(rng.integers(len(task.MODELS)))
+    task.model = task.MODELS[task.model_id]
+    world.add(bottle("bottle", task.model, mass), (x, y, SPAWN_Z + task.model.body / 2))
 
 
 def grasp_by_the_cap(task: Task, s: PrivilegedState):
     """Top-down, the open jaw around the cap (any yaw: it is round), close, so the bottle hangs
     upright from the gripper."""
-    cap_z = s.position("bottle")[2] + BOTTLE_MODELS[task.model_id].cap_z
+    cap_z = s.position("bottle")[2] + task.model.cap_z
     yield from expert.grasp_from_above(s, "right", "bottle", 0.0, grasp_z=cap_z)
 
 
@@ -32,6 +33,7 @@ class GraspSingleBottleUpright(GraspAndLift):
     X, Y = (0.20, 0.28), (-0.16, -0.04)
     LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
     MASS = 0.05
+    MODELS = BOTTLE_MODELS  # held-out variants swap in unseen models
 
     def build(self, world: World, rng: np.random.Generator) -> None:
         add_upright_bottle(self, world, rng, self.X, self.Y, self.MASS)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import axis_angle, matrix_to_quat
-from ..objects import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BodySpec, BottleModel, Part, bottle, bowl, cube, target_pad
+from ..objects import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BodySpec, BottleModel, Part, bowl, cube, target_pad
 from ..privileged import PrivilegedState
 from ..scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z
 from .grasp_single_bottle import GraspSingleBottle
-from .grasp_single_bottle_upright import GraspSingleBottleUpright
+from .grasp_single_bottle_upright import GraspSingleBottleUpright, add_upright_bottle
 from .grasp_single_cube import GraspSingleCube
 from .place_cube_in_bowl import PlaceCubeInBowl
 from .place_cube_on_cube import PlaceCubeOnCube
@@ -154,19 +153,6 @@ SLIM_BOTTLE = BottleModel(  # sports drink, 22.1 cm, 5 cm across: silver-grey bo
 )
 
 
-def _add_heldout_upright_bottle(task, world: World, rng: np.random.Generator, x_range, y_range, mass: float) -> None:
-    """add_upright_bottle with the task's unseen ``MODELS``: same pose draw, ``task.model`` set."""
-    x, y = rng.uniform(*x_range), rng.uniform(*y_range)
-    task.model = task.MODELS[int(rng.integers(len(task.MODELS)))]
-    world.add(bottle("bottle", task.model, mass), (x, y, SPAWN_Z + task.model.body / 2))
-
-
-def _grasp_heldout_cap(task, s: PrivilegedState):
-    """grasp_by_the_cap at the unseen model's cap height (the base reads BOTTLE_MODELS)."""
-    cap_z = s.position("bottle")[2] + task.model.cap_z
-    yield from expert.grasp_from_above(s, "right", "bottle", 0.0, grasp_z=cap_z)
-
-
 class GraspSingleBottleHeldout(GraspSingleBottle):
     """Unseen bottle geometry. Changes: the lying bottle is one of two models not in the base set
     (per seed): a squat juice bottle (7 cm across its flat faces, 15.2 cm long, orange with a
@@ -180,13 +166,6 @@ class GraspSingleBottleHeldout(GraspSingleBottle):
     summary_task = "grasp_single_bottle"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
 
-    def build(self, world: World, rng: np.random.Generator) -> None:
-        x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
-        yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
-        self.model = m = self.MODELS[int(rng.integers(len(self.MODELS)))]
-        rot = axis_angle([0, 0, 1], yaw) @ axis_angle([1, 0, 0], -np.pi / 2)
-        world.add(bottle("bottle", m, self.MASS), (x, y, SPAWN_Z + m.radius), matrix_to_quat(rot))
-
 
 class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     """Unseen bottle geometry. Changes: the standing bottle is, per seed, the squat juice bottle
@@ -199,13 +178,6 @@ class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     name = "grasp_single_bottle_upright_heldout"
     summary_task = "grasp_single_bottle_upright"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
-
-    def build(self, world: World, rng: np.random.Generator) -> None:
-        _add_heldout_upright_bottle(self, world, rng, self.X, self.Y, self.MASS)
-
-    def expert(self, s: PrivilegedState):
-        yield from _grasp_heldout_cap(self, s)
-        yield from expert.lift(s, "right", 0.12)
 
 
 class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
@@ -225,18 +197,9 @@ class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
     DECOY_DX = 0.16
 
     def build(self, world: World, rng: np.random.Generator) -> None:
-        _add_heldout_upright_bottle(self, world, rng, self.BOTTLE_X, self.BOTTLE_Y, GraspSingleBottleUpright.MASS)
+        add_upright_bottle(self, world, rng, self.BOTTLE_X, self.BOTTLE_Y, GraspSingleBottleUpright.MASS)
         px, py = rng.uniform(*self.PAD_X), rng.uniform(*self.PAD_Y)
         world.add(target_pad("target_pad", (self.PAD_HALF, self.PAD_HALF)), (px, py, TABLE_TOP_Z + PAD_HALF_HEIGHT))
         self.decoy_side = int(rng.choice((-1, 1)))  # -1: left of the target (-x), +1: right
         decoy = target_pad("decoy_pad", (self.PAD_HALF, self.PAD_HALF), color=BLUE)
         world.add(decoy, (px + self.decoy_side * self.DECOY_DX, py, TABLE_TOP_Z + PAD_HALF_HEIGHT))
-
-    def expert(self, s: PrivilegedState):
-        yield from _grasp_heldout_cap(self, s)
-        yield from expert.lift(s, "right", self.LIFT_M + 0.01)
-        yield from expert.lower_body_to(s, "right", "bottle", self.rest_z(s) + self.CARRY_ABOVE_M)
-        yield from expert.carry_over(s, "right", "bottle", s.position("target_pad")[:2])
-        yield from expert.lower_body_to(s, "right", "bottle", self.rest_z(s) + self.RELEASE_ABOVE_M)
-        yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)

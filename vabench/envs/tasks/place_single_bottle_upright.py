@@ -14,6 +14,7 @@ from .grasp_single_bottle_upright import GraspSingleBottleUpright, add_upright_b
 
 class PlaceSingleBottleUpright(Task):
     name, arms, budget = "place_single_bottle_upright", ("right",), 100
+    MODELS = GraspSingleBottleUpright.MODELS  # held-out variants swap in unseen models
     instruction = "Use the right arm to pick up the upright bottle and stand it on the green target area."
     labels = {"target_pad": "the green target pad"}
     BOTTLE_X, BOTTLE_Y = GraspSingleBottleUpright.X, GraspSingleBottleUpright.Y  # "as in the upright-grasp task"
