@@ -142,8 +142,7 @@ def test_a_bottle_stood_on_the_decoy_fails_and_on_the_green_pad_succeeds(physics
     for pad, ok in (("decoy_pad", False), ("target_pad", True)):
         _stand(physics_env, "bottle", (*s.position(pad)[:2], task.rest_z(s) + 0.002))
         physics_env.world.step(150)
-        dx, dy, dz = task.errors(s)
-        assert dz <= task.HEIGHT_TOL_M and s.touching("bottle", pad)
+        assert task.conditions(s)["height"] and s.touching("bottle", pad)
         assert task.success(s) == ok, pad
 
 

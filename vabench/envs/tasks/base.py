@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..objects import PAD_HALF_HEIGHT
 from ..privileged import PrivilegedState
 from ..scene import TABLE_TOP_Z, World
 
@@ -65,3 +66,52 @@ class GraspAndLift(Task, ABC):
 
     def success(self, s: PrivilegedState) -> bool:
         return s.lift(self.TARGET) > self.LIFT_M and s.closed("right")
+
+
+class PlaceOnPad(Task, ABC):
+    """The target-placement predicate of paper Table 23 (one shared checker in the reference),
+    for ``TARGET`` on the static ``target_pad``: previously lifted >= LIFT_M; |dx|, |dy| from the
+    pad centre each <= XY_TOL_M; height within HEIGHT_TOL_M of resting on the pad; pad moved <=
+    PAD_MOVE_M; touching the pad; gripper open."""
+
+    TARGET: str
+    LIFT_M: float
+    XY_TOL_M: float
+    HEIGHT_TOL_M: float
+    PAD_MOVE_M: float
+
+    def rest_z(self, s: PrivilegedState) -> float:
+        """TARGET's origin height resting on the pad: the pad top plus the height it settled at
+        above the table (RoboTwin's object_support_offset)."""
+        support = s.start[self.TARGET][2, 3] - TABLE_TOP_Z
+        return float(s.position("target_pad")[2] + PAD_HALF_HEIGHT + support)
+
+    def update(self, s: PrivilegedState) -> None:
+        self.latch(s, "lifted", s.peak_lift(self.TARGET) >= self.LIFT_M)
+
+    def _over_pad(self, s: PrivilegedState) -> bool:
+        d = s.position(self.TARGET) - s.position("target_pad")
+        return bool(max(abs(d[0]), abs(d[1])) <= self.XY_TOL_M)
+
+    def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
+        held = s.held(self.TARGET, "right")
+        return {
+            "grasped": self.latch(s, "grasped", held),
+            "lifted": s.flags.get("lifted", False),
+            "above_target": self.latch(s, "above_target", held and self._over_pad(s) and s.flags.get("lifted", False)),
+            "placed": self.success(s),
+        }
+
+    def conditions(self, s: PrivilegedState) -> dict[str, bool]:
+        """The terminal predicate's parts, in the paper's order; success is all of them."""
+        return {
+            "lifted": s.flags.get("lifted", False),
+            "xy": self._over_pad(s),
+            "height": bool(abs(s.position(self.TARGET)[2] - self.rest_z(s)) <= self.HEIGHT_TOL_M),
+            "pad_still": s.displacement("target_pad") <= self.PAD_MOVE_M,
+            "contact": s.touching(self.TARGET, "target_pad"),
+            "open": not s.closed("right"),
+        }
+
+    def success(self, s: PrivilegedState) -> bool:
+        return all(self.conditions(s).values())

@@ -8,10 +8,11 @@ from ..objects import PAD_HALF_HEIGHT, RED, cube, target_pad
 from ..privileged import PrivilegedState
 from ..scene import TABLE_TOP_Z, World
 from . import expert
-from .base import SPAWN_Z, Task
+from .base import SPAWN_Z, PlaceOnPad
 
 
-class PlaceSingleCube(Task):
+class PlaceSingleCube(PlaceOnPad):
+    TARGET = "cube"
     name, arms, budget = "place_single_cube", ("right",), 100
     instruction = "Use the right arm to pick up the red cube and place it on the green target area."
     labels = {"target_pad": "the green target pad"}
@@ -33,40 +34,6 @@ class PlaceSingleCube(Task):
             (np.cos(self.yaw / 2), 0.0, 0.0, np.sin(self.yaw / 2)),
         )
         world.add(target_pad("target_pad", (self.PAD_HALF, self.PAD_HALF)), (px, py, TABLE_TOP_Z + PAD_HALF_HEIGHT))
-
-    def rest_z(self, s: PrivilegedState) -> float:
-        """Cube centre height when resting on the pad: pad top + the cube's settled height above the table."""
-        return s.position("target_pad")[2] + PAD_HALF_HEIGHT + (s.start["cube"][2, 3] - TABLE_TOP_Z)
-
-    def update(self, s: PrivilegedState) -> None:
-        self.latch(s, "lifted", s.peak_lift("cube") >= self.LIFT_M)
-
-    def _over_pad(self, s: PrivilegedState) -> bool:
-        d = s.position("cube") - s.position("target_pad")
-        return bool(max(abs(d[0]), abs(d[1])) <= self.XY_TOL_M)
-
-    def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
-        held = s.held("cube", "right")
-        return {
-            "grasped": self.latch(s, "grasped", held),
-            "lifted": s.flags.get("lifted", False),
-            "above_target": self.latch(s, "above_target", held and self._over_pad(s) and s.flags.get("lifted", False)),
-            "placed": self.success(s),
-        }
-
-    def conditions(self, s: PrivilegedState) -> dict[str, bool]:
-        """The terminal predicate's parts, in the paper's order; success is all of them."""
-        return {
-            "lifted": s.flags.get("lifted", False),
-            "xy": self._over_pad(s),
-            "height": bool(abs(s.position("cube")[2] - self.rest_z(s)) <= self.HEIGHT_TOL_M),
-            "pad_still": s.displacement("target_pad") <= self.PAD_MOVE_M,
-            "contact": s.touching("cube", "target_pad"),
-            "open": not s.closed("right"),
-        }
-
-    def success(self, s: PrivilegedState) -> bool:
-        return all(self.conditions(s).values())
 
     def expert(self, s: PrivilegedState):
         yield from expert.grasp_from_above(s, "right", "cube", self.yaw, grasp_z=s.position("cube")[2])
