@@ -19,6 +19,7 @@ from .heldout import (
     PlaceSingleBottleUprightHeldout,
     PlaceSingleCubeHeldout,
 )
+from .lift_pot import LiftPot
 from .place_cube_in_bowl import PlaceCubeInBowl
 from .place_cube_on_cube import PlaceCubeOnCube
 from .place_single_bottle_upright import PlaceSingleBottleUpright
@@ -38,6 +39,7 @@ TASKS: dict[str, type[Task]] = {
         GraspSingleBottle,
         GraspSingleBottleUpright,
         PlaceSingleBottleUpright,
+        LiftPot,
     )
 }
 TASKS.update(
