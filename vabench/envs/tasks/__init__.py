@@ -22,6 +22,7 @@ from .heldout import (
 from .lift_pot import LiftPot
 from .place_cube_in_bowl import PlaceCubeInBowl
 from .place_cube_on_cube import PlaceCubeOnCube
+from .place_shoe import PlaceShoe
 from .place_single_bottle_upright import PlaceSingleBottleUpright
 from .place_single_cube import PlaceSingleCube
 
@@ -39,6 +40,7 @@ TASKS: dict[str, type[Task]] = {
         GraspSingleBottle,
         GraspSingleBottleUpright,
         PlaceSingleBottleUpright,
+        PlaceShoe,
         LiftPot,
     )
 }
