@@ -10,6 +10,7 @@ from .grasp_single_bottle import GraspSingleBottle
 from .grasp_single_bottle_upright import GraspSingleBottleUpright
 from .grasp_single_cube import GraspSingleCube
 from .grasp_single_pen import GraspSinglePen
+from .handover_horizontal_block import HandoverHorizontalBlock
 from .heldout import (
     GraspSingleBottleHeldout,
     GraspSingleBottleUprightHeldout,
@@ -41,6 +42,7 @@ TASKS: dict[str, type[Task]] = {
         GraspSingleBottleUpright,
         PlaceSingleBottleUpright,
         PlaceShoe,
+        HandoverHorizontalBlock,
         LiftPot,
     )
 }
