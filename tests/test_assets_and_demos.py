@@ -59,6 +59,20 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     assert {name: (again / name).read_bytes() for name in meta["frames"]} == frames
 
 
+def test_only_base_tasks_have_demos_and_the_basket_track_is_taught_by_four_atomic_skills(tmp_path):
+    from vabench.agents.demo_tools import task_demos
+
+    own = demos.demo_tasks()
+    assert "put_everything_in_basket" not in own and not any(t.endswith("_heldout") for t in own)
+    assert {"place_shoe", "handover_horizontal_block", "lift_pot"} <= set(own) and len(own) == 14
+    skills = task_demos("put_everything_in_basket")
+    assert skills == ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
+    assert set(skills) <= set(own)
+    with pytest.raises(ValueError, match="no demonstration of its own"):
+        demos.record("put_everything_in_basket", root=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
 def test_lean_shader_matches_the_default_look(render_env):
     """The lean shader only simplifies shadow filtering: same picture up to shadow edges."""
     import dataclasses

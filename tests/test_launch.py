@@ -9,7 +9,6 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from vabench.actors.config import ConfigError, from_config
-from vabench.envs import TASKS
 
 CONF = str(Path(__file__).resolve().parents[1] / "conf")
 EXPERIMENTS = sorted(p.stem for p in Path(CONF, "experiment").glob("*.yaml"))
@@ -55,11 +54,18 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
     assert run.summary_root == Path("/tmp/vabench-test-run/_summaries")
 
 
-@pytest.mark.parametrize("name", ["main", "passive_ablation", "long_horizon", "local_models"])
-def test_experiments_over_missing_tasks_name_the_known_ones(name):
-    with pytest.raises(ConfigError, match="not implemented yet") as err:
-        validate(f"+experiment={name}", "run_id=x")
-    assert all(t in str(err.value) for t in TASKS)
+@pytest.mark.parametrize("name", ["main", "passive_ablation", "local_models"])
+def test_base_track_experiments_cover_the_fourteen_families(name):
+    from vabench.envs.demos import demo_tasks
+
+    run = validate(f"+experiment={name}", "run_id=x")
+    assert run.track == "base" and len(run.tasks) == 14 and set(run.tasks) == set(demo_tasks())
+    assert {"place_shoe", "handover_horizontal_block", "lift_pot"} <= set(run.tasks)
+
+
+def test_long_horizon_is_the_basket_track_with_own_summaries():
+    run = validate("+experiment=long_horizon", "run_id=x")
+    assert (run.track, run.tasks, run.summary) == ("long_horizon", ("put_everything_in_basket",), "own")
 
 
 def test_transfer_covers_the_seven_held_out_variants():

@@ -26,6 +26,7 @@ from vabench.agents.summaries import (
 from vabench.envs.tasks import TASKS
 
 CUBE = "grasp_single_cube"
+BASKET = "put_everything_in_basket"  # the long-horizon task: four atomic demos, no full-task demo
 ATOMIC = ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
 
 GOOD = {
@@ -61,11 +62,6 @@ def write_demo(root, name, n=5, fps=50 / 3, size=(8, 6)):
     return d
 
 
-class Basket:  # stand-in for the long-horizon task: four atomic demos, no full-task demo
-    name = "put_everything_in_basket"
-    demos = ATOMIC
-
-
 class CubeTransfer:  # stand-in for a held-out variant of grasp_single_cube
     name = "grasp_single_cube_transfer"
     summary_task = CUBE
@@ -73,7 +69,6 @@ class CubeTransfer:  # stand-in for a held-out variant of grasp_single_cube
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-    monkeypatch.setitem(TASKS, Basket.name, Basket)
     monkeypatch.setitem(TASKS, CubeTransfer.name, CubeTransfer)
 
 
@@ -87,7 +82,7 @@ def cube_store(tmp_path):
 def basket_store(tmp_path, stand_ins):
     for name in ATOMIC:
         write_demo(tmp_path, name, n=4)
-    return DemoStore(Basket.name, root=tmp_path)
+    return DemoStore(BASKET, root=tmp_path)
 
 
 # --- expert.retrieve / expert.frame ---------------------------------------------------------------
@@ -184,7 +179,7 @@ def test_held_out_variant_uses_its_base_demo(tmp_path, stand_ins):
     write_demo(tmp_path, CUBE)
     store = DemoStore(CubeTransfer.name, root=tmp_path)
     assert list(store.demos) == [CUBE] and store.summary_task == CUBE
-    assert demo_tools.task_demos(Basket.name) == ATOMIC and demo_tools.summary_task(Basket.name) == Basket.name
+    assert demo_tools.task_demos(BASKET) == ATOMIC and demo_tools.summary_task(BASKET) == BASKET
 
 
 def test_missing_or_malformed_demo(tmp_path):
@@ -309,17 +304,17 @@ def test_affordance_profile():
 )
 def test_basket_summary_rejects_inventory(stand_ins, text):
     with pytest.raises(SummaryError, match="inventory.*evaluation scene has a different inventory"):
-        validate_summary({**GOOD, "post_grasp_goal": text}, Basket.name)
+        validate_summary({**GOOD, "post_grasp_goal": text}, BASKET)
     assert validate_summary({**GOOD, "post_grasp_goal": text}, CUBE)["post_grasp_goal"] == text  # single task: fine
 
 
 def test_basket_inventory_is_checked_everywhere(stand_ins):
     with pytest.raises(SummaryError, match=r"'safety_notes\[0\]'.*'pen D'"):
-        validate_summary({**GOOD, "safety_notes": ["leave pen D for last"]}, Basket.name)
+        validate_summary({**GOOD, "safety_notes": ["leave pen D for last"]}, BASKET)
     with pytest.raises(SummaryError, match=r"'object_strategies key'.*'cube A'"):
-        validate_summary({**GOOD, "object_strategies": {"cube_A": "top grasp"}}, Basket.name)
+        validate_summary({**GOOD, "object_strategies": {"cube_A": "top grasp"}}, BASKET)
     with pytest.raises(SummaryError, match=r"'object_strategies.pen'.*'2 pens'"):
-        validate_summary({**GOOD, "object_strategies": {"pen": "2 pens lie flat"}}, Basket.name)
+        validate_summary({**GOOD, "object_strategies": {"pen": "2 pens lie flat"}}, BASKET)
 
 
 def test_basket_accepts_ordinary_text_and_object_strategies(stand_ins):
@@ -335,11 +330,11 @@ def test_basket_accepts_ordinary_text_and_object_strategies(stand_ins):
         ],
         "object_strategies": {"cube": "top grasp", "horizontal_bottle": "grasp the middle of the body"},
     }
-    out = validate_summary(ordinary, Basket.name)
+    out = validate_summary(ordinary, BASKET)
     assert out["object_strategies"] == ordinary["object_strategies"]
     assert "object_strategies" not in validate_summary(ordinary, CUBE)  # composite tasks only
     with pytest.raises(SummaryError, match="field 'object_strategies.pen' must be a non-empty string"):
-        validate_summary({**GOOD, "object_strategies": {"pen": ""}}, Basket.name)
+        validate_summary({**GOOD, "object_strategies": {"pen": ""}}, BASKET)
 
 
 # --- the store ------------------------------------------------------------------------------------

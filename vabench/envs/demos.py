@@ -36,8 +36,18 @@ def demo_dir(task: str, root: Path | None = None) -> Path:
     return (root or cache_dir() / "demos") / task
 
 
+def demo_tasks() -> list[str]:
+    """The tasks that have their own demo: base tasks only. Held-out variants reuse their base task's
+    demo, and composite tasks (``demos``: the basket track) are taught by atomic-skill demos only."""
+    return sorted(
+        t for t, cls in TASKS.items() if getattr(cls, "summary_task", t) == t and not getattr(cls, "demos", None)
+    )
+
+
 def record(task: str, root: Path | None = None, camera: CameraConfig | None = None, force: bool = False) -> Path:
     """Record (or reuse) the demo of ``task``; returns its directory."""
+    if task not in demo_tasks():
+        raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
     out = demo_dir(task, root)
     if (out / "demo.json").exists() and not force:
         return out
@@ -85,13 +95,12 @@ def record(task: str, root: Path | None = None, camera: CameraConfig | None = No
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
-    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every base task")
+    ap.add_argument("--task", action="append", choices=demo_tasks(), help="default: every base task")
     ap.add_argument("--out", type=Path, default=None, help="root directory (default: $VABENCH_CACHE/demos)")
     ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
     ap.add_argument("--force", action="store_true", help="re-record even if a demo exists")
     args = ap.parse_args(argv)
-    base = sorted(t for t, cls in TASKS.items() if getattr(cls, "summary_task", t) == t)  # variants reuse these
-    for task in args.task or base:
+    for task in args.task or demo_tasks():
         path = record(task, args.out, CAMERA_PRESETS[args.camera], force=args.force)
         n = len(json.loads((path / "demo.json").read_text())["frames"])
         print(f"{task}: {n} frames in {path}")

@@ -26,6 +26,7 @@ from .place_cube_on_cube import PlaceCubeOnCube
 from .place_shoe import PlaceShoe
 from .place_single_bottle_upright import PlaceSingleBottleUpright
 from .place_single_cube import PlaceSingleCube
+from .put_everything_in_basket import PutEverythingInBasket
 
 TASKS: dict[str, type[Task]] = {
     cls.name: cls
@@ -60,6 +61,7 @@ TASKS.update(
         )
     }
 )  # track transfer
+TASKS[PutEverythingInBasket.name] = PutEverythingInBasket  # track long_horizon
 
 
 def make_task(name: str) -> Task:

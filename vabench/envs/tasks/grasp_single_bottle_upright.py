@@ -19,11 +19,11 @@ def add_upright_bottle(task: Task, world: World, rng: np.random.Generator, x_ran
     world.add(bottle("bottle", task.model, mass), (x, y, SPAWN_Z + task.model.body / 2))
 
 
-def grasp_by_the_cap(task: Task, s: PrivilegedState):
+def grasp_by_the_cap(task: Task, s: PrivilegedState, body: str = "bottle", model=None):
     """Top-down, the open jaw around the cap (any yaw: it is round), close, so the bottle hangs
-    upright from the gripper."""
-    cap_z = s.position("bottle")[2] + task.model.cap_z
-    yield from expert.grasp_from_above(s, "right", "bottle", 0.0, grasp_z=cap_z)
+    upright from the gripper. ``body``/``model`` name another standing bottle (the basket task)."""
+    cap_z = s.position(body)[2] + (model or task.model).cap_z
+    yield from expert.grasp_from_above(s, "right", body, 0.0, grasp_z=cap_z)
 
 
 class GraspSingleBottleUpright(GraspAndLift):
