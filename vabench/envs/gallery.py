@@ -1,6 +1,9 @@
 """A picture of every task, to look at as a person would: the initial active view and the state
 after the scripted expert (same view, and a gripper-centred oblique view, since the arm often
-hides the result), on the first verified seed, as PNG files plus one contact sheet.
+hides the result), on the first verified seed, as PNG files plus one contact sheet. Two-arm
+tasks also get ``<task>_views.png``: the fifteen arm-specific semantic views (rows left, right,
+both; columns the five views) just before the expert's last gripper action, when both arms are
+engaged.
 
     python -m vabench.envs.gallery --out gallery/            # every task
     python -m vabench.envs.gallery --task place_cube_in_bowl --camera paper
@@ -14,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from .camera import CAMERA_PRESETS
+from .camera import CAMERA_PRESETS, PASSIVE_ORDER, semantic_target, view_pose
 from .env import EnvConfig, VABenchEnv
 from .seeds import eval_seeds
 from .tasks import TASKS
@@ -32,6 +35,41 @@ def shoot(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[list[Path],
     for image, path in zip(images, paths, strict=True):
         Image.fromarray(image).save(path)
     return paths, success
+
+
+def arm_views(env: VABenchEnv) -> dict[str, Image.Image]:
+    """The fifteen ``view_<arm>_<view>`` images of the current state, without stepping the env."""
+    gcs = env._gcs()
+    out = {}
+    for who in ("left", "right", "both"):
+        for view in PASSIVE_ORDER:
+            base, target, mirror = semantic_target(f"{who}_{view}", gcs, env.controlled)
+            out[f"view_{who}_{view}"] = Image.fromarray(env.camera.render(view_pose(base, target, mirror)[0]))
+    return out
+
+
+def dual_views(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[Path, bool]:
+    """Run the expert; keep the arm views from just before its last gripper action; one labelled sheet."""
+    env.reset(task, seed)
+    views, success = arm_views(env), False
+    for action in env.expert():
+        if "gripper.open" in action["action"] or "gripper.close" in action["action"]:
+            views = arm_views(env)
+        result = env.step(action)
+        success = result.success
+        if result.done:
+            break
+    w, h = next(iter(views.values())).size
+    w, h = w // 2, h // 2
+    sheet = Image.new("RGB", (5 * w, 3 * (h + 20)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, (name, image) in enumerate(views.items()):
+        x, y = (i % 5) * w, (i // 5) * (h + 20)
+        draw.text((x + 4, y + 4), f"camera.{name}", fill="black")
+        sheet.paste(image.resize((w, h)), (x, y + 20))
+    path = out / f"{task}_views.png"
+    sheet.save(path)
+    return path, success
 
 
 def contact_sheet(rows: list[tuple[str, list[Path], bool]], out: Path) -> Path:
@@ -65,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             paths, ok = shoot(env, task, seed, args.out)
             rows.append((task, paths, ok))
             print(f"{task} seed {seed}: {'success' if ok else 'FAILED'} -> {', '.join(p.name for p in paths)}")
+            if len(TASKS[task].arms) == 2:
+                path, ok = dual_views(env, task, seed, args.out)
+                rows[-1] = (task, paths, rows[-1][2] and ok)
+                print(f"{task} seed {seed}: arm-specific views -> {path.name}")
     finally:
         env.close()
     print(f"contact sheet: {contact_sheet(rows, args.out)}")
