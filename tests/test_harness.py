@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.conftest import scene_digest
 from tests.openai_server import ScriptedServer
 from tests.probes import ShortBudgetProbe
+from vabench.agents import prompts
 from vabench.agents.harness import HarnessConfig, run_episode
 from vabench.agents.models import EpisodeContext, Model, ModelConfig, Reply, make_model
 from vabench.agents.offline import OracleAgent, RandomAgent, ReplayAgent
@@ -219,8 +220,14 @@ def _numbers(text: str) -> set[str]:
     return set(re.findall(r"-?\d+\.\d{3,}", text))
 
 
-@pytest.mark.parametrize("task", ["grasp_single_cube", "place_cube_in_bowl"])
-@pytest.mark.parametrize("protocol", ["active", "passive"])
+@pytest.mark.parametrize(
+    "task,protocol",
+    [
+        *((t, p) for t in ("grasp_single_cube", "place_cube_in_bowl") for p in ("active", "passive")),
+        ("lift_pot", "active"),  # two arms: dual_gripper.move_world and both arms' proprioception
+        ("handover_horizontal_block", "passive"),
+    ],
+)
 def test_no_request_carries_an_object_position(render_env, tmp_path, task, protocol):
     """Every number in every request body must be robot state or a protocol constant; none may
     match an object coordinate (start or any later pose) to 3 decimals."""
@@ -248,6 +255,23 @@ def test_no_request_carries_an_object_position(render_env, tmp_path, task, proto
         leaked = {n for n in _numbers(text) if f"{float(n):.3f}" in secrets}
         robot = _robot_numbers(text)
         assert leaked <= robot, f"object coordinates in a request: {sorted(leaked - robot)}"
+
+
+def test_a_two_arm_episode_over_http_sends_both_arms_and_the_task_profile(render_env, tmp_path):
+    """lift_pot through LiteLLM: the oracle's replies (synchronised dual_gripper moves included)
+    succeed; every request states both arms and the system prompt carries the pot profile."""
+    with _oracle_server(render_env) as server:
+        r = run_episode(render_env, llm(server), "lift_pot", 1000, tmp_path, "active")
+    assert r.success and r.status == "ok" and r.repairs == 0
+    events = read_events(tmp_path / "events.jsonl")
+    actions = [e["payload"]["action"] for e in events if e["type"] == "action"]
+    assert "dual_gripper.close" in actions and "dual_gripper.move_world" in actions
+    system = server.requests[0]["messages"][0]["content"]
+    system = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
+    assert prompts.TASK_PROFILES["lift_pot"][0] in system and "dual_gripper.move_world" in system
+    for req in server.requests:
+        text = " ".join(p["text"] for p in req["messages"][-1]["content"] if p["type"] == "text")
+        assert "left arm:" in text and "right arm:" in text
 
 
 def _robot_numbers(text: str) -> set[str]:
