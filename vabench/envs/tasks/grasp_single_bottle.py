@@ -11,6 +11,8 @@ from ..scene import World
 from . import expert
 from .base import SPAWN_Z, GraspAndLift
 
+LYING = axis_angle([1, 0, 0], -np.pi / 2)  # on a flat face, the axis (local z, cap end) toward +y
+
 
 class GraspSingleBottle(GraspAndLift):
     TARGET = "bottle"
@@ -27,7 +29,7 @@ class GraspSingleBottle(GraspAndLift):
         self.model_id = int(rng.integers(len(self.MODELS)))
         self.model = m = self.MODELS[self.model_id]
         # lying on a flat face, cap toward +y (away from the robot), then yawed
-        rot = axis_angle([0, 0, 1], yaw) @ axis_angle([1, 0, 0], -np.pi / 2)
+        rot = axis_angle([0, 0, 1], yaw) @ LYING
         world.add(bottle("bottle", m, self.MASS), (x, y, SPAWN_Z + m.radius), matrix_to_quat(rot))
 
     def expert(self, s: PrivilegedState):

@@ -18,11 +18,11 @@ from ..privileged import PrivilegedState
 from ..scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z, Task
+from .grasp_single_bottle import LYING
 from .grasp_single_bottle_upright import grasp_by_the_cap
 from .grasp_single_pen import GraspSinglePen
 
 KINDS = ("cube", "bottle", "upright", "pen")  # cube, lying bottle, standing bottle, pen
-LYING = axis_angle([1, 0, 0], -np.pi / 2)  # a bottle's axis (local z) turned to +y
 CUBE_COLORS = (RED, BLUE, (0.95, 0.75, 0.10), (0.55, 0.25, 0.70))  # a cube's "model id" is its colour
 
 
@@ -152,8 +152,7 @@ class PutEverythingInBasket(Task):
         """Resting on the table at the origin's xy = 0, as the atomic tasks spawn it."""
         k, m = self.kinds[name], self.model(name)
         mat = np.eye(4)
-        c, s = np.cos(yaw), np.sin(yaw)
-        turn = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        turn = axis_angle([0, 0, 1], yaw)
         if k == "cube":
             mat[:3, :3], mat[2, 3] = turn, SPAWN_Z + self.CUBE_HALF
         elif k == "pen":  # on its thicker cap, pointing +y before the yaw
