@@ -40,7 +40,7 @@ def test_rebuild_into_a_new_cache(tmp_path):
     assert files == again and files.urdf.exists()
 
 
-@pytest.mark.parametrize("task", ["grasp_single_cube"])
+@pytest.mark.parametrize("task", ["grasp_single_cube", "lift_pot"])  # one arm, two arms
 def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     out = demos.record(task, root=tmp_path, camera=CAMERA_PRESETS["small"])
     meta = json.loads((out / "demo.json").read_text())
