@@ -327,6 +327,24 @@ def test_oracle_record_replays_to_the_same_outcome(render_env, tmp_path):
     assert labels[0] == labels[1] and (first.steps, first.end_reason) == (second.steps, second.end_reason)
 
 
+def test_basket_record_keeps_per_object_placement_and_the_row_counts_objects(physics_env, tmp_path):
+    """The long-horizon track: each action event carries every object's kind, lifted and
+    contained state; objects_placed in the row is the final count."""
+    r = run_episode(physics_env, OracleAgent(), "put_everything_in_basket", 1000, tmp_path)
+    assert r.success and r.objects_placed == 5
+    actions = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "action"]
+    task = physics_env.task
+    first, last = actions[0]["placement"], actions[-1]["placement"]
+    assert set(first) == set(last) == set(task.names())
+    assert {n: p["kind"] for n, p in last.items()} == task.kinds
+    assert not any(p["contained"] or p["lifted"] for p in first.values())
+    assert all(p["contained"] and p["lifted"] for p in last.values())
+    counts = [sum(p["contained"] for p in e["placement"].values()) for e in actions]
+    assert counts == sorted(counts) and set(counts) == {0, 1, 2, 3, 4, 5}  # one at a time, never lost
+    others = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] != "action"]
+    assert not any("placement" in e for e in others)  # record-side only, like the checkpoints
+
+
 def test_random_agent_sends_only_valid_decisions_and_fails(render_env, tmp_path):
     r = run_episode(render_env, RandomAgent(seed=3), "grasp_single_cube", 1003, tmp_path)
     assert (r.end_reason, r.repairs, r.steps, r.invalid_actions) == ("budget", 0, 50, 0)

@@ -303,10 +303,16 @@ class _Episode:
                 feedback=step.feedback,
                 success=step.success,
                 checkpoints=self.env.checkpoints(),  # evaluator-side only: never sent to the model
+                **self._placement(),
             )
             if step.done:
                 raise EpisodeEnd("success" if step.success else "budget", None)
             self._observe(obs)
+
+    def _placement(self) -> dict:
+        """Per-object state of multi-object tasks (the basket track), for the record only."""
+        placement = getattr(self.env.task, "placement", None)
+        return {"placement": placement(self.env.privileged())} if callable(placement) else {}
 
     def _count(self, decision: Decision, step) -> None:
         r = self.result

@@ -111,6 +111,7 @@ class PutEverythingInBasket(Task):
     DROP = 0.01  # release with the object's bottom this far above the basket floor ...
     PALM_OVER_RIM = 0.012  # ... unless the palm would come closer than this to the rim
     CLEAR = 0.10  # lift after letting go
+    LIFTED_M = 0.030  # an object counts as lifted once it rose this far (per-object record only)
 
     # -- layout ---------------------------------------------------------------------------------
     def build(self, world: World, rng: np.random.Generator) -> None:
@@ -272,6 +273,22 @@ class PutEverythingInBasket(Task):
             "inside": bool(lo[0] >= x0 and lo[1] >= y0 and hi[0] <= x1 and hi[1] <= y1),
             "below_rim": bool(lo[2] < self.rim_z),
             "released": not s.touching(name, "right"),
+        }
+
+    def update(self, s: PrivilegedState) -> None:
+        for n in self.names():  # the reference's per-object was_lifted (its seed probe's 30 mm minimum)
+            self.latch(s, f"{n}_lifted", s.peak_lift(n) >= self.LIFTED_M)
+
+    def placement(self, s: PrivilegedState) -> dict[str, dict]:
+        """Per-object state for the episode record: kind, ever lifted, contained now. Placements
+        can then be split by atomic skill, e.g. to see which skill fails in composition."""
+        return {
+            n: {
+                "kind": self.kinds[n],
+                "lifted": s.flags.get(f"{n}_lifted", False),
+                "contained": all(self.conditions(s, n).values()),
+            }
+            for n in self.names()
         }
 
     def objects_placed(self, s: PrivilegedState) -> int:
