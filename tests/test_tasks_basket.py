@@ -9,6 +9,7 @@ import pytest
 import sapien
 from scipy.spatial.transform import Rotation
 
+from tests.staging import RecordingWorld, teleport
 from vabench.agents.demo_tools import task_demos
 from vabench.envs import seeds
 from vabench.envs.basket_objects import (
@@ -26,24 +27,6 @@ from vabench.envs.tasks import make_task
 from vabench.envs.tasks.put_everything_in_basket import KINDS, PutEverythingInBasket, Rect
 
 TASK = "put_everything_in_basket"
-
-
-class _RecordingWorld:
-    """Stands in for World in build(): records what would be added, no physics."""
-
-    def __init__(self):
-        self.added = {}
-
-    def add(self, spec, position, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
-        self.added[spec.name] = (spec, np.asarray(position, float), np.asarray(quat_wxyz, float))
-
-
-def _put(env, name, m):
-    """Teleport a body to the 4x4 pose ``m`` (privileged test access) and stop it."""
-    body = env.world.bodies[name]
-    body.entity.set_pose(sapien.Pose(list(m[:3, 3]), list(matrix_to_quat(m[:3, :3]))))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
 
 
 # -- (a) the numbers --------------------------------------------------------------------------------
@@ -104,7 +87,7 @@ def test_layouts_over_many_seeds():
     combos = set()
     for seed in range(1000, 1040):
         task = PutEverythingInBasket()
-        world = _RecordingWorld()
+        world = RecordingWorld()
         task.build(world, np.random.default_rng(seed))
         names = task.names()
         assert set(world.added) == {"basket", *names} and names == [f"object_{i}" for i in range(5)]
@@ -174,7 +157,8 @@ def test_footprint_flips_at_the_inner_wall(basket_env):
             for over, expect in ((-0.001, True), (0.001, False)):  # 1 mm inside, 1 mm over
                 shift = np.zeros(2)
                 shift[axis] = sign * (free + over)
-                _put(env, name, _in_basket(t, name, *shift))
+                m = _in_basket(t, name, *shift)
+                teleport(env, name, m[:3, 3], m[:3, :3])
                 assert t.conditions(s, name)["inside"] is expect, (name, side, over)
 
 
@@ -183,7 +167,7 @@ def test_resting_on_the_rim_is_not_contained(basket_env):
     name = t.names()[0]
     for lift, expect in ((-0.001, True), (0.001, False)):
         m = _in_basket(t, name, lift=t.rim_z - t.floor_top_z + lift)  # bottom just below / above the rim top
-        _put(env, name, m)
+        teleport(env, name, m[:3, 3], m[:3, :3])
         assert t.conditions(s, name)["below_rim"] is expect
 
 
@@ -216,12 +200,11 @@ def test_count_and_strict_success(basket_env):
         m = _in_basket(t, name, lift=0.003)
         m[:2, 3] += t.slot(name, done[group]) - t.footprint(name, m).c
         done[group] += 1
-        _put(env, name, m)
-        env.world.step(100)
+        teleport(env, name, m[:3, 3], m[:3, :3], steps=100)
         assert t.objects_placed(s) == k and t.success(s) is (k == 5), name
         assert list(t.checkpoints(s).values()) == [i < k for i in range(5)]
-    _put(env, t.names()[0], s.start[t.names()[0]])  # one back on the table: 4 of 5, not a success
-    env.world.step(50)
+    back = s.start[t.names()[0]]
+    teleport(env, t.names()[0], back[:3, 3], back[:3, :3], steps=50)  # one back on the table: 4 of 5, not a success
     assert t.objects_placed(s) == 4 and not t.success(s) and all(t.checkpoints(s).values())  # latched
 
 

@@ -4,8 +4,8 @@ tolerance, the expert solves the manifest seeds through env.step, and a lying bo
 
 import numpy as np
 import pytest
-import sapien
 
+from tests.staging import teleport
 from vabench.envs import seeds
 from vabench.envs.geometry import angle_between_deg, matrix_to_quat
 from vabench.envs.objects import BOTTLE_MODELS, bottle
@@ -14,16 +14,6 @@ from vabench.envs.scene import TABLE_TOP_Z, World
 from vabench.envs.tasks import TASKS, make_task
 
 FAMILIES = ("grasp_single_bottle", "grasp_single_bottle_upright", "place_single_bottle_upright")
-
-
-def _put(env, name, p, rot=None):
-    """Teleport a body (privileged test access) and stop it."""
-    body = env.world.bodies[name]
-    rot = body.matrix()[:3, :3] if rot is None else rot
-    body.entity.set_pose(sapien.Pose(list(p), list(matrix_to_quat(rot))))
-    if not body.static:
-        body.component.set_linear_velocity([0.0, 0.0, 0.0])
-        body.component.set_angular_velocity([0.0, 0.0, 0.0])
 
 
 # -- (a) the paper's numbers --------------------------------------------------------------------
@@ -86,9 +76,9 @@ def test_grasp_predicate_flips_at_50_mm_and_needs_the_gripper_closed(physics_env
     start = s.start["bottle"][:3, 3]
     arm = env.world.arms["right"]
     arm.closed = True  # the commanded state is what the predicate reads
-    _put(env, "bottle", start + (0, 0, t.LIFT_M - 0.001))
+    teleport(env, "bottle", start + (0, 0, t.LIFT_M - 0.001))
     assert not t.success(s)
-    _put(env, "bottle", start + (0, 0, t.LIFT_M + 0.001))
+    teleport(env, "bottle", start + (0, 0, t.LIFT_M + 0.001))
     assert t.success(s)
     arm.closed = False
     assert not t.success(s)
@@ -105,9 +95,9 @@ def placed(physics_env):
 
     def verdict(dx=0.0, dy=0.0, dz=0.0, pad_shift=0.0, steps=5):
         pad0 = s.start["target_pad"][:3, 3]
-        _put(env, "target_pad", pad0 + (pad_shift, 0.0, 0.0))
+        teleport(env, "target_pad", pad0 + (pad_shift, 0.0, 0.0))
         pad = s.position("target_pad")
-        _put(env, "bottle", (pad[0] + dx, pad[1] + dy, t.rest_z(s) + dz), np.eye(3))
+        teleport(env, "bottle", (pad[0] + dx, pad[1] + dy, t.rest_z(s) + dz), np.eye(3))
         env.world.step(steps)
         return t.success(s)
 

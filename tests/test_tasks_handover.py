@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-import sapien
 
+from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle, matrix_to_quat
+from vabench.envs.geometry import axis_angle
 from vabench.envs.robot import FINGER_CLOSED
 from vabench.envs.scene import TABLE_TOP_Z
 from vabench.envs.tasks import make_task
@@ -18,27 +18,10 @@ from vabench.envs.tasks.handover_horizontal_block import CHAIN, HandoverHorizont
 TASK = "handover_horizontal_block"
 
 
-class _RecordingWorld:
-    """Stands in for World in build(): records what would be added, no physics."""
-
-    def __init__(self):
-        self.added = {}
-
-    def add(self, spec, position, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
-        self.added[spec.name] = (spec, np.asarray(position, float), np.asarray(quat_wxyz, float))
-
-
 def _step(env, action):
     r = env.step(action)
     assert r.action_valid and r.planner_success, (action, r.feedback)
     return r
-
-
-def _place(env, rot, centre):
-    body = env.world.bodies["block"]
-    body.entity.set_pose(sapien.Pose(list(centre), list(matrix_to_quat(rot))))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
 
 
 def _hold(env, arm, tilt_deg=0.0, along=0.05):
@@ -47,7 +30,7 @@ def _hold(env, arm, tilt_deg=0.0, along=0.05):
     the fingers are set closed on it, the gripper commanded closed, and physics makes the contacts."""
     arm_ = env.world.arms[arm]
     rot = axis_angle([1, 0, 0], math.radians(tilt_deg))
-    _place(env, rot, env.privileged().gc(arm) - rot @ np.array([0.0, 0.0, along]))
+    teleport(env, "block", env.privileged().gc(arm) - rot @ np.array([0.0, 0.0, along]), rot)
     q = arm_.qpos
     q[7:] = HandoverHorizontalBlock.HALF[0]
     arm_.robot.set_qpos(q)
@@ -93,7 +76,7 @@ def test_layouts_stay_inside_the_paper_ranges_and_roles_follow_the_side():
     givers = set()
     for seed in range(400):
         task = HandoverHorizontalBlock()
-        world = _RecordingWorld()
+        world = RecordingWorld()
         task.build(world, np.random.default_rng(seed))
         spec, p, q = world.added["block"]
         assert 0.15 <= abs(p[0]) <= 0.20 and -0.05 <= p[1] <= 0.0
@@ -196,7 +179,7 @@ def _terminal(env, giver, z=1.0, tilt_deg=0.0, tilt_axis=(1, 0, 0), x=None):
     s.flags.update(dict.fromkeys(CHAIN, True))
     env.world.arms[task.receiver].closed, env.world.arms[giver].closed = True, False
     x = (-0.1 if task.receiver == "left" else 0.1) if x is None else x
-    _place(env, axis_angle(tilt_axis, math.radians(tilt_deg)), (x, -0.1, z))
+    teleport(env, "block", (x, -0.1, z), axis_angle(tilt_axis, math.radians(tilt_deg)))
     return s, task
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import sapien
 
+from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import matrix_to_quat
 from vabench.envs.objects import BLUE, BOTTLE_MODELS, GREEN, PAD_HALF_HEIGHT
 from vabench.envs.scene import TABLE_TOP_Z
 from vabench.envs.tasks import TASKS
@@ -128,19 +127,12 @@ def test_place_variant_has_the_squat_bottle_and_a_blue_decoy_beside_the_green_pa
     assert sides == {-1, 1}
 
 
-def _stand(env, name, xyz):
-    body = env.world.bodies[name]
-    body.entity.set_pose(sapien.Pose(list(map(float, xyz)), list(matrix_to_quat(np.eye(3)))))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
-
-
 def test_a_bottle_stood_on_the_decoy_fails_and_on_the_green_pad_succeeds(physics_env):
     physics_env.reset(PLACE, seeds.eval_seeds(PLACE)[0])
     task, s = physics_env.task, physics_env.privileged()
     s.flags["lifted"] = True  # as if carried there
     for pad, ok in (("decoy_pad", False), ("target_pad", True)):
-        _stand(physics_env, "bottle", (*s.position(pad)[:2], task.rest_z(s) + 0.002))
+        teleport(physics_env, "bottle", (*s.position(pad)[:2], task.rest_z(s) + 0.002), np.eye(3))
         physics_env.world.step(150)
         assert task.conditions(s)["height"] and s.touching("bottle", pad)
         assert task.success(s) == ok, pad

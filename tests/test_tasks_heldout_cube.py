@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import sapien
 
+from tests.staging import teleport
 from vabench.envs import seeds
 from vabench.envs.objects import BLUE, GREEN, PAD_HALF_HEIGHT
 from vabench.envs.scene import TABLE_TOP_Z
@@ -36,14 +36,6 @@ def _yaw_deg(m: np.ndarray) -> float:
     return float((yaw + 45.0) % 90.0 - 45.0)
 
 
-def _teleport(env, name: str, xyz, yaw_deg: float = 0.0) -> None:
-    body = env.world.bodies[name]
-    a = np.radians(yaw_deg) / 2
-    body.entity.set_pose(sapien.Pose(list(map(float, xyz)), [float(np.cos(a)), 0.0, 0.0, float(np.sin(a))]))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
-
-
 # -- place_single_cube_heldout -------------------------------------------------------------------
 
 
@@ -69,7 +61,7 @@ def test_a_cube_on_the_decoy_pad_fails_and_on_the_green_pad_succeeds(physics_env
     s.flags["lifted"] = True  # as if carried there
     top = TABLE_TOP_Z + 2 * PAD_HALF_HEIGHT + task.HALF + 0.002
     for pad, ok in (("decoy_pad", False), ("target_pad", True)):
-        _teleport(physics_env, "cube", (*s.position(pad)[:2], top))
+        teleport(physics_env, "cube", (*s.position(pad)[:2], top), np.eye(3))
         physics_env.world.step(150)
         c = task.conditions(s)
         assert (c["xy"], c["contact"], c["height"], task.success(s)) == (ok, ok, True, ok), (pad, c)

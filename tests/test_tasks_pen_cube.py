@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import sapien
 
+from tests.staging import teleport
 from vabench.envs import seeds
+from vabench.envs.geometry import axis_angle
 from vabench.envs.objects import PAD_HALF_HEIGHT, PEN_MODELS, pen
 from vabench.envs.tasks import make_task
 
@@ -18,13 +20,8 @@ EPS = 0.001  # 1 mm either side of a tolerance
 
 
 def put(env, name, xyz, yaw=0.0, steps=0):
-    """Teleport a body (privileged, tests only); a few physics steps refresh the contacts."""
-    body = env.world.bodies[name]
-    body.entity.set_pose(sapien.Pose(list(map(float, xyz)), [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
-    if not body.static:
-        body.component.set_linear_velocity([0.0, 0.0, 0.0])
-        body.component.set_angular_velocity([0.0, 0.0, 0.0])
-    env.world.step(steps)
+    """Teleport a body yawed ``yaw`` rad about z (privileged, tests only)."""
+    teleport(env, name, xyz, axis_angle([0, 0, 1], yaw), steps)
 
 
 def close_gripper(env, closed=True):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import sapien
 
+from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle, matrix_to_quat
+from vabench.envs.geometry import axis_angle
 from vabench.envs.pot_objects import POT_MODELS, POT_ORIGIN_HEIGHT, pot
 from vabench.envs.robot import FINGER_OPEN
 from vabench.envs.scene import TABLE_TOP_Z
@@ -19,31 +20,12 @@ HAND_HALF_THICKNESS = 0.03  # the Panda hand is ~6 cm thick across its closing a
 FINGER_HALF_WIDTH = 0.011  # a finger is ~2 cm wide, also across the closing axis
 
 
-class _RecordingWorld:
-    """Stands in for World in build(): records what would be added, no physics."""
-
-    def __init__(self):
-        self.added = {}
-
-    def add(self, spec, position, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
-        self.added[spec.name] = (spec, np.asarray(position, float), np.asarray(quat_wxyz, float))
-
-
 def _run(env, actions):
     r = None
     for a in actions:
         r = env.step(a)
         assert r.action_valid and r.planner_success, (a, r.feedback)
     return r
-
-
-def _put(env, rot, p):
-    """Teleport the pot (privileged test access) and stop it; no physics step, so the predicate
-    reads exactly this pose."""
-    body = env.world.bodies["pot"]
-    body.entity.set_pose(sapien.Pose(list(p), list(matrix_to_quat(rot))))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
 
 
 # -- (a) the paper's numbers ------------------------------------------------------------------
@@ -62,7 +44,7 @@ def test_paper_parameters():
 def test_layouts_stay_inside_the_paper_ranges_and_use_both_pots():
     ids = set()
     for seed in range(300):
-        task, world = LiftPot(), _RecordingWorld()
+        task, world = LiftPot(), RecordingWorld()
         task.build(world, np.random.default_rng(seed))
         spec, p, q = world.added["pot"]
         assert task.model_id == int(np.random.default_rng(seed).integers(2))  # the model id is drawn first
@@ -163,7 +145,7 @@ def test_pot_height_near_miss(physics_env):
     assert env.success and env.checkpoints()["lifted"]
     rot, p = _fitted(s, task)
     for z, ok in ((0.821, True), (0.819, False)):
-        _put(env, rot, (p[0], p[1], z))
+        teleport(env, "pot", (p[0], p[1], z), rot)
         c = task.conditions(s)
         assert c["left_tcp"] and c["right_tcp"] and c["upright"], (z, c)
         assert c["pot_z"] == ok and task.success(s) == ok, z
@@ -181,7 +163,7 @@ def test_tcp_near_miss_either_arm(physics_env, arm):
 
     def put_yawed(phi):
         r = axis_angle([0, 0, 1], phi)
-        _put(env, r @ rot0, pivot + r @ (p0 - pivot))
+        teleport(env, "pot", pivot + r @ (p0 - pivot), r @ rot0)
         return _tcp_mm(s, task, arm)
 
     for want, ok in ((29.0, True), (31.0, False)):
@@ -204,7 +186,7 @@ def test_upright_near_miss(physics_env):
     pivot = rot0 @ task.model.grasp_points()[0] + p0
     for dot, ok in ((0.81, True), (0.79, False)):
         r = axis_angle(rot0[:, 0], np.arccos(dot))
-        _put(env, r @ rot0, pivot + r @ (p0 - pivot))
+        teleport(env, "pot", pivot + r @ (p0 - pivot), r @ rot0)
         c = task.conditions(s)
         assert s.matrix("pot")[2, 2] == pytest.approx(dot, abs=1e-5)
         assert c["pot_z"] and c["left_tcp"] and c["right_tcp"], c

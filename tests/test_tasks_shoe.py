@@ -7,6 +7,7 @@ import pytest
 import sapien
 from scipy.spatial.transform import Rotation
 
+from tests.staging import RecordingWorld
 from vabench.envs import seeds
 from vabench.envs.geometry import angle_between_deg, axis_angle, matrix_to_quat
 from vabench.envs.objects import Part
@@ -18,16 +19,6 @@ from vabench.envs.tasks.place_shoe import TARGET_QUAT, PlaceShoe
 
 TARGET_ROT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns: local x, y, z in world
 JAW = 2 * FINGER_OPEN
-
-
-class _RecordingWorld:
-    """Stands in for World in build(): records what would be added, no physics."""
-
-    def __init__(self):
-        self.added = {}
-
-    def add(self, spec, position, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
-        self.added[spec.name] = (spec, np.asarray(position, float), np.asarray(quat_wxyz, float))
 
 
 def _rot(q):
@@ -70,7 +61,7 @@ def test_layouts_follow_robotwins_spawn_rule_and_pick_the_arm_by_side():
     xs, ys, yaws, ids = [], [], [], set()
     for seed in range(600):
         task = PlaceShoe()
-        added = _RecordingWorld()
+        added = RecordingWorld()
         task.build(added, np.random.default_rng(seed))
         (_, p, q), (mat_spec, mp, mq) = added.added["shoe"], added.added["mat"]
         x, y = p[:2]
@@ -217,7 +208,7 @@ def _first_seed_per_arm():
     out = {}
     for seed in seeds.eval_seeds("place_shoe"):
         task = PlaceShoe()
-        task.build(_RecordingWorld(), np.random.default_rng(seed))
+        task.build(RecordingWorld(), np.random.default_rng(seed))
         out.setdefault(task.arm, seed)
     return out
 

@@ -4,10 +4,10 @@ the expert on the first manifest seeds, and the physics details the tasks rely o
 
 import numpy as np
 import pytest
-import sapien
 
+from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle, matrix_to_quat
+from vabench.envs.geometry import axis_angle
 from vabench.envs.scene import TABLE_TOP_Z
 from vabench.envs.tasks import expert, make_task
 from vabench.envs.tasks.beat_block_hammer_right import BeatBlockHammerRight
@@ -17,18 +17,8 @@ from vabench.envs.tools_objects import BELL_MODELS, HAMMER_FACE, HAMMER_HALF_THI
 FAMILIES = ("click_bell_right", "beat_block_hammer_right")
 
 
-class _RecordingWorld:
-    """Stands in for World in build(): records what would be added, no physics."""
-
-    def __init__(self):
-        self.added = {}
-
-    def add(self, spec, position, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
-        self.added[spec.name] = (spec, np.asarray(position, float), np.asarray(quat_wxyz, float))
-
-
 def _layout(task, seed):
-    world = _RecordingWorld()
+    world = RecordingWorld()
     task.build(world, np.random.default_rng(seed))
     return world.added
 
@@ -46,12 +36,6 @@ def _expert(env):
     for r in env.expert_steps():
         assert r.action_valid and r.planner_success, (r.step, r.feedback)
     return r
-
-
-def _set_pose(body, rot, p):
-    body.entity.set_pose(sapien.Pose(list(p), list(matrix_to_quat(rot))))
-    body.component.set_linear_velocity([0.0, 0.0, 0.0])
-    body.component.set_angular_velocity([0.0, 0.0, 0.0])
 
 
 # -- (a) the paper's numbers ---------------------------------------------------------------
@@ -148,7 +132,7 @@ def _pose_hammer_on_block(env, dx=0.0, dy=0.0, gap=0.0005):
     s, task = env.privileged(), env.task
     target = task.block_point(s) + np.array([dx, dy, gap])
     rot = axis_angle([1, 0, 0], np.pi / 2)  # local -y (out of the face) -> world -z
-    _set_pose(env.world.bodies["hammer"], rot, target - rot @ HAMMER_FACE)
+    teleport(env, "hammer", target - rot @ HAMMER_FACE, rot)
     env.world.step()
     return s, task
 
@@ -182,10 +166,7 @@ def test_hammer_lift_latch_needs_the_grasp_and_40_mm(physics_env):
     env.reset("beat_block_hammer_right", seeds.eval_seeds("beat_block_hammer_right")[0])
     s, task = env.privileged(), env.task
     # raised 50 mm by hand, untouched: no latch
-    body = env.world.bodies["hammer"]
-    m = body.matrix()
-    _set_pose(body, m[:3, :3], m[:3, 3] + [0.0, 0.0, 0.05])
-    env.world.step()
+    teleport(env, "hammer", s.position("hammer") + [0.0, 0.0, 0.05], steps=1)
     task.update(s)
     assert s.lift("hammer") > task.LIFT_M and not s.flags.get("lifted", False)
 
