@@ -17,9 +17,9 @@ import logging
 import statistics
 import time
 
-from vabench.envs.camera import CAMERA_PRESETS
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
+from vabench.envs.sim.camera import CAMERA_PRESETS
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TARGET_MS = 100.0

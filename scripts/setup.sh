@@ -41,4 +41,4 @@ if [[ ! -f "$STAMP" || pyproject.toml -nt "$STAMP" ]]; then
   touch "$STAMP"
 fi
 # Generate the low-poly render meshes once (cached under ~/.cache/vabench by default).
-"$VENV/bin/python" -m vabench.envs.assets --quiet
+"$VENV/bin/python" -m vabench.envs.cli.assets --quiet

@@ -3,7 +3,8 @@ that never settles."""
 
 from __future__ import annotations
 
-from vabench.envs.objects import BLUE, BodySpec, Part, cube
+from vabench.envs.objects.common import BLUE, cube
+from vabench.envs.sim.bodies import BodySpec, Part
 from vabench.envs.tasks.base import SPAWN_Z, Task
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
-from vabench.envs.geometry import matrix_to_quat
+from vabench.envs.sim.geometry import matrix_to_quat
 
 
 class RecordingWorld:

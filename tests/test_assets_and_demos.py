@@ -9,8 +9,9 @@ import pytest
 import trimesh
 from PIL import Image
 
-from vabench.envs import assets, demos, seeds
-from vabench.envs.camera import CAMERA_PRESETS
+from vabench.envs import demos, seeds
+from vabench.envs.sim import assets
+from vabench.envs.sim.camera import CAMERA_PRESETS
 
 
 def test_robot_description_is_loadable_by_mplib_and_light():
@@ -77,8 +78,8 @@ def test_lean_shader_matches_the_default_look(render_env):
     """The lean shader only simplifies shadow filtering: same picture up to shadow edges."""
     import dataclasses
 
-    from vabench.envs.camera import CameraRig
-    from vabench.envs.shaders import lean_shader_dir
+    from vabench.envs.sim.camera import CameraRig
+    from vabench.envs.sim.shaders import lean_shader_dir
 
     lean = lean_shader_dir()
     assert (lean / "gbuffer.frag").exists() and not (lean / "gbuffer1.frag").exists()
@@ -94,7 +95,7 @@ def test_lean_shader_matches_the_default_look(render_env):
 
 
 def test_camera_config_errors_name_the_key():
-    from vabench.envs.camera import CameraConfig
+    from vabench.envs.sim.camera import CameraConfig
 
     with pytest.raises(ValueError, match="shader must be one of lean, default"):
         CameraConfig(shader="rt")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from vabench.envs.actions import camera_action_names
-from vabench.envs.camera import CAMERA_BOX_HI, CAMERA_BOX_LO, PASSIVE_ORDER, VIEW_OFFSETS
+from vabench.envs.sim.camera import CAMERA_BOX_HI, CAMERA_BOX_LO, PASSIVE_ORDER, VIEW_OFFSETS
 
 from .conftest import scene_digest
 from .probes import DualProbe
@@ -102,7 +102,7 @@ def test_passive_protocol_gives_five_ordered_views_and_no_camera_control(render_
     # the passive views are exactly the active semantic views
     active = render_env.camera
     for view in PASSIVE_ORDER:
-        from vabench.envs.camera import semantic_target, view_pose
+        from vabench.envs.sim.camera import semantic_target, view_pose
 
         pose, _ = view_pose(*semantic_target(view, {a: env.world.arms[a].gc() for a in ("left", "right")}, ("right",)))
         assert np.array_equal(active.render(pose), obs.images[view])

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from vabench.envs.executor import WORKSPACE_HI, WORKSPACE_LO
-from vabench.envs.geometry import AXES, angle_between_deg, axis_angle
+from vabench.envs.sim.executor import WORKSPACE_HI, WORKSPACE_LO
+from vabench.envs.sim.geometry import AXES, angle_between_deg, axis_angle
 
 from .conftest import scene_digest
 from .probes import DualProbe
@@ -222,7 +222,7 @@ def test_workspace_box_matches_the_paper():
 def test_contact_at_the_start_may_be_left_but_not_deepened(env):
     """A gripper whose finger pads touch the table can lift off, but no straight move may push
     further in or slide along while touching: every motion must end collision-free."""
-    from vabench.envs.geometry import HAND_TO_GRIPPER, frame_from_axes
+    from vabench.envs.sim.geometry import HAND_TO_GRIPPER, frame_from_axes
 
     planner = env.planners["right"]
     planner.sync(env.world.arms["right"].qpos, env.world.arms["left"].qpos)

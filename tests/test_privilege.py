@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from vabench.envs.env import Observation, StepResult
-from vabench.envs.robot import ArmProprio
+from vabench.envs.sim.robot import ArmProprio
 
 ALLOWED_OBSERVATION = {
     "task",

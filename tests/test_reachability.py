@@ -12,11 +12,11 @@ import mplib
 import numpy as np
 import pytest
 
-from vabench.envs import assets
-from vabench.envs.geometry import HAND_TO_GRIPPER, frame_from_axes
-from vabench.envs.planner import ArmPlanner, Obstacle
-from vabench.envs.robot import HOME_QPOS
-from vabench.envs.scene import World
+from vabench.envs.sim import assets
+from vabench.envs.sim.geometry import HAND_TO_GRIPPER, frame_from_axes
+from vabench.envs.sim.planner import ArmPlanner, Obstacle
+from vabench.envs.sim.robot import HOME_QPOS
+from vabench.envs.sim.scene import World
 
 TD_YAWS = (0, 45, 90, 135)  # closing-axis headings; with the 180-degree symmetry this covers every yaw
 

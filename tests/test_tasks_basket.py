@@ -12,7 +12,7 @@ from scipy.spatial.transform import Rotation
 from tests.staging import RecordingWorld, teleport
 from vabench.agents.demo_tools import task_demos
 from vabench.envs import seeds
-from vabench.envs.basket_objects import (
+from vabench.envs.objects.basket import (
     BASKET_FLOOR,
     BASKET_INNER,
     BASKET_WALL,
@@ -20,9 +20,10 @@ from vabench.envs.basket_objects import (
     large_basket,
     world_aabb,
 )
-from vabench.envs.geometry import axis_angle, matrix_to_quat
-from vabench.envs.objects import BodySpec, bottle, bowl, pen
-from vabench.envs.scene import World
+from vabench.envs.objects.common import bottle, bowl, pen
+from vabench.envs.sim.bodies import BodySpec
+from vabench.envs.sim.geometry import axis_angle, matrix_to_quat
+from vabench.envs.sim.scene import World
 from vabench.envs.tasks import make_task
 from vabench.envs.tasks.put_everything_in_basket import KINDS, PutEverythingInBasket, Rect
 

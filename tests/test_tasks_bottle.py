@@ -7,10 +7,10 @@ import pytest
 
 from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import angle_between_deg, matrix_to_quat
-from vabench.envs.objects import BOTTLE_MODELS, bottle
-from vabench.envs.robot import FINGER_OPEN
-from vabench.envs.scene import TABLE_TOP_Z, World
+from vabench.envs.objects.common import BOTTLE_MODELS, bottle
+from vabench.envs.sim.geometry import angle_between_deg, matrix_to_quat
+from vabench.envs.sim.robot import FINGER_OPEN
+from vabench.envs.sim.scene import TABLE_TOP_Z, World
 from vabench.envs.tasks import TASKS, make_task
 
 FAMILIES = ("grasp_single_bottle", "grasp_single_bottle_upright", "place_single_bottle_upright")

@@ -9,9 +9,9 @@ import pytest
 
 from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle
-from vabench.envs.robot import FINGER_CLOSED
-from vabench.envs.scene import TABLE_TOP_Z
+from vabench.envs.sim.geometry import axis_angle
+from vabench.envs.sim.robot import FINGER_CLOSED
+from vabench.envs.sim.scene import TABLE_TOP_Z
 from vabench.envs.tasks import make_task
 from vabench.envs.tasks.handover_horizontal_block import CHAIN, HandoverHorizontalBlock
 

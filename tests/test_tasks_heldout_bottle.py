@@ -11,8 +11,8 @@ import pytest
 
 from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.objects import BLUE, BOTTLE_MODELS, GREEN, PAD_HALF_HEIGHT
-from vabench.envs.scene import TABLE_TOP_Z
+from vabench.envs.objects.common import BLUE, BOTTLE_MODELS, GREEN, PAD_HALF_HEIGHT
+from vabench.envs.sim.scene import TABLE_TOP_Z
 from vabench.envs.tasks import TASKS
 from vabench.envs.tasks.heldout import SLIM_BOTTLE, SQUAT_BOTTLE
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.objects import BLUE, GREEN, PAD_HALF_HEIGHT
-from vabench.envs.scene import TABLE_TOP_Z
+from vabench.envs.objects.common import BLUE, GREEN, PAD_HALF_HEIGHT
+from vabench.envs.sim.scene import TABLE_TOP_Z
 from vabench.envs.tasks import TASKS
 
 PAD, STACK = "place_single_cube_heldout", "place_cube_on_cube_heldout"

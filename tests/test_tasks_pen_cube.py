@@ -11,8 +11,8 @@ import sapien
 
 from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle
-from vabench.envs.objects import PAD_HALF_HEIGHT, PEN_MODELS, pen
+from vabench.envs.objects.common import PAD_HALF_HEIGHT, PEN_MODELS, pen
+from vabench.envs.sim.geometry import axis_angle
 from vabench.envs.tasks import make_task
 
 FAMILIES = ("grasp_single_pen", "place_single_cube", "place_cube_on_cube", "grasp_pen_leaning_cube")

@@ -8,10 +8,10 @@ import sapien
 
 from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle
-from vabench.envs.pot_objects import POT_MODELS, POT_ORIGIN_HEIGHT, pot
-from vabench.envs.robot import FINGER_OPEN
-from vabench.envs.scene import TABLE_TOP_Z
+from vabench.envs.objects.pot import POT_MODELS, POT_ORIGIN_HEIGHT, pot
+from vabench.envs.sim.geometry import axis_angle
+from vabench.envs.sim.robot import FINGER_OPEN
+from vabench.envs.sim.scene import TABLE_TOP_Z
 from vabench.envs.tasks import make_task
 from vabench.envs.tasks.base import SPAWN_Z
 from vabench.envs.tasks.lift_pot import LiftPot

@@ -9,11 +9,11 @@ from scipy.spatial.transform import Rotation
 
 from tests.staging import RecordingWorld
 from vabench.envs import seeds
-from vabench.envs.geometry import angle_between_deg, axis_angle, matrix_to_quat
-from vabench.envs.objects import Part
-from vabench.envs.robot import FINGER_OPEN
-from vabench.envs.scene import TABLE_TOP_Z, World
-from vabench.envs.shoe_objects import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe
+from vabench.envs.objects.shoe import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe
+from vabench.envs.sim.bodies import Part
+from vabench.envs.sim.geometry import angle_between_deg, axis_angle, matrix_to_quat
+from vabench.envs.sim.robot import FINGER_OPEN
+from vabench.envs.sim.scene import TABLE_TOP_Z, World
 from vabench.envs.tasks import make_task
 from vabench.envs.tasks.place_shoe import TARGET_QUAT, PlaceShoe
 

@@ -7,12 +7,12 @@ import pytest
 
 from tests.staging import RecordingWorld, teleport
 from vabench.envs import seeds
-from vabench.envs.geometry import axis_angle
-from vabench.envs.scene import TABLE_TOP_Z
+from vabench.envs.objects.tools import BELL_MODELS, HAMMER_FACE, HAMMER_HALF_THICKNESS, centre_of_mass, hammer
+from vabench.envs.sim.geometry import axis_angle
+from vabench.envs.sim.scene import TABLE_TOP_Z
 from vabench.envs.tasks import expert, make_task
 from vabench.envs.tasks.beat_block_hammer_right import BeatBlockHammerRight
 from vabench.envs.tasks.click_bell_right import FINGERTIP_BELOW_GC, ClickBellRight
-from vabench.envs.tools_objects import BELL_MODELS, HAMMER_FACE, HAMMER_HALF_THICKNESS, centre_of_mass, hammer
 
 FAMILIES = ("click_bell_right", "beat_block_hammer_right")
 
@@ -225,7 +225,7 @@ def test_bodies_rest_flat_and_still(physics_env):
 
 def test_bell_is_dynamic_so_it_can_be_pressed():
     """A static body is a planner obstacle (the executor refuses moves into it)."""
-    from vabench.envs.tools_objects import bell
+    from vabench.envs.objects.tools import bell
 
     for i, m in enumerate(BELL_MODELS):
         spec = bell("bell", i)

@@ -1,7 +1,12 @@
 """Simulation: SAPIEN scene, two Panda arms, the mplib executor, the camera rig, tasks, seed
 screening and demonstrations. The env API (:class:`VABenchEnv`) is the privilege boundary.
 
-Exports resolve lazily so that ``python -m vabench.envs.<tool>`` stays light and clean.
+Layout: ``sim/`` is the physics and rendering core (no task, no object builder); ``objects/``
+builds bodies for it; ``tasks/`` sets up scenes, experts and predicates; ``env.py`` (with
+``actions.py`` and ``privileged.py``) is the env API; ``seeds.py`` and ``demos.py`` are the seed
+manifests (``seed_manifests/``) and the demonstrations; ``cli/`` holds the command-line tools.
+
+Exports resolve lazily so that ``python -m vabench.envs.cli.<tool>`` stays light and clean.
 """
 
 from importlib import import_module
@@ -10,8 +15,8 @@ _EXPORTS = {
     "ActionError": "actions",
     "action_names": "actions",
     "parse_action": "actions",
-    "CAMERA_PRESETS": "camera",
-    "CameraConfig": "camera",
+    "CAMERA_PRESETS": "sim.camera",
+    "CameraConfig": "sim.camera",
     "EnvConfig": "env",
     "Observation": "env",
     "StepResult": "env",

@@ -6,27 +6,25 @@ rendered from the initial active view, which stays fixed for the whole demo, eve
 is stored is what a model may inspect: PNG frames plus a manifest with the frame count, rate
 and resolution. No poses, actions, joint states or phase labels are stored.
 
-    python -m vabench.envs.demos                  # every task, into the cache
-    python -m vabench.envs.demos --task place_cube_in_bowl --force
+    python -m vabench.envs.cli.demos              # every task, into the cache
+    python -m vabench.envs.cli.demos --task place_cube_in_bowl --force
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 from PIL import Image
 
-from .assets import cache_dir
-from .camera import CAMERA_PRESETS, CameraConfig
 from .env import EnvConfig, VABenchEnv
-from .scene import TIMESTEP
 from .seeds import demo_seed
-from .tasks import TASKS
+from .sim.assets import cache_dir
+from .sim.camera import CAMERA_PRESETS, CameraConfig
+from .sim.scene import TIMESTEP
+from .tasks import demo_tasks
 
 FRAME_EVERY = 15  # physics steps per frame
 DEMO_FORMAT = "vabench.demo.v1"
@@ -34,14 +32,6 @@ DEMO_FORMAT = "vabench.demo.v1"
 
 def demo_dir(task: str, root: Path | None = None) -> Path:
     return (root or cache_dir() / "demos") / task
-
-
-def demo_tasks() -> list[str]:
-    """The tasks that have their own demo: base tasks only. Held-out variants reuse their base task's
-    demo, and composite tasks (``demos``: the basket track) are taught by atomic-skill demos only."""
-    return sorted(
-        t for t, cls in TASKS.items() if getattr(cls, "summary_task", t) == t and not getattr(cls, "demos", None)
-    )
 
 
 def record(task: str, root: Path | None = None, camera: CameraConfig | None = None, force: bool = False) -> Path:
@@ -91,21 +81,3 @@ def record(task: str, root: Path | None = None, camera: CameraConfig | None = No
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
-    ap.add_argument("--task", action="append", choices=demo_tasks(), help="default: every base task")
-    ap.add_argument("--out", type=Path, default=None, help="root directory (default: $VABENCH_CACHE/demos)")
-    ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
-    ap.add_argument("--force", action="store_true", help="re-record even if a demo exists")
-    args = ap.parse_args(argv)
-    for task in args.task or demo_tasks():
-        path = record(task, args.out, CAMERA_PRESETS[args.camera], force=args.force)
-        n = len(json.loads((path / "demo.json").read_text())["frames"])
-        print(f"{task}: {n} frames in {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import assets
+from vabench.vocab import Protocol, protocol_named
+
 from .actions import (
     Action,
     ActionError,
@@ -33,16 +34,16 @@ from .actions import (
     RotateLocal,
     parse_action,
 )
-from .camera import PASSIVE_ORDER, CameraConfig, CameraRig
-from .executor import Executor, Outcome
-from .geometry import angle_between_deg
-from .planner import ArmPlanner
 from .privileged import PrivilegedState
-from .robot import ARMS, PARK_QPOS, ArmProprio
-from .scene import World
+from .sim import assets
+from .sim.camera import PASSIVE_ORDER, CameraConfig, CameraRig
+from .sim.executor import Executor, Outcome
+from .sim.geometry import angle_between_deg
+from .sim.planner import ArmPlanner
+from .sim.robot import ARMS, PARK_QPOS, ArmProprio
+from .sim.scene import World
 from .tasks import Task, make_task
 
-PROTOCOLS = ("active", "passive")
 SETTLE_STEPS = 2000  # RoboTwin's stability check: settle 2000 steps ...
 STABILITY_WINDOW = 500  # ... then watch 500 more ...
 STABILITY_TAIL = 200  # ... and compare the last 200 poses with the final one
@@ -119,21 +120,20 @@ class VABenchEnv:
 
     # -- lifecycle -----------------------------------------------------------------------
     def reset(self, task: str | Task, seed: int, protocol: str = "active") -> Observation:
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        proto = protocol_named(protocol)  # ValueError names the allowed protocols
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         task = make_task(task) if isinstance(task, str) else task  # a bad name fails before anything closes
         self.close()
         try:
-            self._build(task, int(seed), protocol)
+            self._build(task, int(seed), proto)
         except BaseException:
             self.close()  # never leave a half-built episode behind
             raise
         return self._observe(None, None, None, "")
 
-    def _build(self, task: Task, seed: int, protocol: str) -> None:
-        self.task, self.seed, self.protocol = task, seed, protocol
+    def _build(self, task: Task, seed: int, protocol: Protocol) -> None:
+        self.task, self.seed, self.protocol, self._protocol = task, seed, protocol.name, protocol
         self.world = World(render=self.config.render)
         self.controlled = tuple(task.arms)
         for arm in ARMS:
@@ -189,7 +189,7 @@ class VABenchEnv:
             raise RuntimeError("the episode is over (success or budget); call reset()")
         self.steps += 1
         try:
-            act = parse_action(action, self.controlled, camera=self.protocol == "active")
+            act = parse_action(action, self.controlled, camera=self._protocol.camera_actions)
         except ActionError as e:
             return self._finish("<invalid>", False, False, f"invalid action: {e}", "invalid")
         if isinstance(act, CameraAction):
@@ -247,7 +247,7 @@ class VABenchEnv:
     def _observe(self, label, valid, planned, feedback) -> Observation:
         images: dict[str, np.ndarray] = {}
         if self.camera is not None:
-            if self.protocol == "active":
+            if self._protocol.camera_actions:
                 images["active"] = self.camera.render()
             else:
                 images = self.camera.passive_bundle(self._gcs(), self.controlled)

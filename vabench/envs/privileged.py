@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
-from .scene import TOUCH_SEPARATION_M, World
+from .sim.scene import TOUCH_SEPARATION_M, World
 
 PEAK_SAMPLE_STEPS = 5  # how often (physics steps) lift peaks are sampled during motions
 

@@ -8,26 +8,24 @@ failure. Candidates are visited in order from a fixed pool until 20 are accepted
 kept with their reason. The demonstration seed comes from a separate pool (0-999), so the demo
 never shows an evaluation scene.
 
-    python -m vabench.envs.seeds --write            # screen every task, rewrite the manifests
-    python -m vabench.envs.seeds --check            # re-verify the committed manifests
-    python -m vabench.envs.seeds --task grasp_single_cube --check --limit 5
+    python -m vabench.envs.cli.seeds --write        # screen every task, rewrite the manifests
+    python -m vabench.envs.cli.seeds --check        # re-verify the committed manifests
+    python -m vabench.envs.cli.seeds --task grasp_single_cube --check --limit 5
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from .env import EnvConfig, VABenchEnv
+from .env import VABenchEnv
 from .tasks import TASKS
 
-MANIFEST_DIR = Path(__file__).with_name("seeds")
+MANIFEST_DIR = Path(__file__).with_name("seed_manifests")
 FORMAT = "vabench.seed_manifest.v1"
 EVAL_POOL = (1000, 1199)
 DEMO_POOL = (0, 999)
@@ -94,7 +92,7 @@ def load_manifest(task: str) -> dict:
     path = manifest_path(task)
     if not path.exists():
         raise FileNotFoundError(
-            f"no seed manifest for {task!r}; run `python -m vabench.envs.seeds --task {task} --write`"
+            f"no seed manifest for {task!r}; run `python -m vabench.envs.cli.seeds --task {task} --write`"
         )
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT or data.get("task") != task:
@@ -153,30 +151,3 @@ def check_manifest(env: VABenchEnv, task: str, limit: int | None = None, log=pri
         if not v.ok:
             failures.append(v)
     return failures
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Screen seeds and write or check the seed manifests.")
-    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="screen the pools and rewrite the manifests")
-    mode.add_argument("--check", action="store_true", help="re-verify the committed manifests")
-    ap.add_argument("--limit", type=int, default=None, help="--check only the first N accepted seeds")
-    args = ap.parse_args(argv)
-    env = VABenchEnv(EnvConfig(render=False))
-    bad = 0
-    for task in args.task or sorted(TASKS):
-        if args.write:
-            data = write_manifest(env, task)
-            n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
-            print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}")
-        else:
-            failures = check_manifest(env, task, args.limit)
-            bad += len(failures)
-            print(f"{task}: {'all seeds verified' if not failures else f'{len(failures)} seed(s) FAILED'}")
-    env.close()
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

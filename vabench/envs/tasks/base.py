@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..objects import PAD_HALF_HEIGHT
+from ..objects.common import PAD_HALF_HEIGHT
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.scene import TABLE_TOP_Z, World
 
 SPAWN_Z = TABLE_TOP_Z + 0.001  # RoboTwin drops objects from 1 mm above the table
 
@@ -25,6 +25,10 @@ class Task(ABC):
     budget: int  # env steps (camera + robot + invalid actions)
     instruction: str
     labels: dict[str, str] = {}  # body name -> how feedback may call it (static bodies only)
+    # set by @register_task (registry.py): the track, the task whose summary it uses, its demos
+    track: str
+    summary_task: str
+    demos: tuple[str, ...]
 
     @abstractmethod
     def build(self, world: World, rng: np.random.Generator) -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import RED, cube
+from ..objects.common import RED, cube
+from ..objects.tools import HAMMER_FACE, HAMMER_FACE_NORMAL, HAMMER_GRIP, HAMMER_HALF_THICKNESS, hammer
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
-from ..tools_objects import HAMMER_FACE, HAMMER_FACE_NORMAL, HAMMER_GRIP, HAMMER_HALF_THICKNESS, hammer
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 
+@register_task()
 class BeatBlockHammerRight(Task):
     name, arms, budget = "beat_block_hammer_right", ("right",), 100
     instruction = (

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..objects.tools import BELL_MODELS, bell
 from ..privileged import PrivilegedState
-from ..scene import World
-from ..tools_objects import BELL_MODELS, bell
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 FINGERTIP_BELOW_GC = 0.0092  # closed top-down Panda fingertips reach this far below GC
 
 
+@register_task()
 class ClickBellRight(Task):
     name, arms, budget = "click_bell_right", ("right",), 50
     instruction = "Use the right arm to press the top centre of the bell with the closed gripper."

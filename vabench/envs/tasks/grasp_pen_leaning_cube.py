@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import axis_angle, matrix_to_quat
-from ..objects import BLUE, PEN_MODELS, cube, pen
-from ..scene import TABLE_TOP_Z, World
+from ..objects.common import BLUE, PEN_MODELS, cube, pen
+from ..sim.geometry import axis_angle, matrix_to_quat
+from ..sim.scene import TABLE_TOP_Z, World
 from .grasp_single_pen import GraspSinglePen
+from .registry import register_task
 
 
+@register_task()
 class GraspPenLeaningCube(GraspSinglePen):
     """The pen grasp, predicate and expert of grasp_single_pen; only the layout differs."""
 

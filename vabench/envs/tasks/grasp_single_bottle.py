@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..geometry import axis_angle, matrix_to_quat
-from ..objects import BOTTLE_MODELS, bottle
+from ..objects.common import BOTTLE_MODELS, bottle
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.geometry import axis_angle, matrix_to_quat
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, GraspAndLift
+from .registry import register_task
 
 LYING = axis_angle([1, 0, 0], -np.pi / 2)  # on a flat face, the axis (local z, cap end) toward +y
 
 
+@register_task()
 class GraspSingleBottle(GraspAndLift):
     TARGET = "bottle"
     name, arms, budget = "grasp_single_bottle", ("right",), 50

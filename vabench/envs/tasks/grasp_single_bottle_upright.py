@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import BOTTLE_MODELS, bottle
+from ..objects.common import BOTTLE_MODELS, bottle
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, GraspAndLift, Task
+from .registry import register_task
 
 
 def add_upright_bottle(task: Task, world: World, rng: np.random.Generator, x_range, y_range, mass: float) -> None:
@@ -26,6 +27,7 @@ def grasp_by_the_cap(task: Task, s: PrivilegedState, body: str = "bottle", model
     yield from expert.grasp_from_above(s, "right", body, 0.0, grasp_z=cap_z)
 
 
+@register_task()
 class GraspSingleBottleUpright(GraspAndLift):
     TARGET = "bottle"
     name, arms, budget = "grasp_single_bottle_upright", ("right",), 50

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import RED, cube
+from ..objects.common import RED, cube
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, GraspAndLift
+from .registry import register_task
 
 
+@register_task()
 class GraspSingleCube(GraspAndLift):
     TARGET = "cube"
     name, arms, budget = "grasp_single_cube", ("right",), 50

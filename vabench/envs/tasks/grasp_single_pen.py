@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import PEN_MODELS, pen
+from ..objects.common import PEN_MODELS, pen
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import GraspAndLift
+from .registry import register_task
 
 
+@register_task()
 class GraspSinglePen(GraspAndLift):
     TARGET = "pen"
     name, arms, budget = "grasp_single_pen", ("right",), 50

@@ -8,15 +8,17 @@ import math
 
 import numpy as np
 
-from ..objects import RED, box
+from ..objects.common import RED, box
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 CHAIN = ("giver_grasp_observed", "vertical_presentation_observed", "receiver_grasp_observed", "handover_completed")
 
 
+@register_task()
 class HandoverHorizontalBlock(Task):
     name, arms, budget = "handover_horizontal_block", ("left", "right"), 100
     instruction = (

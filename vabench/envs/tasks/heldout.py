@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BodySpec, BottleModel, Part, bowl, cube, target_pad
+from ..objects.common import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BottleModel, bowl, cube, target_pad
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.bodies import BodySpec, Part
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z
 from .grasp_single_bottle import GraspSingleBottle
@@ -19,6 +20,7 @@ from .place_cube_in_bowl import PlaceCubeInBowl
 from .place_cube_on_cube import PlaceCubeOnCube
 from .place_single_bottle_upright import PlaceSingleBottleUpright
 from .place_single_cube import PlaceSingleCube
+from .registry import register_task
 
 SAGE = (0.55, 0.68, 0.52)
 
@@ -27,6 +29,7 @@ def _yaw_quat(yaw: float) -> tuple[float, float, float, float]:
     return (np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2))
 
 
+@register_task("transfer", summary_task="grasp_single_cube")
 class GraspSingleCubeHeldout(GraspSingleCube):
     """Unseen cube sizes and a distractor. Changes: the red cube's edge is 4 or 6 cm (the base
     task's is 5 cm); a blue cylinder (3 cm radius, 6 cm tall) stands in the free table area to the
@@ -34,7 +37,6 @@ class GraspSingleCubeHeldout(GraspSingleCube):
     ranges, and the predicate (the red cube lifted > 50 mm, right gripper closed)."""
 
     name = "grasp_single_cube_heldout"
-    summary_task = "grasp_single_cube"
     HALVES = (0.02, 0.03)
     DISTRACTOR_X, DISTRACTOR_Y = (0.04, 0.10), (-0.16, -0.06)
 
@@ -48,6 +50,7 @@ class GraspSingleCubeHeldout(GraspSingleCube):
         world.add(distractor, (dx, dy, SPAWN_Z + 0.03))
 
 
+@register_task("transfer", summary_task="place_cube_in_bowl")
 class PlaceCubeInBowlHeldout(PlaceCubeInBowl):
     """Another bowl in a mirrored layout. Changes: a wider, shallower sage-green bowl (floor radius
     5.5 cm, rim radius 7.5 cm, 4 cm deep; the base bowl is 4.5 / 6.5 / 5.5 cm, blue) now stands to
@@ -57,7 +60,6 @@ class PlaceCubeInBowlHeldout(PlaceCubeInBowl):
     distance < 55 mm; 15-95 mm above the bowl's bottom; bowl moved < 5 mm; contact; gripper open)."""
 
     name = "place_cube_in_bowl_heldout"
-    summary_task = "place_cube_in_bowl"
     CUBE_X, CUBE_Y = (0.10, 0.15), (-0.17, -0.10)
     BOWL_X, BOWL_Y = (0.20, 0.24), (0.02, 0.06)
 
@@ -70,6 +72,7 @@ class PlaceCubeInBowlHeldout(PlaceCubeInBowl):
         world.add(cube("cube", self.HALF, RED, 0.01), (cx, cy, SPAWN_Z + self.HALF), _yaw_quat(self.yaw))
 
 
+@register_task("transfer", summary_task="place_single_cube")
 class PlaceSingleCubeHeldout(PlaceSingleCube):
     """A smaller green pad in a mirrored layout, beside a blue decoy pad. Changes: the green target
     pad is 8 cm square (half 0.04; the base pad is 12 cm) and now lies to the right, x in
@@ -81,7 +84,6 @@ class PlaceSingleCubeHeldout(PlaceSingleCube):
     35 mm of the resting height on it; pad moved <= 2 mm; contact with the green pad; gripper open)."""
 
     name = "place_single_cube_heldout"
-    summary_task = "place_single_cube"
     labels = {**PlaceSingleCube.labels, "decoy_pad": "the blue pad"}
     PAD_HALF = 0.04
     CUBE_X, CUBE_Y = (0.10, 0.15), (-0.16, -0.08)
@@ -95,6 +97,7 @@ class PlaceSingleCubeHeldout(PlaceSingleCube):
         world.add(decoy, (dx, dy, TABLE_TOP_Z + PAD_HALF_HEIGHT))
 
 
+@register_task("transfer", summary_task="place_cube_on_cube")
 class PlaceCubeOnCubeHeldout(PlaceCubeOnCube):
     """A bigger base cube and a turned red cube. Changes: the green base cube's edge is 6 cm
     (``BASE_HALF`` 0.03; the base task's is 5 cm), so the red cube rests 55 mm above its centre, not
@@ -106,7 +109,6 @@ class PlaceCubeOnCubeHeldout(PlaceCubeOnCube):
     contact; gripper open)."""
 
     name = "place_cube_on_cube_heldout"
-    summary_task = "place_cube_on_cube"
     BASE_HALF = 0.03
     RED_YAW_DEG = (15.0, 40.0)  # magnitude; the sign is drawn too
 
@@ -153,6 +155,7 @@ SLIM_BOTTLE = BottleModel(  # sports drink, 22.1 cm, 5 cm across: silver-grey bo
 )
 
 
+@register_task("transfer", summary_task="grasp_single_bottle")
 class GraspSingleBottleHeldout(GraspSingleBottle):
     """Unseen bottle geometry. Changes: the lying bottle is one of two models not in the base set
     (per seed): a squat juice bottle (7 cm across its flat faces, 15.2 cm long, orange with a
@@ -163,10 +166,10 @@ class GraspSingleBottleHeldout(GraspSingleBottle):
     the expert; the predicate (the bottle lifted > 50 mm, right gripper closed)."""
 
     name = "grasp_single_bottle_heldout"
-    summary_task = "grasp_single_bottle"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
 
 
+@register_task("transfer", summary_task="grasp_single_bottle_upright")
 class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     """Unseen bottle geometry. Changes: the standing bottle is, per seed, the squat juice bottle
     (15.2 cm tall, 7 cm across, a 3.8 cm purple cap about 4 cm lower than the base bottles')
@@ -176,10 +179,10 @@ class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     mass, the predicate (the bottle lifted > 50 mm, right gripper closed)."""
 
     name = "grasp_single_bottle_upright_heldout"
-    summary_task = "grasp_single_bottle_upright"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
 
 
+@register_task("transfer", summary_task="place_single_bottle_upright")
 class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
     """An unseen bottle and a decoy pad. Changes: the bottle is the squat juice bottle (15.2 cm
     tall, 7 cm across, orange, purple cap; the tall slim one is left out: carried by its cap over
@@ -191,7 +194,6 @@ class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
     within 35 mm of resting on it; green pad moved <= 2 mm; touching the green pad; gripper open)."""
 
     name = "place_single_bottle_upright_heldout"
-    summary_task = "place_single_bottle_upright"
     labels = {"target_pad": "the green target pad", "decoy_pad": "the blue pad"}
     MODELS = (SQUAT_BOTTLE,)
     DECOY_DX = 0.16

@@ -6,14 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..actions import MOVE_MM
-from ..pot_objects import POT_MODELS, POT_ORIGIN_HEIGHT, pot
+from ..objects.pot import POT_MODELS, POT_ORIGIN_HEIGHT, pot
 from ..privileged import PrivilegedState
-from ..robot import ARMS
-from ..scene import World
+from ..sim.robot import ARMS
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 
+@register_task()
 class LiftPot(Task):
     name, arms, budget = "lift_pot", ("left", "right"), 50
     instruction = "Grasp one side handle of the pot with each arm, then lift the pot upright and level."

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import RED, bowl, cube
+from ..objects.common import RED, bowl, cube
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 
+@register_task()
 class PlaceCubeInBowl(Task):
     name, arms, budget = "place_cube_in_bowl", ("right",), 50
     instruction = "Use the right arm to pick up the red cube and place it inside the bowl."

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import GREEN, RED, cube
+from ..objects.common import GREEN, RED, cube
 from ..privileged import PrivilegedState
-from ..scene import World
+from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 
+@register_task()
 class PlaceCubeOnCube(Task):
     name, arms, budget = "place_cube_on_cube", ("right",), 200
     instruction = "Use the right arm to pick up the red cube and stack it on top of the green cube."

@@ -7,13 +7,14 @@ import math
 
 import numpy as np
 
-from ..geometry import axis_angle, matrix_to_quat
+from ..objects.shoe import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe, shoe_mat
 from ..privileged import PrivilegedState
-from ..robot import BASE_X, BASE_Y
-from ..scene import TABLE_TOP_Z, World
-from ..shoe_objects import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe, shoe_mat
+from ..sim.geometry import axis_angle, matrix_to_quat
+from ..sim.robot import BASE_X, BASE_Y
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z, Task
+from .registry import register_task
 
 # The shoe's frame follows RoboTwin's model frame (local y up, local z toward the toe), so the
 # reference's target quaternion applies unchanged: flat, toe toward world -x, local x toward -y.
@@ -38,6 +39,7 @@ def _shoe_turns(angle_deg: float) -> list[float]:
     return [t for t in _both_ways(angle_deg) if abs(t) <= MAX_TURN_DEG]
 
 
+@register_task()
 class PlaceShoe(Task):
     name, arms, budget = "place_shoe", ("left", "right"), 100
     instruction = (

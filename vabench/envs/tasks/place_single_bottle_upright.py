@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import PAD_HALF_HEIGHT, target_pad
+from ..objects.common import PAD_HALF_HEIGHT, target_pad
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import PlaceOnPad
 from .grasp_single_bottle_upright import GraspSingleBottleUpright, add_upright_bottle, grasp_by_the_cap
+from .registry import register_task
 
 
+@register_task()
 class PlaceSingleBottleUpright(PlaceOnPad):
     TARGET = "bottle"
     name, arms, budget = "place_single_bottle_upright", ("right",), 100

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objects import PAD_HALF_HEIGHT, RED, cube, target_pad
+from ..objects.common import PAD_HALF_HEIGHT, RED, cube, target_pad
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z, PlaceOnPad
+from .registry import register_task
 
 
+@register_task()
 class PlaceSingleCube(PlaceOnPad):
     TARGET = "cube"
     name, arms, budget = "place_single_cube", ("right",), 100

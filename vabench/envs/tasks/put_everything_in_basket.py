@@ -11,16 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..basket_objects import BASKET_FLOOR, BASKET_INNER, BASKET_WALL, BASKET_WALL_HEIGHT, large_basket, world_aabb
-from ..geometry import axis_angle, matrix_to_quat
-from ..objects import BLUE, BOTTLE_MODELS, PEN_MODELS, RED, BodySpec, bottle, cube, pen
+from ..objects.basket import BASKET_FLOOR, BASKET_INNER, BASKET_WALL, BASKET_WALL_HEIGHT, large_basket, world_aabb
+from ..objects.common import BLUE, BOTTLE_MODELS, PEN_MODELS, RED, bottle, cube, pen
 from ..privileged import PrivilegedState
-from ..scene import TABLE_TOP_Z, World
+from ..sim.bodies import BodySpec
+from ..sim.geometry import axis_angle, matrix_to_quat
+from ..sim.scene import TABLE_TOP_Z, World
 from . import expert
 from .base import SPAWN_Z, Task
 from .grasp_single_bottle import LYING
 from .grasp_single_bottle_upright import grasp_by_the_cap
 from .grasp_single_pen import GraspSinglePen
+from .registry import register_task
 
 KINDS = ("cube", "bottle", "upright", "pen")  # cube, lying bottle, standing bottle, pen
 CUBE_COLORS = (RED, BLUE, (0.95, 0.75, 0.10), (0.55, 0.25, 0.70))  # a cube's "model id" is its colour
@@ -69,6 +71,11 @@ def _unit_xy(v) -> np.ndarray:
     return np.asarray(v[:2], float) / max(float(np.linalg.norm(v[:2])), 1e-9)
 
 
+# the track's demonstrations: the four atomic skills, no full-task video (paper 3, C.8)
+ATOMIC_DEMOS = ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
+
+
+@register_task("long_horizon", demos=ATOMIC_DEMOS)
 class PutEverythingInBasket(Task):
     """Layout and expert are built around the hand (measured top-down, open): its palm is 0.20 m
     along the closing axis ry and 0.064 m across, its bottom 38 mm above GC; the open fingers
@@ -83,8 +90,6 @@ class PutEverythingInBasket(Task):
     name, arms, budget = "put_everything_in_basket", ("right",), 200
     instruction = "Use the right arm to put every object on the table into the basket."
     labels = {"basket": "the basket"}
-    # the track's demonstrations: the four atomic skills, no full-task video (paper 3, C.8)
-    demos = ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
     N_OBJECTS = 5
 
     # layout: the basket behind, the five objects in the band in front of it

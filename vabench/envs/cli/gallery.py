@@ -5,8 +5,8 @@ tasks also get ``<task>_views.png``: the fifteen arm-specific semantic views (ro
 both; columns the five views) just before the expert's last gripper action, when both arms are
 engaged.
 
-    python -m vabench.envs.gallery --out gallery/            # every task
-    python -m vabench.envs.gallery --task place_cube_in_bowl --camera paper
+    python -m vabench.envs.cli.gallery --out gallery/            # every task
+    python -m vabench.envs.cli.gallery --task place_cube_in_bowl --camera paper
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from .camera import CAMERA_PRESETS, PASSIVE_ORDER, semantic_target, view_pose
-from .env import EnvConfig, VABenchEnv
-from .seeds import eval_seeds
-from .tasks import TASKS
+from ..env import EnvConfig, VABenchEnv
+from ..seeds import eval_seeds
+from ..sim.camera import CAMERA_PRESETS, PASSIVE_ORDER, semantic_target, view_pose
+from ..tasks import TASKS
 
 
 def shoot(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[list[Path], bool]:

@@ -1,5 +1,5 @@
 """The kitchen pot of lift_pot (paper Table 25, row 3), built from convex primitives (see
-objects.py). It replaces RoboTwin's articulated 060_kitchenpot (models 100015 and 100023, not
+sim/bodies.py). It replaces RoboTwin's articulated 060_kitchenpot (models 100015 and 100023, not
 published; robotwin-task-notes sections 4.7 and 6): a single rigid body is enough, since the
 reference's lid joint stays idle.
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import axis_angle
-from .objects import BodySpec, Part, _q
+from ..sim.bodies import BodySpec, Part, quat
+from ..sim.geometry import axis_angle
 
 POT_ORIGIN_HEIGHT = 0.056  # origin above the pot's bottom: RoboTwin's root rests at 0.74 + 0.056
 POT_WALL, POT_FLOOR = 0.006, 0.008  # thicknesses
@@ -64,7 +64,7 @@ def _handle(m: PotModel, side: int) -> Part:
         half = ((r1 - r0) / 2, m.handle_width / 2, m.handle_thickness / 2)
         return Part("box", half, p=(side * (r0 + r1) / 2, 0.0, z), color=HANDLE_COLOR)
     radius = m.handle_width / 2  # a capsule: its length includes the two round ends
-    along_x = _q(axis_angle([0, 1, 0], np.pi / 2))
+    along_x = quat(axis_angle([0, 1, 0], np.pi / 2))
     return Part(
         "capsule", (radius, (r1 - r0) / 2 - radius), p=(side * (r0 + r1) / 2, 0.0, z), q=along_x, color=HANDLE_COLOR
     )
@@ -85,6 +85,6 @@ def pot(name: str = "pot", model_id: int = 0) -> BodySpec:
         r = m.radius - POT_WALL / 2
         centre = (r * np.cos(a), r * np.sin(a), bottom + m.height / 2)
         half = (POT_WALL / 2, half_side, m.height / 2)
-        parts.append(Part("box", half, p=centre, q=_q(axis_angle([0, 0, 1], a)), color=m.color))
+        parts.append(Part("box", half, p=centre, q=quat(axis_angle([0, 0, 1], a)), color=m.color))
     parts += [_handle(m, -1), _handle(m, 1)]
     return BodySpec(name, tuple(parts), mass=m.mass, friction=0.8)

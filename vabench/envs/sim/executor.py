@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .actions import DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal
+from ..actions import DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal
 from .geometry import AXES, HAND_TO_GRIPPER, angle_between_deg, axis_angle
 from .planner import DETOUR_GOAL_CLEARANCE, ArmPlanner, Obstacle, Plan
 from .robot import FINGER_CLOSED, FINGER_OPEN

@@ -11,12 +11,11 @@ Nothing here is committed: the files are generated from the installed package in
 * The stock visual meshes total ~134k triangles and dominate lavapipe render time; welded and
   quadric-decimated copies (~10x fewer) render 3-5x faster and look nearly the same.
 
-Run ``python -m vabench.envs.assets`` to build the cache ahead of time.
+Run ``python -m vabench.envs.cli.assets`` to build the cache ahead of time.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import re
@@ -140,16 +139,3 @@ def build_panda(root: Path, quiet: bool = False) -> RobotFiles:
 def panda_files() -> RobotFiles:
     """Paths of the cached Panda description, building it on first use."""
     return build_panda(cache_dir())
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
-    files = build_panda(cache_dir(), quiet=args.quiet)
-    if not args.quiet:
-        print(files.urdf)
-
-
-if __name__ == "__main__":
-    main()

@@ -17,7 +17,7 @@ import numpy as np
 import sapien
 
 from . import assets
-from .objects import BodySpec, Part
+from .bodies import BodySpec, Part
 from .robot import ARMS, BASE_X, BASE_Y, PEDESTAL_HALF, Arm
 from .shaders import shader_dir
 

@@ -1,5 +1,5 @@
 """Procedural objects of the functional-contact and tool-use tasks (paper Table 24): a desk bell
-and a claw hammer, built from convex primitives (see objects.py).
+and a claw hammer, built from convex primitives (see sim/bodies.py).
 
 Both replace RoboTwin meshes (050_bell base0/base1, 020_hammer base0; robotwin-task-notes
 section 6). Every part is a collision shape too, so no part may reach below a body's resting
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import axis_angle
-from .objects import BodySpec, Part, _q
+from ..sim.bodies import BodySpec, Part, quat
+from ..sim.geometry import axis_angle
 
 # -- desk bell ------------------------------------------------------------------------------
 
@@ -94,12 +94,12 @@ def hammer(name: str = "hammer", mass: float = 0.1) -> BodySpec:
     t = HAMMER_HALF_THICKNESS
     parts = [
         Part("box", (0.016, 0.016, t), color=STEEL),  # eye
-        Part("cylinder", (0.011, 0.0145), p=(0, -0.0305, 0), q=_q(axis_angle([1, 0, 0], np.pi / 2)), color=STEEL),
-        Part("cylinder", (t, 0.010), p=(0, -0.055, 0), q=_q(axis_angle([1, 0, 0], np.pi / 2)), color=STEEL),  # face
+        Part("cylinder", (0.011, 0.0145), p=(0, -0.0305, 0), q=quat(axis_angle([1, 0, 0], np.pi / 2)), color=STEEL),
+        Part("cylinder", (t, 0.010), p=(0, -0.055, 0), q=quat(axis_angle([1, 0, 0], np.pi / 2)), color=STEEL),  # face
     ]
     for side in (-1, 1):  # split claw, curving back toward the handle
         rot = axis_angle([0, 0, 1], -0.35)
-        parts.append(Part("box", (0.007, 0.024, 0.0055), p=(0.008, 0.036, side * 0.0075), q=_q(rot), color=STEEL))
+        parts.append(Part("box", (0.007, 0.024, 0.0055), p=(0.008, 0.036, side * 0.0075), q=quat(rot), color=STEEL))
     g0, g1 = HAMMER_GRIP
     parts.append(Part("box", ((g0 - 0.016) / 2, 0.011, 0.011), p=((g0 + 0.016) / 2, 0, 0), color=WOOD))  # shaft
     parts.append(Part("box", ((g1 - g0) / 2, 0.014, t), p=((g0 + g1) / 2, 0, 0), color=RUBBER))  # grip
@@ -107,6 +107,6 @@ def hammer(name: str = "hammer", mass: float = 0.1) -> BodySpec:
 
 
 def centre_of_mass(spec: BodySpec) -> np.ndarray:
-    """Volume-weighted centre of the parts, in the body frame (one density, as scene.py uses)."""
+    """Volume-weighted centre of the parts, in the body frame (one density, as sim/scene.py uses)."""
     v = np.array([p.volume() for p in spec.parts])
     return (v[:, None] * np.array([p.p for p in spec.parts])).sum(0) / v.sum()

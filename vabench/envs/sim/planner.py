@@ -32,8 +32,8 @@ import mplib.collision_detection.fcl as fcl
 import numpy as np
 
 from .assets import RobotFiles
+from .bodies import BodySpec
 from .geometry import matrix_to_quat
-from .objects import BodySpec
 from .robot import base_pose
 from .scene import TIMESTEP
 

@@ -1,5 +1,5 @@
 """Procedural objects of place_shoe (paper Table 25, row 1): ten shoes and the blue target mat,
-built from convex primitives (see objects.py). They replace RoboTwin's 041_shoe base0-9 meshes
+built from convex primitives (see sim/bodies.py). They replace RoboTwin's 041_shoe base0-9 meshes
 (robotwin-task-notes sections 4.5 and 6).
 
 Shoe frame, as RoboTwin's model frame: local +y up, local +z toward the toe, local x across the
@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import axis_angle
-from .objects import BodySpec, Part, _q, box
-from .tools_objects import centre_of_mass
+from ..sim.bodies import BodySpec, Part, quat
+from ..sim.geometry import axis_angle
+from .common import box
+from .tools import centre_of_mass
 
 SOLE_HALF_THICKNESS = 0.010  # the origin sits this far above the sole's bottom
-_UPRIGHT = _q(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> shoe +y (up)
+_UPRIGHT = quat(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> shoe +y (up)
 
 
 @dataclass(frozen=True)

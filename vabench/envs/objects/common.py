@@ -1,8 +1,10 @@
-"""Procedural objects built from convex primitives.
+"""Procedural objects built from convex primitives: the colours and the common builders (box,
+cube, bowl, target pad, pens, bottles).
 
-A body is described once, as a list of primitive parts, and that description feeds both SAPIEN
-(collision + visual shapes) and mplib's FCL planning world, so the planner sees exactly the
-geometry the physics does. Concave objects (the bowl) are unions of convex parts.
+A body is described once, as a list of primitive parts (the types are in sim/bodies.py), and that
+description feeds both SAPIEN (collision + visual shapes) and mplib's FCL planning world, so the
+planner sees exactly the geometry the physics does. Concave objects (the bowl) are unions of
+convex parts.
 
 Sizes follow ../shared/reference/robotwin-task-notes.md section 6. Frames: z up, origin at the
 point named in each builder's docstring.
@@ -14,55 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import axis_angle, matrix_to_quat
+from ..sim.bodies import BodySpec, Part, quat
+from ..sim.geometry import axis_angle
 
 RED = (0.9, 0.1, 0.1)
 BLUE = (0.12, 0.35, 0.85)
 BOWL_BLUE = (0.25, 0.45, 0.8)
 BROWN = (0.45, 0.28, 0.15)
-
-
-@dataclass(frozen=True)
-class Part:
-    """One convex primitive. ``kind`` is box (size = half extents), sphere (size = (radius,)),
-    cylinder or capsule (size = (radius, half_length), axis along the part's local z)."""
-
-    kind: str
-    size: tuple[float, ...]
-    p: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    q: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
-    color: tuple[float, float, float] = (0.7, 0.7, 0.7)
-
-    def volume(self) -> float:
-        if self.kind == "box":
-            return 8.0 * float(np.prod(self.size))
-        if self.kind == "sphere":
-            return 4.0 / 3.0 * np.pi * self.size[0] ** 3
-        r, h = self.size
-        if self.kind == "cylinder":
-            return float(np.pi * r * r * 2 * h)
-        if self.kind == "capsule":
-            return float(np.pi * r * r * 2 * h + 4.0 / 3.0 * np.pi * r**3)
-        raise ValueError(f"unknown part kind {self.kind!r}")
-
-
-@dataclass(frozen=True)
-class BodySpec:
-    """A rigid body: its parts, its mass (None for static) and its contact material."""
-
-    name: str
-    parts: tuple[Part, ...]
-    mass: float | None = None  # None: static
-    friction: float = 0.5
-    restitution: float = 0.0
-
-    @property
-    def static(self) -> bool:
-        return self.mass is None
-
-
-def _q(rot) -> tuple[float, float, float, float]:
-    return tuple(float(v) for v in matrix_to_quat(rot))
 
 
 def box(name: str, half, color=RED, mass: float | None = 0.01, friction: float = 0.5) -> BodySpec:
@@ -105,13 +65,13 @@ def bowl(
         # slab frame: z along the slanted wall, x radial (outward), y tangential
         rot = axis_angle([0, 0, 1], a) @ axis_angle([0, 1, 0], tilt)
         center = np.array([mid_r * np.cos(a), mid_r * np.sin(a), floor_thickness / 2 + height / 2])
-        parts.append(Part("box", (wall_thickness / 2, width / 2, slant / 2), p=tuple(center), q=_q(rot), color=color))
+        parts.append(Part("box", (wall_thickness / 2, width / 2, slant / 2), p=tuple(center), q=quat(rot), color=color))
     for i in range(segments):  # a thin darker rim so the opening is easy to see
         a = 2 * np.pi * (i + 0.5) / segments
         rot = axis_angle([0, 0, 1], a) @ axis_angle([1, 0, 0], np.pi / 2)
         r = rim_radius + wall_thickness / 2 + 0.002
         center = (r * np.cos(a), r * np.sin(a), floor_thickness / 2 + height + 0.002)
-        parts.append(Part("capsule", (0.004, width / 2 * 0.95), p=center, q=_q(rot), color=rim_color))
+        parts.append(Part("capsule", (0.004, width / 2 * 0.95), p=center, q=quat(rot), color=rim_color))
     return BodySpec(
         name,
         tuple(parts),
@@ -170,7 +130,7 @@ def _prism(apothem: float, sides: int, start: float, end: float, color, axis: st
     else:
         half, p, turn = (apothem, half_side, half_len), (0.0, 0.0, mid), [0, 0, 1]
     return [
-        Part("box", half, p=p, q=_q(axis_angle(turn, 2 * np.pi * k / sides)), color=color) for k in range(sides // 2)
+        Part("box", half, p=p, q=quat(axis_angle(turn, 2 * np.pi * k / sides)), color=color) for k in range(sides // 2)
     ]
 
 
@@ -182,7 +142,7 @@ def pen(name: str, model: PenModel | int = 0, mass: float = 0.015, friction: flo
     cap0 = m.length - m.cap_length
     parts = _prism(m.apothem, m.sides, 0.0, cap0 + 0.004, m.barrel_color, "y")
     parts += _prism(m.cap_apothem, m.sides, cap0, m.length, m.cap_color, "y")
-    along_y = _q(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> body +y
+    along_y = quat(axis_angle([1, 0, 0], -np.pi / 2))  # a cylinder's axis (part z) -> body +y
     parts.append(Part("cylinder", (0.8 * m.apothem, 0.0015), p=(0.0, -0.0015, 0.0), q=along_y, color=m.cap_color))
     if m.clip:
         clip = (0.0, cap0 + 0.35 * m.cap_length, m.cap_apothem + 0.0015)

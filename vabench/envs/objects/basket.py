@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .objects import BodySpec, Part
+from ..sim.bodies import BodySpec, Part
 
 BASKET_COLOR = (0.15, 0.50, 0.62)  # teal: unlike the table, the pads and every object colour
 BASKET_INNER = (0.40, 0.30)  # inner x, y (m): five objects in one layer with finger room (see the task)

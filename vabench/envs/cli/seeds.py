@@ -1,0 +1,44 @@
+"""Screen seeds and write or check the per-task seed manifests.
+
+The acceptance criteria, the pools and the manifest format: :mod:`vabench.envs.seeds`.
+
+    python -m vabench.envs.cli.seeds --write        # screen every task, rewrite the manifests
+    python -m vabench.envs.cli.seeds --check        # re-verify the committed manifests
+    python -m vabench.envs.cli.seeds --task grasp_single_cube --check --limit 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..env import EnvConfig, VABenchEnv
+from ..seeds import check_manifest, write_manifest
+from ..tasks import TASKS
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Screen seeds and write or check the seed manifests.")
+    ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="screen the pools and rewrite the manifests")
+    mode.add_argument("--check", action="store_true", help="re-verify the committed manifests")
+    ap.add_argument("--limit", type=int, default=None, help="--check only the first N accepted seeds")
+    args = ap.parse_args(argv)
+    env = VABenchEnv(EnvConfig(render=False))
+    bad = 0
+    for task in args.task or sorted(TASKS):
+        if args.write:
+            data = write_manifest(env, task)
+            n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
+            print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}")
+        else:
+            failures = check_manifest(env, task, args.limit)
+            bad += len(failures)
+            print(f"{task}: {'all seeds verified' if not failures else f'{len(failures)} seed(s) FAILED'}")
+    env.close()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
