@@ -3,10 +3,12 @@ first rendered frame of a process compiles shaders (~4 s)."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from vabench.envs.env import EnvConfig, VABenchEnv
 
@@ -35,3 +37,27 @@ def scene_digest(env) -> dict[str, np.ndarray]:
         out[f"{arm}_qpos"] = a.qpos.copy()
         out[f"{arm}_qvel"] = np.asarray(a.robot.get_qvel(), dtype=float).copy()
     return out
+
+
+@pytest.fixture
+def demo_root(tmp_path):
+    """A small demonstration in the real on-disk format (no simulator needed)."""
+    root = tmp_path / "demos"
+    d = root / "grasp_single_cube"
+    d.mkdir(parents=True)
+    frames = []
+    for i in range(6):
+        name = f"frame_{i:05d}.png"
+        Image.new("RGB", (64, 48), (40 * i, 20, 20)).save(d / name)
+        frames.append(name)
+    meta = {
+        "format": "vabench.demo.v1",
+        "task": "grasp_single_cube",
+        "instruction": "Use the right arm to grasp the red cube and lift it off the table.",
+        "frames": frames,
+        "fps": 16.7,
+        "width": 64,
+        "height": 48,
+    }
+    (d / "demo.json").write_text(json.dumps(meta))
+    return root

@@ -19,10 +19,11 @@ from tests.openai_server import ScriptedServer
 from tests.probes import ShortBudgetProbe
 from vabench.agents import prompts
 from vabench.agents.harness import HarnessConfig, run_episode
-from vabench.agents.models import EpisodeContext, Model, ModelConfig, Reply, make_model
+from vabench.agents.models import EpisodeContext, Model, ModelConfig, Reply
 from vabench.agents.offline import OracleAgent, RandomAgent, ReplayAgent
 from vabench.agents.prompts import PASSIVE_VIEWS
 from vabench.agents.records import read_events
+from vabench.agents.registry import make_model
 
 KEY_VAR = "VABENCH_TEST_KEY"
 MOVE_UP = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from PIL import Image
 
 from tests.openai_server import ScriptedServer
 from vabench.agents.harness import run_episode
-from vabench.agents.learning import learn_summary, summary_for_episode
-from vabench.agents.models import ModelConfig, ModelError, make_model
-from vabench.agents.summaries import SummaryStore
+from vabench.agents.learning import learn_summary
+from vabench.agents.models import ModelConfig
+from vabench.agents.registry import make_model
+from vabench.agents.summary_store import SummaryStore, resolve_summary
 
 KEY_VAR = "VABENCH_TEST_KEY"
 SUMMARY = {
@@ -29,30 +29,6 @@ SUMMARY = {
 @pytest.fixture(autouse=True)
 def _key(monkeypatch):
     monkeypatch.setenv(KEY_VAR, "sk-test-learning")
-
-
-@pytest.fixture
-def demo_root(tmp_path):
-    """A small demonstration in the real on-disk format (no simulator needed)."""
-    root = tmp_path / "demos"
-    d = root / "grasp_single_cube"
-    d.mkdir(parents=True)
-    frames = []
-    for i in range(6):
-        name = f"frame_{i:05d}.png"
-        Image.new("RGB", (64, 48), (40 * i, 20, 20)).save(d / name)
-        frames.append(name)
-    meta = {
-        "format": "vabench.demo.v1",
-        "task": "grasp_single_cube",
-        "instruction": "Use the right arm to grasp the red cube and lift it off the table.",
-        "frames": frames,
-        "fps": 16.7,
-        "width": 64,
-        "height": 48,
-    }
-    (d / "demo.json").write_text(json.dumps(meta))
-    return root
 
 
 def llm(server, name="openai/learner"):
@@ -101,19 +77,22 @@ def test_learned_summary_is_injected_into_evaluation(render_env, tmp_path, demo_
             json.dumps({"stop": True}),
         )
         model = llm(server)
-        summary = summary_for_episode(store, "own", model, "grasp_single_cube", tmp_path / "learn", demo_root)
+        assert resolve_summary(store, "own", model.name, "grasp_single_cube") is None  # not learned yet
+        learn_summary(model, "grasp_single_cube", store, tmp_path / "learn", demo_root)
+        summary = resolve_summary(store, "own", model.name, "grasp_single_cube")
         r = run_episode(
             render_env, model, "grasp_single_cube", 1000, tmp_path / "ep", summary=summary, summary_source="own"
         )
         system = server.requests[-1]["messages"][0]["content"]
     assert "the middle band of two opposite side faces" in system and "openai/learner" in system
     assert (r.summary_source, r.summary_model, r.end_reason) == ("own", "openai/learner", "stop")
-    assert summary_for_episode(store, "none", model, "grasp_single_cube", tmp_path / "l2", demo_root) is None
+    assert resolve_summary(store, "none", model.name, "grasp_single_cube") is None
 
 
 def test_learning_that_cannot_reach_the_provider_is_infra(tmp_path, demo_root):
     store = SummaryStore(tmp_path / "summaries")
     with ScriptedServer(default={"status": 503}) as server:
-        with pytest.raises(ModelError, match="could not reach"):
-            summary_for_episode(store, "own", llm(server), "grasp_single_cube", tmp_path / "learn", demo_root)
+        result = learn_summary(llm(server), "grasp_single_cube", store, tmp_path / "learn", demo_root)
         assert len(server.requests) == 7  # one attempt, 6 retries, then no more learning attempts
+    assert (result.end_reason, result.summary, result.attempts) == ("infra_error", None, 1)
+    assert "gave up after" in result.error and not store.has("openai/learner", "grasp_single_cube")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import logging
 import os
 import socket
@@ -17,18 +18,10 @@ import pytest  # noqa: E402
 import tenacity  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.agents import models  # noqa: E402
-from vabench.agents.models import (  # noqa: E402
-    OFFLINE,
-    LiteLLMModel,
-    Model,
-    ModelConfig,
-    ModelError,
-    Reply,
-    image_media_type,
-    image_part,
-    make_model,
-)
+from vabench.agents import llm  # noqa: E402
+from vabench.agents.llm import LiteLLMModel  # noqa: E402
+from vabench.agents.models import Model, ModelConfig, ModelError, Reply, image_media_type, image_part  # noqa: E402
+from vabench.agents.registry import OFFLINE_AGENTS, OfflineAgent, check_model_id, is_offline, make_model  # noqa: E402
 
 from .openai_server import ScriptedServer  # noqa: E402
 
@@ -146,7 +139,7 @@ def test_key_is_sent_as_bearer_and_never_logged_or_returned(server, key, caplog,
     assert KEY not in str(err.value)
     assert KEY not in repr(reply)
     records = caplog.records
-    assert any(r.name == models.__name__ and r.levelno == logging.WARNING for r in records)
+    assert any(r.name == llm.__name__ and r.levelno == logging.WARNING for r in records)
     for r in records:
         assert KEY not in r.getMessage()
     out = capsys.readouterr()
@@ -154,10 +147,10 @@ def test_key_is_sent_as_bearer_and_never_logged_or_returned(server, key, caplog,
 
 
 def test_retry_warning_names_attempt_and_type_only(server, key, caplog):
-    caplog.set_level(logging.WARNING, logger=models.__name__)
+    caplog.set_level(logging.WARNING, logger=llm.__name__)
     server.script({"status": 503, "body": "secret-ish provider text"}, "ok")
     make(server).complete(USER)
-    (rec,) = [r for r in caplog.records if r.name == models.__name__]
+    (rec,) = [r for r in caplog.records if r.name == llm.__name__]
     msg = rec.getMessage()
     assert rec.levelno == logging.WARNING
     assert "attempt 1/4" in msg and "ServiceUnavailableError" in msg
@@ -201,7 +194,7 @@ def test_rate_limits_are_retried_with_backoff(server, key):
 
 
 def test_backoff_windows_grow_exponentially_with_full_jitter():
-    wait = models._Backoff(initial_s=0.01, cap_s=0.1)
+    wait = llm._Backoff(initial_s=0.01, cap_s=0.1)
     state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
 
     def samples(n_attempt: int) -> list[float]:
@@ -393,9 +386,34 @@ def test_make_model_prefers_registered_offline_agents(monkeypatch):
         def complete(self, messages: list[dict]) -> Reply:
             return Reply(text="STOP")
 
-    monkeypatch.setitem(OFFLINE, "fixed", Fixed)
-    assert isinstance(make_model(ModelConfig(model="fixed")), Fixed)
+    monkeypatch.setitem(OFFLINE_AGENTS, "fixed", OfflineAgent("fixed", Fixed, "a test agent"))
+    assert isinstance(make_model(ModelConfig(model="fixed")), Fixed) and is_offline("fixed")
     assert isinstance(make_model(ModelConfig(model="openai/gpt-4o")), LiteLLMModel)
+    assert not is_offline("openai/gpt-4o")
+
+
+@pytest.mark.parametrize("bad", ["gpt-4o", "", "  ", None, 3])
+def test_a_model_id_is_an_offline_agent_or_a_provider_string(bad):
+    with pytest.raises(ValueError, match="oracle, random, replay|non-empty"):
+        check_model_id(bad)
+    assert check_model_id("oracle") == "oracle" and check_model_id("hosted_vllm/x/y") == "hosted_vllm/x/y"
+
+
+def test_the_replay_agent_takes_its_name_and_privilege_from_the_record(tmp_path):
+    record = tmp_path / "events.jsonl"
+    start = {
+        "type": "episode_start",
+        "task": "t",
+        "seed": 1,
+        "protocol": "active",
+        "model": "oracle",
+        "privileged": True,
+    }
+    record.write_text(json.dumps(start) + "\n" + json.dumps({"type": "reply", "text": '{"stop": true}'}) + "\n")
+    agent = make_model(ModelConfig(model="replay", extra={"record": str(record)}))
+    assert (agent.name, agent.privileged, agent.replies) == ("replay:oracle", True, ['{"stop": true}'])
+    with pytest.raises(ValueError, match="extra.record"):
+        make_model(ModelConfig(model="replay"))
 
 
 def test_warm_up_sends_nothing_and_the_next_call_still_reaches_the_provider(server, key):

@@ -13,20 +13,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.agents import demo_tools, summaries
+from vabench.agents import demo_tools, summary_schema, summary_store
 from vabench.agents.demo_tools import DemoError, DemoStore
-from vabench.agents.summaries import (
-    Summary,
-    SummaryError,
-    SummaryStore,
-    parse_summary_mode,
-    resolve_summary,
-    validate_summary,
-)
-from vabench.envs.tasks import TASKS
+from vabench.agents.summary_schema import SummaryError, validate_summary
+from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
+from vabench.vocab import SummaryMode, summary_mode
 
 CUBE = "grasp_single_cube"
 BASKET = "put_everything_in_basket"  # the long-horizon task: four atomic demos, no full-task demo
+HELDOUT = "grasp_single_cube_heldout"  # a registered held-out variant of grasp_single_cube
 ATOMIC = ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
 
 GOOD = {
@@ -62,16 +57,6 @@ def write_demo(root, name, n=5, fps=50 / 3, size=(8, 6)):
     return d
 
 
-class CubeTransfer:  # stand-in for a held-out variant of grasp_single_cube
-    name = "grasp_single_cube_transfer"
-    summary_task = CUBE
-
-
-@pytest.fixture
-def stand_ins(monkeypatch):
-    monkeypatch.setitem(TASKS, CubeTransfer.name, CubeTransfer)
-
-
 @pytest.fixture
 def cube_store(tmp_path):
     write_demo(tmp_path, CUBE)
@@ -79,7 +64,7 @@ def cube_store(tmp_path):
 
 
 @pytest.fixture
-def basket_store(tmp_path, stand_ins):
+def basket_store(tmp_path):
     for name in ATOMIC:
         write_demo(tmp_path, name, n=4)
     return DemoStore(BASKET, root=tmp_path)
@@ -175,15 +160,15 @@ def test_composite_store_needs_the_demo_and_three_frames_of_each(basket_store):
     assert len(basket_store.inspected) == 4 + 4 + 3 + 3 and basket_store.inspected[0][0] == "grasp_single_bottle"
 
 
-def test_held_out_variant_uses_its_base_demo(tmp_path, stand_ins):
+def test_held_out_variant_uses_its_base_demo(tmp_path):
     write_demo(tmp_path, CUBE)
-    store = DemoStore(CubeTransfer.name, root=tmp_path)
+    store = DemoStore(HELDOUT, root=tmp_path)
     assert list(store.demos) == [CUBE] and store.summary_task == CUBE
     assert demo_tools.task_demos(BASKET) == ATOMIC and demo_tools.summary_task(BASKET) == BASKET
 
 
 def test_missing_or_malformed_demo(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m vabench.envs.demos --task grasp_single_cube"):
+    with pytest.raises(FileNotFoundError, match="python -m vabench.envs.cli.demos --task grasp_single_cube"):
         DemoStore(CUBE, root=tmp_path)
     d = write_demo(tmp_path, CUBE)
     meta = json.loads((d / "demo.json").read_text())
@@ -201,7 +186,7 @@ def test_missing_or_malformed_demo(tmp_path):
 
 # --- summary schema -------------------------------------------------------------------------------
 
-REQUIRED = [*summaries.REQUIRED_TEXT, "pre_close_checks"]
+REQUIRED = [*summary_schema.REQUIRED_TEXT, "pre_close_checks"]
 
 
 def test_a_good_summary_passes_stripped_and_unknown_fields_dropped():
@@ -302,13 +287,13 @@ def test_affordance_profile():
     "text",
     ["pick up the two bottles first", "3 cubes go in last", "there are five objects", "two red cubes", "cube A first"],
 )
-def test_basket_summary_rejects_inventory(stand_ins, text):
+def test_basket_summary_rejects_inventory(text):
     with pytest.raises(SummaryError, match="inventory.*evaluation scene has a different inventory"):
         validate_summary({**GOOD, "post_grasp_goal": text}, BASKET)
     assert validate_summary({**GOOD, "post_grasp_goal": text}, CUBE)["post_grasp_goal"] == text  # single task: fine
 
 
-def test_basket_inventory_is_checked_everywhere(stand_ins):
+def test_basket_inventory_is_checked_everywhere():
     with pytest.raises(SummaryError, match=r"'safety_notes\[0\]'.*'pen D'"):
         validate_summary({**GOOD, "safety_notes": ["leave pen D for last"]}, BASKET)
     with pytest.raises(SummaryError, match=r"'object_strategies key'.*'cube A'"):
@@ -317,7 +302,7 @@ def test_basket_inventory_is_checked_everywhere(stand_ins):
         validate_summary({**GOOD, "object_strategies": {"pen": "2 pens lie flat"}}, BASKET)
 
 
-def test_basket_accepts_ordinary_text_and_object_strategies(stand_ins):
+def test_basket_accepts_ordinary_text_and_object_strategies():
     ordinary = {
         **GOOD,
         "test_lift_rule": "lift 5 cm after closing, then carry a cube over the basket",
@@ -357,11 +342,11 @@ def test_store_round_trip_with_a_safe_file_name(tmp_path):
     assert store.load("other-model", CUBE) is None
 
 
-def test_held_out_variant_reads_its_base_summary(tmp_path, stand_ins):
+def test_held_out_variant_reads_its_base_summary(tmp_path):
     store = SummaryStore(tmp_path)
     path = store.save("m", CUBE, GOOD, [])
-    assert store.path("m", CubeTransfer.name) == path
-    assert store.load("m", CubeTransfer.name).fields == GOOD and store.load("m", CubeTransfer.name).task == CUBE
+    assert store.path("m", HELDOUT) == path
+    assert store.load("m", HELDOUT).fields == GOOD and store.load("m", HELDOUT).task == CUBE
 
 
 def test_save_validates_and_checks_the_author(tmp_path):
@@ -392,7 +377,7 @@ def test_atomic_write_leaves_no_temp_files(tmp_path, monkeypatch):
     def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(summaries.os, "replace", fail)
+    monkeypatch.setattr(summary_store.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         store.save("m", CUBE, {**GOOD, "grasp_region": "third"}, [])
     assert path.read_text() == before and os.listdir(path.parent) == [path.name]
@@ -433,13 +418,14 @@ def test_summary_text_is_stable_and_names_the_model(tmp_path):
 # --- evaluation modes -----------------------------------------------------------------------------
 
 
-def test_parse_summary_mode():
-    assert parse_summary_mode("own") == ("own", None)
-    assert parse_summary_mode("none") == ("none", None)
-    assert parse_summary_mode("shared:openai/gpt-x") == ("shared", "openai/gpt-x")
+def test_summary_mode():
+    assert summary_mode("own") == SummaryMode("own", None) and str(summary_mode("own")) == "own"
+    assert summary_mode("none") == SummaryMode("none", None)
+    shared = summary_mode("shared:openai/gpt-x")
+    assert (shared.kind, shared.source, str(shared)) == ("shared", "openai/gpt-x", "shared:openai/gpt-x")
     for bad in ("", "shared:", "shared: ", "shared", "OWN", "model", None):
         with pytest.raises(ValueError, match=r"allowed: own, none, shared:<model id>"):
-            parse_summary_mode(bad)
+            summary_mode(bad)
 
 
 def test_resolve_summary(tmp_path):
@@ -452,7 +438,7 @@ def test_resolve_summary(tmp_path):
     assert resolve_summary(store, "own", "reader", CUBE).fields == mine
     shared = resolve_summary(store, "shared:author/m", "reader", CUBE)
     assert shared.fields == GOOD and shared.summary_model == "author/m"
-    assert resolve_summary(store, ("shared", "author/m"), "reader", CUBE) == shared
+    assert resolve_summary(store, SummaryMode("shared", "author/m"), "reader", CUBE) == shared
     with pytest.raises(SummaryError) as e:
         resolve_summary(store, "shared:nobody", "reader", "place_cube_in_bowl")
     assert str(tmp_path / "nobody" / "place_cube_in_bowl.json") in str(e.value)

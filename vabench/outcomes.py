@@ -1,16 +1,18 @@
 """The outcome table: one row per episode (DESIGN.md), one Parquet file per episode.
 
-The schema is fixed here and every file is written with it, so a column is never silently
-dropped or retyped when a directory of files is read as one table (pyarrow infers a dataset's
-schema from the first file it finds). Columns may be added (nullable), never renamed; bump
-``SCHEMA_VERSION`` when adding. This module depends on pyarrow and pandas only: the simulator
-side writes rows, the analysis side reads them.
+The columns are declared once, as the fields of :class:`OutcomeRow` (the builder every writer uses),
+and the Arrow schema is derived from them, so a column is never silently dropped or retyped when a
+directory of files is read as one table (pyarrow infers a dataset's schema from the first file it
+finds). Columns may be added (nullable), never renamed; bump ``SCHEMA_VERSION`` when adding. This
+module depends on pyarrow, pandas and the vocabulary only: the simulator side writes rows, the
+analysis side reads them.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
@@ -18,63 +20,96 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from vabench.vocab import END_REASONS, INFRA_ERROR, OK
+
 SCHEMA_VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int64()),
-        ("run_id", pa.string()),
-        ("experiment", pa.string()),
-        ("condition", pa.string()),  # model | protocol | summary source
-        ("model", pa.string()),
-        ("summary_source", pa.string()),  # own | none | shared:<model>
-        ("summary_model", pa.string()),  # who wrote the summary used (null: none)
-        ("protocol", pa.string()),  # active | passive
-        ("track", pa.string()),  # base | transfer | long_horizon
-        ("task", pa.string()),
-        ("base_task", pa.string()),  # the base family of a held-out variant (= task on the base track)
-        ("arms", pa.string()),  # single | dual
-        ("seed", pa.int64()),
-        ("run_index", pa.int64()),  # repetition 1..R
-        ("attempt", pa.int64()),  # infrastructure attempt 1..
-        ("status", pa.string()),  # ok | infra_error
-        ("success", pa.bool_()),
-        ("end_reason", pa.string()),  # success | stop | budget | repairs_exhausted | call_limit | infra_error
-        ("steps", pa.int64()),
-        ("budget", pa.int64()),
-        ("camera_actions", pa.int64()),
-        ("robot_actions", pa.int64()),
-        ("invalid_actions", pa.int64()),
-        ("planner_failures", pa.int64()),
-        ("repairs", pa.int64()),
-        ("tool_calls", pa.int64()),
-        ("model_calls", pa.int64()),
-        ("checkpoints_done", pa.int64()),
-        ("checkpoints_total", pa.int64()),
-        ("objects_placed", pa.int64()),  # long-horizon track only
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("cost_usd", pa.float64()),  # null: the provider's price is unknown
-        ("wall_s", pa.float64()),
-        ("record", pa.string()),  # the episode's event record, relative to the run folder
-        ("privileged", pa.bool_()),  # the agent read simulator state (oracle): never a model score
-        ("prompt_version", pa.string()),
-        ("prompt_digest", pa.string()),
-        ("compactions", pa.int64()),
-        ("error", pa.string()),
-    ]
-)
+
+
+def _col(arrow: pa.DataType, default=None, about: str = ""):
+    return field(default=default, metadata={"arrow": arrow, "about": about})
+
+
+STR, INT, FLT, BOOL = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+
+@dataclass
+class OutcomeRow:
+    """One episode's row, the only place its columns are declared (name, Arrow type, default).
+
+    The harness fills one while an episode runs; the driver builds one for an episode that could not
+    run (:meth:`infra`). ``row()`` gives the dict :func:`write_row` accepts."""
+
+    run_id: str | None = _col(STR)
+    experiment: str | None = _col(STR)
+    condition: str | None = _col(STR, about="model | protocol | summary source")
+    model: str | None = _col(STR)
+    summary_source: str | None = _col(STR, "none", "own | none | shared:<model>")
+    summary_model: str | None = _col(STR, about="who wrote the summary used (null: none)")
+    protocol: str | None = _col(STR, about="active | passive")
+    track: str | None = _col(STR, "base", "base | transfer | long_horizon")
+    task: str | None = _col(STR)
+    base_task: str | None = _col(STR, about="the base family of a held-out variant (= task on the base track)")
+    arms: str | None = _col(STR, about="single | dual")
+    seed: int | None = _col(INT)
+    run_index: int = _col(INT, 1, "repetition 1..R")
+    attempt: int = _col(INT, 1, "infrastructure attempt 1..")
+    status: str = _col(STR, OK, "ok | infra_error")
+    success: bool = _col(BOOL, False)
+    end_reason: str = _col(STR, INFRA_ERROR, " | ".join(END_REASONS))
+    steps: int = _col(INT, 0)
+    budget: int = _col(INT, 0)
+    camera_actions: int = _col(INT, 0)
+    robot_actions: int = _col(INT, 0)
+    invalid_actions: int = _col(INT, 0)
+    planner_failures: int = _col(INT, 0)
+    repairs: int = _col(INT, 0)
+    tool_calls: int = _col(INT, 0)
+    model_calls: int = _col(INT, 0)
+    checkpoints_done: int = _col(INT, 0)
+    checkpoints_total: int = _col(INT, 0)
+    objects_placed: int | None = _col(INT, about="long-horizon track only")
+    prompt_tokens: int = _col(INT, 0)
+    completion_tokens: int = _col(INT, 0)
+    cost_usd: float | None = _col(FLT, about="null: the provider's price is unknown")
+    wall_s: float = _col(FLT, 0.0)
+    record: str | None = _col(STR, about="the episode's event record, relative to the run folder")
+    privileged: bool = _col(BOOL, False, "the agent read simulator state (oracle): never a model score")
+    prompt_version: str | None = _col(STR)
+    prompt_digest: str | None = _col(STR)
+    compactions: int = _col(INT, 0)
+    error: str | None = _col(STR)
+
+    @classmethod
+    def infra(cls, error: str, **identity) -> OutcomeRow:
+        """The row of an episode that could not be judged (excluded from every rate, retried)."""
+        return cls(**identity, status=INFRA_ERROR, success=False, end_reason=INFRA_ERROR, error=error[:2000])
+
+    def row(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
+
+
+SCHEMA = pa.schema([("schema_version", INT)] + [(f.name, f.metadata["arrow"]) for f in fields(OutcomeRow)])
 COLUMNS = tuple(SCHEMA.names)
 
 
-def write_row(path: Path, row: dict) -> Path:
+def write_row(path: Path, row: dict | OutcomeRow) -> Path:
     """Write one episode's row atomically: a hidden temp file in the same folder, then rename.
 
-    Readers skip names starting with '.', so a crash mid-write leaves nothing half-read."""
+    The row must have exactly the schema's columns (:meth:`OutcomeRow.row`): an unknown key is a
+    typo that would otherwise vanish, a missing one a builder that forgot a column. Readers skip
+    names starting with '.', so a crash mid-write leaves nothing half-read."""
+    row = row.row() if isinstance(row, OutcomeRow) else row
+    unknown, missing = sorted(set(row) - set(COLUMNS)), [c for c in COLUMNS if c not in row]
+    if unknown or missing:
+        raise ValueError(
+            f"an outcome row needs exactly the columns of vabench.outcomes.SCHEMA; unknown: {unknown or 'none'}, "
+            f"missing: {missing or 'none'} (build rows with OutcomeRow)"
+        )
+    if row["schema_version"] != SCHEMA_VERSION:
+        raise ValueError(f"schema_version is {row['schema_version']!r}, not {SCHEMA_VERSION}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    full = {name: row.get(name) for name in COLUMNS}
-    full["schema_version"] = SCHEMA_VERSION
-    table = pa.Table.from_pylist([full], schema=SCHEMA)
+    table = pa.Table.from_pylist([row], schema=SCHEMA)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
     os.close(fd)
     try:

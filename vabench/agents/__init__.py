@@ -5,6 +5,7 @@ Talks to the simulator only through the env API of :mod:`vabench.envs`; the sing
 call (the task expert) goes only to models that declare ``privileged = True``.
 
     from vabench.agents.harness import run_episode
-    from vabench.agents.models import ModelConfig, make_model
+    from vabench.agents.models import ModelConfig
+    from vabench.agents.registry import make_model
     result = run_episode(env, make_model(ModelConfig(model="oracle")), "grasp_single_cube", 1000, "out/ep")
 """

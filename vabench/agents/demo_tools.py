@@ -2,8 +2,8 @@
 and ``expert.frame`` (up to 8 RGB frames per call), with the record of which distinct frames were
 inspected, which gates ``expert.learn`` (at least 3 per demo; reference notes section 6).
 
-Held-out variants declare ``summary_task`` and reuse their base task's demo; the basket task
-declares ``demos`` (four atomic-skill videos, no full-task demo). Nothing here imports the
+Held-out variants reuse their base task's demo and the basket task learns from four atomic-skill
+videos (no full-task demo): both facts are registered with the task class. Nothing here imports the
 simulator at module import time.
 """
 
@@ -31,34 +31,21 @@ class DemoError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Task -> demos / summary task
-
-
-def _task_class(task: str) -> type:
-    from vabench.envs.tasks import TASKS  # imports the simulator; only when a task is named
-
-    try:
-        return TASKS[task]
-    except KeyError:
-        raise KeyError(f"unknown task {task!r}; available: {', '.join(sorted(TASKS))}") from None
+# Task -> demos / summary task: facts of the registered task class (vabench.envs.tasks.registry)
 
 
 def summary_task(task: str) -> str:
     """The task whose summary ``task`` uses: a held-out variant's base task, else the task itself."""
-    cls = _task_class(task)
-    return getattr(cls, "summary_task", cls.name)
+    from vabench.envs.tasks import task_class  # imports the simulator; only when a task is named
+
+    return task_class(task).summary_task
 
 
 def task_demos(task: str) -> tuple[str, ...]:
-    """The demos a summary of ``task`` is learned from: ``cls.demos`` (composite tasks), else the
-    summary task's demos (held-out variants reuse their base task's video)."""
-    cls = _task_class(task)
-    if getattr(cls, "demos", None):
-        return tuple(cls.demos)
-    base = getattr(cls, "summary_task", cls.name)
-    if base != cls.name:
-        return tuple(getattr(_task_class(base), "demos", None) or (base,))
-    return (base,)
+    """The demos a summary of ``task`` is learned from (several for a composite task)."""
+    from vabench.envs.tasks import task_class
+
+    return task_class(task).demos
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +87,7 @@ def load_demo(name: str, root: Path | None = None) -> Demo:
     manifest = directory / "demo.json"
     if not manifest.is_file():
         raise FileNotFoundError(
-            f"no demonstration of {name} at {manifest}; record it with `python -m vabench.envs.demos --task {name}`"
+            f"no demonstration of {name} at {manifest}; record it with `python -m vabench.envs.cli.demos --task {name}`"
         )
     try:
         meta = json.loads(manifest.read_text())

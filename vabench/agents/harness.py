@@ -20,11 +20,14 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.outcomes import OutcomeRow
+from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
+
 from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
 from .models import EpisodeContext, Model, ModelError, Reply
 from .protocol import CAMERA, STOP, TOOL, Decision, ProtocolError, parse_decision
-from .records import RECORD_FORMAT, EpisodeRecord, EpisodeResult
+from .records import RECORD_FORMAT, EpisodeRecord
 from .tools import EpisodeTools, ToolResult
 
 
@@ -170,35 +173,32 @@ def run_episode(
     summary=None,
     summary_source: str = "none",
     transfer: bool = False,
-    meta: dict | None = None,
-) -> EpisodeResult:
+    identity: dict | None = None,
+) -> OutcomeRow:
     """Run one episode of ``model`` on (task, seed) and return its outcome row.
 
-    ``summary`` is a :class:`vabench.agents.summaries.Summary` (or None); ``meta`` carries run
-    identity (run_id, experiment, condition, track, run_index, attempt) into the row.
+    ``summary`` is a :class:`vabench.agents.summary_store.Summary` (or None); ``identity`` holds
+    the row's run identity (run_id, experiment, condition, track, base_task, run_index, attempt;
+    see :class:`vabench.outcomes.OutcomeRow`), which the driver takes from the episode spec.
     """
     config = config or HarnessConfig()
     out_dir = Path(out_dir)
     record = EpisodeRecord(out_dir)
     started = time.perf_counter()
-    result = EpisodeResult(
-        model=model.name,
-        protocol=protocol,
-        task=getattr(task, "name", task),
-        arms="single",
-        seed=int(seed),
-        status="ok",
-        success=False,
-        end_reason="infra_error",
-        steps=0,
-        budget=0,
-        record=str(record.path.relative_to(out_dir)),
-        summary_source=summary_source,
-        summary_model=getattr(summary, "summary_model", None),
-        privileged=bool(model.privileged),
-        prompt_version=prompts.PROMPT_VERSION,
-        prompt_digest=prompts.prompt_digest(),
-        **(meta or {}),
+    result = OutcomeRow(
+        **{
+            "model": model.name,
+            "protocol": str(protocol),
+            "task": getattr(task, "name", task),
+            "seed": int(seed),
+            "summary_source": summary_source,
+            **(identity or {}),
+            "record": str(record.path.relative_to(out_dir)),
+            "summary_model": getattr(summary, "summary_model", None),
+            "privileged": bool(model.privileged),
+            "prompt_version": prompts.PROMPT_VERSION,
+            "prompt_digest": prompts.prompt_digest(),
+        }
     )
     dialogue = None
     try:
@@ -211,7 +211,7 @@ def run_episode(
         result.end_reason, result.error = "infra_error", f"{type(e).__name__}: {e}"
         record.event("crash", error=traceback.format_exc(limit=8))
     finally:
-        result.status = "infra_error" if result.end_reason == "infra_error" else "ok"
+        result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK
         result.success = result.end_reason == "success"
         if dialogue is not None:
             result.model_calls, result.repairs, result.tool_calls = (
@@ -229,7 +229,7 @@ def run_episode(
 
 
 class _Episode:
-    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: EpisodeResult):
+    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: OutcomeRow):
         self.env, self.model, self.record, self.config, self.result = env, model, record, config, result
         self.tools = EpisodeTools()
         self.dialogue = Dialogue(model, None, record, config)
@@ -241,13 +241,12 @@ class _Episode:
         record, result, config = self.record, self.result, self.config
         obs = self.env.reset(task, seed, protocol)
         arms = tuple(obs.arms)
-        result.arms = "dual" if len(arms) == 2 else "single"
+        result.arms = arms_label(arms)
         result.budget = obs.budget
         result.checkpoints_total = len(self.env.checkpoints())
         system = prompts.system_prompt(obs.task, arms, protocol, summary.text() if summary else None, transfer)
-        self.conv = Conversation(
-            system, protocol == "passive", config.max_images, config.context_tokens, config.keep_turns
-        )
+        proto = protocol_named(protocol)
+        self.conv = Conversation(system, proto.bundle, config.max_images, config.context_tokens, config.keep_turns)
         self.dialogue.conv = self.conv
         record.event(
             "episode_start",
@@ -267,7 +266,7 @@ class _Episode:
         record.event("turn", role="system", kind="system", step=0, text=system, images=[])
         expert = self.env.expert if self.model.privileged else None
         self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
-        camera = protocol == "active"
+        camera = proto.camera_actions
         names = EpisodeTools.NAMES
 
         def parse(text: str) -> Decision:

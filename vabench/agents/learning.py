@@ -16,16 +16,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.envs import TASKS
-
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
 from .harness import Dialogue, EpisodeEnd, HarnessConfig
 from .history import USER, Conversation
-from .models import Model, ModelError
+from .models import Model
 from .protocol import TOOL, Decision, ProtocolError, parse_decision
 from .records import EpisodeRecord
-from .summaries import Summary, SummaryError, SummaryStore, resolve_summary
+from .summary_schema import SummaryError
+from .summary_store import Summary, SummaryStore
 from .tools import ToolResult
 
 LEARN_TOOLS = ("expert.retrieve", "expert.frame", "expert.learn")
@@ -84,8 +83,10 @@ def learn_summary(
 def _attempt(
     model: Model, task: str, store: SummaryStore, out_dir: Path, demo_root: Path | None, config: HarnessConfig
 ) -> LearnResult:
+    from vabench.envs.tasks import task_class
+
     demos = DemoStore(task, demo_root)
-    instruction = TASKS[task].instruction
+    instruction = task_class(task).instruction
     record = EpisodeRecord(out_dir)
     conv = Conversation(prompts.LEARNING_SYSTEM, False, config.max_images, config.context_tokens, config.keep_turns)
     dialogue = Dialogue(model, conv, record, config)
@@ -149,17 +150,3 @@ def _attempt(
         )
         record.close()
     return result
-
-
-def summary_for_episode(
-    store: SummaryStore, mode: str, model: Model, task: str, learn_dir: Path, demo_root: Path | None = None
-) -> Summary | None:
-    """The summary an episode uses under ``mode`` (own / none / shared:<model>); ``own`` learns
-    it first when the evaluated model has none yet."""
-    found = resolve_summary(store, mode, model.name, task)
-    if found is None and mode == "own":
-        learned = learn_summary(model, task, store, Path(learn_dir) / summary_task(task), demo_root)
-        if learned.end_reason == "infra_error":
-            raise ModelError(f"summary learning for {task} could not reach {model.name}: {learned.error}")
-        return learned.summary  # None: the model failed to write one; the episode runs without
-    return found

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from vabench.envs import action_names
+from vabench.vocab import protocol_named
 
-from .models import OFFLINE, EpisodeContext, Model, ModelConfig, ModelError, Reply
+from .models import EpisodeContext, Model, ModelError, Reply
 from .prompts import CAMERA_CHAIN_LIMIT
 from .records import read_events
 
@@ -56,7 +57,7 @@ class RandomAgent(Model):
     def start_episode(self, ctx: EpisodeContext) -> None:
         self.rng = np.random.default_rng([self.seed, ctx.seed])
         self.arms = ctx.arms
-        self.names = action_names(ctx.arms, camera=ctx.protocol == "active")
+        self.names = action_names(ctx.arms, camera=protocol_named(ctx.protocol).camera_actions)
         self.chain = 0
 
     def _move(self) -> dict:
@@ -112,17 +113,3 @@ class ReplayAgent(Model):
             raise ModelError(f"replay: the record has only {len(self.replies)} replies; the episode diverged")
         self._next += 1
         return Reply(self.replies[self._next - 1], cost_usd=0.0)
-
-
-def _replay(cfg: ModelConfig) -> Model:
-    record = cfg.extra.get("record")
-    if not record:
-        raise ValueError("model 'replay' needs extra.record: the path of an episode events.jsonl")
-    return ReplayAgent(Path(record), cfg.name)
-
-
-OFFLINE.update(
-    oracle=lambda cfg: OracleAgent(cfg.name or "oracle"),
-    random=lambda cfg: RandomAgent(cfg.name or "random", int(cfg.extra.get("seed", 0))),
-    replay=_replay,
-)

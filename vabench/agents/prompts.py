@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from vabench.envs import action_names
+from vabench.vocab import protocol_named
 
 PROMPT_VERSION = "vabench-prompts-v1"
 PASSIVE_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
@@ -200,14 +201,15 @@ def system_prompt(
 ) -> str:
     """The first message of every evaluation episode (summary included once, not every step)."""
     parts = [HEADER, _rules()]
-    if protocol == "active":
+    camera = protocol_named(protocol).camera_actions
+    if camera:
         parts.append(ACTIVE_CAMERA + (" " + DUAL_CAMERA if len(arms) == 2 else ""))
     else:
         parts.append(PASSIVE_CAMERA)
     parts.append(ACTIONS)
     if len(arms) == 2:
         parts.append(DUAL_ACTIONS)
-    names = [n for n in action_names(arms, camera=protocol == "active") if n.startswith("camera.")]
+    names = [n for n in action_names(arms, camera=camera) if n.startswith("camera.")]
     if names:
         parts.append('Camera actions (JSON {"action": name}): ' + ", ".join(names))
     parts += [TOOLS, OTHER]
@@ -250,7 +252,7 @@ def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 
     shown = executed[-history_steps:]
     more = f" (last {len(shown)} of {len(executed)})" if len(executed) > len(shown) else ""
     lines.append(f"Executed actions{more}: " + (json.dumps(shown) if shown else "none yet"))
-    if obs.protocol == "active":
+    if protocol_named(obs.protocol).camera_actions:
         lines.append(f"Consecutive camera actions: {camera_chain} of {CAMERA_CHAIN_LIMIT}.")
         lines.append("Image: the current camera view.")
     else:
@@ -266,6 +268,6 @@ def prompt_digest() -> str:
     rendering), recorded with each episode: editing any of them changes the digest."""
     here = Path(__file__).parent
     h = hashlib.sha256()
-    for name in ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summaries.py"):
+    for name in ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py"):
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]

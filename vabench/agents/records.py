@@ -1,4 +1,4 @@
-"""Episode records: an append-only JSONL event log, the model-facing frames, and the result row.
+"""Episode records: an append-only JSONL event log and the model-facing frames.
 
 Events are written one line at a time and flushed, so a crash keeps everything up to the crash.
 Requests are logged with image file references, never image bytes; keys never reach a record
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -88,50 +87,3 @@ def _jsonable(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-@dataclass
-class EpisodeResult:
-    """One row of the outcome table (DESIGN.md); the driver adds run identity."""
-
-    model: str
-    protocol: str
-    task: str
-    arms: str  # single | dual
-    seed: int
-    status: str  # ok | infra_error
-    success: bool
-    end_reason: str  # success | stop | budget | repairs_exhausted | call_limit | infra_error
-    steps: int
-    budget: int
-    camera_actions: int = 0
-    robot_actions: int = 0
-    invalid_actions: int = 0
-    planner_failures: int = 0
-    repairs: int = 0
-    tool_calls: int = 0
-    model_calls: int = 0
-    checkpoints_done: int = 0
-    checkpoints_total: int = 0
-    objects_placed: int | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    wall_s: float = 0.0
-    record: str = ""
-    summary_source: str = "none"
-    summary_model: str | None = None
-    privileged: bool = False  # True: the agent read simulator state (oracle); never a model score
-    prompt_version: str = ""
-    prompt_digest: str = ""
-    compactions: int = 0
-    error: str | None = None
-    run_id: str = ""
-    experiment: str = ""
-    condition: str = ""
-    track: str = "base"
-    run_index: int = 1
-    attempt: int = 1
-
-    def row(self) -> dict:
-        return asdict(self)

@@ -1,0 +1,284 @@
+"""The LiteLLM client: one :class:`Model` for every hosted or local provider LiteLLM speaks
+(OpenAI, Anthropic, Gemini, Qwen/DashScope, vLLM, Ollama, ...).
+
+Providers fail in ways that say nothing about the model's skill (rate limits, timeouts, 5xx);
+those are retried here with exponential backoff and jitter, and when retries run out the call
+raises :class:`ModelError`, which the harness turns into an ``infra_error`` episode, never a task
+failure. LiteLLM itself is imported on first use (about 3 s), never by the simulator side.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import logging
+import os
+import re
+import time
+from typing import Any
+
+import tenacity
+
+from .models import Model, ModelConfig, ModelError, Reply
+
+log = logging.getLogger(__name__)
+
+
+# ``ModelConfig.extra`` keys that would override what the client sets itself, and what to use instead.
+_RESERVED_EXTRA: dict[str, str] = {
+    "model": "ModelConfig.model",
+    "messages": "the messages argument of complete()",
+    "api_key": "ModelConfig.api_key_env (the name of an environment variable; keys never live in configs)",
+    "api_base": "ModelConfig.api_base",
+    "base_url": "ModelConfig.api_base",
+    "timeout": "ModelConfig.timeout_s",
+    "request_timeout": "ModelConfig.timeout_s",
+    "num_retries": "ModelConfig.max_retries (the client retries itself)",
+    "max_retries": "ModelConfig.max_retries (the client retries itself)",
+    "max_tokens": "ModelConfig.max_tokens",
+    "temperature": "ModelConfig.temperature",
+    "stream": "nothing: the harness needs whole replies, streaming is not supported",
+    "drop_params": "nothing: it is always True",
+}
+
+_SECRETISH = re.compile(r"(?i)\b(sk|pk|rk|api[-_]?key)[-_][A-Za-z0-9_\-*.]{6,}|\bBearer\s+\S+")
+_SHORT = 300  # characters of a provider's error text kept in a ModelError
+
+
+@functools.cache
+def _litellm() -> Any:
+    """Import LiteLLM on first use: the offline agents and the simulator side never pay its ~3 s
+    import. The local cost map pins prices to the installed version and keeps import off the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # else every exception prints a "Give Feedback" banner to stdout
+    return litellm
+
+
+def _retryable_types(litellm: Any) -> tuple[type[BaseException], ...]:
+    names = (
+        "RateLimitError",
+        "Timeout",
+        "APIConnectionError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+    )
+    return tuple(getattr(litellm, n) for n in names if hasattr(litellm, n))
+
+
+def _is_client_config_error(exc: BaseException) -> bool:
+    """True when LiteLLM wrapped a client-side setup error (e.g. "Missing credentials" from the
+    OpenAI SDK) as an InternalServerError: no request was sent, so retrying cannot help."""
+    import openai
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if type(seen) is openai.OpenAIError:  # the SDK's bare base class: raised before any HTTP
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    litellm = _litellm()
+    if _is_client_config_error(exc):
+        return False
+    if isinstance(exc, _retryable_types(litellm)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
+
+
+def _retry_after_s(exc: BaseException | None) -> float | None:
+    """Seconds the provider asked us to wait (``retry-after-ms`` or ``Retry-After``, seconds or an HTTP date)."""
+    if exc is None:
+        return None
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+class _Backoff:
+    """Exponential backoff with full jitter; a provider's Retry-After raises the wait (up to ``cap``)."""
+
+    def __init__(self, initial_s: float, cap_s: float):
+        self._jitter = tenacity.wait_random_exponential(multiplier=initial_s, max=cap_s)
+        self._cap = cap_s
+
+    def __call__(self, state: tenacity.RetryCallState) -> float:
+        wait = self._jitter(state)
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = _retry_after_s(exc)
+        if asked is not None:
+            wait = max(wait, min(asked, self._cap))
+        return wait
+
+
+class LiteLLMModel(Model):
+    """Any provider LiteLLM speaks, called synchronously with our own retries.
+
+    Both of LiteLLM's retry layers are switched off per call (``num_retries=0`` and the OpenAI
+    SDK's ``max_retries=0``; in 1.110.2 a per-call ``num_retries`` also sets the SDK's, and with
+    neither the SDK retries twice): they would multiply ours, and LiteLLM's global
+    ``num_retries`` resets itself after the first exception. Retries here use tenacity with
+    exponential backoff and full jitter, on rate limits, timeouts, connection errors and 5xx only.
+
+    ``Reply.latency_s`` is the duration of the successful HTTP attempt (backoff and failed
+    attempts excluded), so it measures the model, not the provider's bad minutes.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        for key in cfg.extra:
+            if key in _RESERVED_EXTRA:
+                raise ValueError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
+        if cfg.max_retries < 0:
+            raise ValueError(f"ModelConfig.max_retries must be >= 0, got {cfg.max_retries}")
+        if cfg.timeout_s <= 0:
+            raise ValueError(f"ModelConfig.timeout_s must be > 0, got {cfg.timeout_s}")
+        self.cfg = cfg
+        self.name = cfg.name or cfg.model
+
+    def warm(self) -> None:
+        """Import LiteLLM (~4 s) and run its first-call set-up (~0.4 s) on a mocked reply: no
+        request leaves the machine, and the first timed episode does not pay either."""
+        _litellm().completion(
+            model=self.cfg.model, messages=[{"role": "user", "content": "warm-up"}], mock_response="ok"
+        )
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        var = self.cfg.api_key_env
+        if not var:
+            return None  # LiteLLM falls back to the provider's own variable (OPENAI_API_KEY, ...)
+        key = os.environ.get(var)
+        if not key:
+            raise ModelError(
+                f"{self.name}: environment variable {var} (ModelConfig.api_key_env) is not set", permanent=True
+            )
+        return key
+
+    def _short(self, exc: BaseException, key: str | None) -> str:
+        text = " ".join(str(exc).split())
+        if key:
+            text = text.replace(key, "***")
+        text = _SECRETISH.sub("***", text)
+        return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
+
+    def _kwargs(self, messages: list[dict], key: str | None) -> dict:
+        kw: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": messages,
+            "api_base": self.cfg.api_base,
+            "api_key": key,
+            "timeout": self.cfg.timeout_s,
+            "max_tokens": self.cfg.max_tokens,
+            "num_retries": 0,  # LiteLLM's own retry layer: off
+            "max_retries": 0,  # the OpenAI SDK's retry layer: off
+            "drop_params": True,
+            **self.cfg.extra,
+        }
+        if self.cfg.temperature is not None:
+            kw["temperature"] = self.cfg.temperature
+        return kw
+
+    def _cost(self, response: Any) -> float | None:
+        try:
+            cost = _litellm().completion_cost(completion_response=response)
+        except Exception:  # unmapped model (ModelNotMappedError) or any pricing bug: unknown, never fatal
+            return None
+        return float(cost) if cost is not None else None
+
+    # -- the call -------------------------------------------------------------------------------
+    def complete(self, messages: list[dict]) -> Reply:
+        litellm = _litellm()
+        import openai  # installed with litellm; imported after it
+
+        key = self._api_key()
+        kwargs = self._kwargs(messages, key)
+        attempts = 0
+        latency = 0.0
+
+        def attempt() -> Any:
+            nonlocal attempts, latency
+            attempts += 1
+            t0 = time.perf_counter()
+            try:
+                response = litellm.completion(**kwargs)
+            except Exception as exc:
+                if _is_retryable(exc):
+                    raise
+                if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
+                    status = getattr(exc, "status_code", None)
+                    raise ModelError(
+                        f"{self.name}: not retryable (status {status}): {type(exc).__name__}: {self._short(exc, key)}",
+                        permanent=True,
+                    ) from None
+                raise  # a bug on our side (bad arguments, ...): let it surface as itself
+            latency = time.perf_counter() - t0
+            return response
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            log.warning(
+                "%s: attempt %d/%d failed with %s; retrying in %.2f s",
+                self.name,
+                state.attempt_number,
+                self.cfg.max_retries + 1,
+                type(exc).__name__,
+                wait,
+            )
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_is_retryable),
+            wait=_Backoff(self.cfg.backoff_initial_s, self.cfg.backoff_max_s),
+            stop=tenacity.stop_after_attempt(self.cfg.max_retries + 1),
+            before_sleep=log_retry,
+            reraise=True,
+        )
+        try:
+            response = retrying(attempt)
+        except ModelError:
+            raise
+        except Exception as exc:
+            if not _is_retryable(exc):
+                raise
+            raise ModelError(
+                f"{self.name}: gave up after {attempts} attempts: {type(exc).__name__}: {self._short(exc, key)}"
+            ) from None
+
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise ModelError(f"{self.name}: the provider returned no choices (request {getattr(response, 'id', None)})")
+        text = getattr(choices[0].message, "content", None) or ""
+        usage = getattr(response, "usage", None)
+        return Reply(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=self._cost(response),
+            latency_s=latency,
+            attempts=attempts,
+            request_id=getattr(response, "id", None),
+        )

@@ -1,0 +1,74 @@
+"""Which model ids name an offline agent, and the one factory that turns a :class:`ModelConfig`
+into a :class:`Model`.
+
+Offline agents (no network, no key) are listed here with what they need; every other id is a
+LiteLLM provider string. Whether an agent is privileged (reads simulator state) is a property of
+the agent instance (``Model.privileged``): the replay agent inherits it from the record it replays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .llm import LiteLLMModel
+from .models import Model, ModelConfig
+from .offline import OracleAgent, RandomAgent, ReplayAgent
+
+
+@dataclass(frozen=True)
+class OfflineAgent:
+    name: str
+    make: Callable[[ModelConfig], Model]
+    about: str
+    requires: tuple[str, ...] = ()  # ModelConfig.extra keys that must be set
+
+
+def _replay(cfg: ModelConfig) -> Model:
+    record = cfg.extra.get("record")
+    if not record:
+        raise ValueError("model 'replay' needs extra.record: the path of an episode events.jsonl")
+    return ReplayAgent(Path(record), cfg.name)
+
+
+OFFLINE_AGENTS: dict[str, OfflineAgent] = {
+    a.name: a
+    for a in (
+        OfflineAgent(
+            "oracle",
+            lambda cfg: OracleAgent(cfg.name or "oracle"),
+            "the privileged scripted expert: a harness ceiling, never a model score",
+        ),
+        OfflineAgent(
+            "random",
+            lambda cfg: RandomAgent(cfg.name or "random", int(cfg.extra.get("seed", 0))),
+            "uniformly random valid decisions: the floor",
+        ),
+        OfflineAgent("replay", _replay, "the replies of an earlier episode record, in order", ("record",)),
+    )
+}
+PROVIDER_EXAMPLES = "openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"
+
+
+def is_offline(model_id: str) -> bool:
+    return model_id in OFFLINE_AGENTS
+
+
+def check_model_id(model_id: object) -> str:
+    """``model_id`` if it names an offline agent or looks like a LiteLLM provider string, else a
+    ValueError that lists both forms."""
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise ValueError(f"a model id must be a non-empty string ({', '.join(OFFLINE_AGENTS)} or a LiteLLM string)")
+    if not is_offline(model_id) and "/" not in model_id:
+        raise ValueError(
+            f"{model_id!r}: use an offline agent ({', '.join(OFFLINE_AGENTS)}) or a LiteLLM provider string such "
+            f"as {PROVIDER_EXAMPLES}"
+        )
+    return model_id
+
+
+def make_model(cfg: ModelConfig) -> Model:
+    """The model a config names: an offline agent, else the LiteLLM client."""
+    agent = OFFLINE_AGENTS.get(cfg.model)
+    return agent.make(cfg) if agent is not None else LiteLLMModel(cfg)
