@@ -1,7 +1,9 @@
-"""The Ray driver end to end with the oracle: outcome files, resume, a killed worker, a killed driver."""
+"""The driver end to end: with the oracle on Ray (outcome files, resume, a killed worker, a killed
+driver) and in process (the same rows; own summaries learned over real HTTP, once)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
+from tests.test_learning import SUMMARY, tool
 from vabench.actors.config import from_config
 from vabench.actors.driver import Driver, infra_row, plan
 from vabench.actors.specs import expand
@@ -79,6 +83,77 @@ def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
     assert (again["status"], again["attempt"], bool(again["success"])) == ("ok", 2, True)
     untouched = [f for f in files if f != spec.outcome_path(run.run_dir)]
     assert all(f.stat().st_mtime_ns == before[f] for f in untouched)
+
+
+def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path):
+    """The laptop path (``ray.address=none``) is the same driver: same rows, records, resume."""
+    _, ref = reference
+    run = smoke(tmp_path, "local", "ray.address=none")
+    df = Driver(run, log=lambda *_: None, progress=False).execute()
+    assert table(df).equals(table(ref)) and (df["status"] == "ok").all()
+    assert all((run.run_dir / rel).is_file() for rel in df["record"]) and (run.run_dir / "_run.json").is_file()
+    assert plan(run) == ([], 4)
+
+
+LEARNER = ["model=openai", "model.id=openai/learner", "model.api_key_env=VABENCH_TEST_KEY", "model.max_retries=0"]
+
+
+def learner_run(tmp_path, server, demo_root, run_id: str, *more: str):
+    cfg = composed(
+        *LEARNER,
+        f"model.api_base={server.url}",
+        "summary=own",
+        "tasks=[grasp_single_cube]",
+        "seeds=1",
+        "ray.address=none",
+        f"results_dir={tmp_path}",
+        f"run_id={run_id}",
+        f"summary_root={tmp_path / 'summaries'}",
+        f"demo_root={demo_root}",
+        *more,
+    )
+    return from_config(cfg, tmp_path / run_id)
+
+
+def test_own_summaries_are_learned_once_over_http_and_reach_the_episode(tmp_path, demo_root, monkeypatch):
+    monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    stop = json.dumps({"stop": True})
+    with ScriptedServer() as server:
+        server.script(tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY))
+        server.script(stop)
+        first = Driver(learner_run(tmp_path, server, demo_root, "a"), log=lambda *_: None, progress=False).execute()
+        learned = len(server.requests)
+        server.script(stop)  # a second run with the same summary root learns nothing new
+        second = Driver(learner_run(tmp_path, server, demo_root, "b"), log=lambda *_: None, progress=False).execute()
+        system = server.requests[-1]["messages"][0]["content"]
+    assert learned == 4 and len(server.requests) == 5
+    for df in (first, second):
+        row = df.iloc[0]
+        assert (row["status"], row["end_reason"], row["summary_source"], row["summary_model"]) == (
+            "ok",
+            "stop",
+            "own",
+            "openai/learner",
+        )
+        assert not row["privileged"] and row["condition"] == "openai/learner | active | summary own"
+    assert SUMMARY["grasp_region"] in system
+    assert (tmp_path / "summaries" / "openai_learner" / "grasp_single_cube.json").is_file()
+
+
+def test_summary_learning_that_cannot_reach_the_provider_leaves_retryable_infra_rows(tmp_path, demo_root, monkeypatch):
+    monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    with ScriptedServer(default={"status": 503}) as server:
+        run = learner_run(tmp_path, server, demo_root, "down")
+        df = Driver(run, log=lambda *_: None, progress=False).execute()
+    row = df.iloc[0]
+    assert (row["status"], row["end_reason"], int(row["steps"]), int(row["attempt"])) == (
+        "infra_error",
+        "infra_error",
+        0,
+        1,
+    )
+    assert row["error"].startswith("summary: ") and "gave up after" in row["error"]
+    assert plan(run) == ([(expand(run)[0], 2)], 0)  # a rerun tries again
 
 
 def _worker_pids() -> list[int]:

@@ -39,7 +39,7 @@ def test_the_paper_studies_all_have_an_experiment():
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_composes(name):
     cfg = composed(f"+experiment={name}", "run_id=x")
-    assert cfg["experiment"] == name and cfg["protocols"] and cfg["track_tasks"]
+    assert cfg["experiment"] == name and cfg["protocols"] and cfg["track"] in ("base", "transfer", "long_horizon")
 
 
 def test_smoke_validates_with_the_oracle_on_two_tasks():
@@ -56,7 +56,7 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
 
 @pytest.mark.parametrize("name", ["main", "passive_ablation", "local_models"])
 def test_base_track_experiments_cover_the_fourteen_families(name):
-    from vabench.envs.demos import demo_tasks
+    from vabench.envs.tasks import demo_tasks
 
     run = validate(f"+experiment={name}", "run_id=x")
     assert run.track == "base" and len(run.tasks) == 14 and set(run.tasks) == set(demo_tasks())
@@ -65,7 +65,7 @@ def test_base_track_experiments_cover_the_fourteen_families(name):
 
 def test_long_horizon_is_the_basket_track_with_own_summaries():
     run = validate("+experiment=long_horizon", "run_id=x")
-    assert (run.track, run.tasks, run.summary) == ("long_horizon", ("put_everything_in_basket",), "own")
+    assert (run.track, run.tasks, str(run.summary)) == ("long_horizon", ("put_everything_in_basket",), "own")
 
 
 def test_transfer_covers_the_seven_held_out_variants():
@@ -75,13 +75,13 @@ def test_transfer_covers_the_seven_held_out_variants():
 
 def test_passive_ablation_runs_both_protocols_on_the_same_seeds():
     run = validate("+experiment=passive_ablation", "tasks=[grasp_single_cube]", "seeds=3")
-    assert run.protocols == ("active", "passive") and run.summary == "own"
+    assert run.protocols == ("active", "passive") and str(run.summary) == "own"
 
 
 def test_summary_modes_compose_for_multirun_grids():
-    assert validate("+experiment=summary_sources", "summary=none", "tasks=[place_cube_in_bowl]").summary == "none"
+    assert str(validate("+experiment=summary_sources", "summary=none", "tasks=[place_cube_in_bowl]").summary) == "none"
     run = validate("summary=shared", "summary.source=openai/gpt-4o", "tasks=[place_cube_in_bowl]")
-    assert run.summary == "shared:openai/gpt-4o"
+    assert (run.summary.kind, run.summary.source) == ("shared", "openai/gpt-4o")
     with pytest.raises(Exception, match="source"):  # ??? left unset
         from_config(composed("summary=shared"), Path("/tmp/x"))
 
@@ -99,6 +99,12 @@ def test_summary_modes_compose_for_multirun_grids():
         (["harness.max_images=0"], "harness.max_images must be >= 1"),
         (["+harness.colour=red"], "'harness'"),
         (["model.id=gpt-4o"], "LiteLLM provider string"),
+        (["+model.colour=red"], "unknown key\\(s\\) model.colour; allowed: api_base"),
+        (["model.max_concurrency=0"], "'model.max_concurrency' must be >= 1"),
+        (["+model.extra.api_key=x"], "looks like a secret"),
+        (["+model.extra.timeout=3", "model.id=openai/x"], "'model': ModelConfig.extra must not set 'timeout'"),
+        (["tasks=[grasp_single_cube_heldout]"], "grasp_single_cube_heldout \\(track transfer\\) not on track base"),
+        (["protocols=[active,active]"], "lists a protocol twice"),
         (["+model.api_key=sk-123"], "looks like a secret"),
         (["render.camera=huge"], "'render.camera' must be one of default, paper, small"),
     ],
@@ -114,6 +120,42 @@ def test_replay_needs_a_record():
     cfg = composed("model=replay", "model.extra.record=''", "tasks=[grasp_single_cube]")
     with pytest.raises(ConfigError, match="model.extra.record"):
         from_config(cfg, Path("/tmp/x"))
+
+
+def test_model_defaults_live_once_in_the_model_config_dataclass():
+    """Every conf/model/*.yaml composes onto ModelConfig's defaults; a key it does not set is the
+    dataclass default, and any key can be overridden without a '+'."""
+    import dataclasses
+
+    from vabench.agents.models import ModelConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
+    for name in sorted(p.stem for p in Path(CONF, "model").glob("*.yaml")):
+        model = composed(f"model={name}", "model.extra.record=x.jsonl" if name == "replay" else "seeds=1")["model"]
+        assert set(model) == {"id"} | set(defaults) | {"extra"}, name
+    openai = composed("model=openai", "model.timeout_s=30")["model"]
+    assert openai["timeout_s"] == 30 and openai["max_tokens"] == defaults["max_tokens"] == 4096
+    run = validate("+experiment=smoke", "model=openai", "model.id=openai/gpt-4o-mini")
+    assert (run.model.model, run.model_name, run.privileged, run.model.max_concurrency) == (
+        "openai/gpt-4o-mini",
+        "openai/gpt-4o-mini",
+        False,
+        defaults["max_concurrency"],
+    )
+    assert validate("+experiment=smoke").privileged  # the oracle reads simulator state
+
+
+def test_tasks_all_means_every_registered_task_of_the_track():
+    from vabench.envs.tasks import tasks_of_track
+
+    for track in ("base", "transfer", "long_horizon"):
+        assert validate(f"track={track}", "run_id=x").tasks == tasks_of_track(track)
+
+
+def test_ray_address_none_runs_in_process():
+    assert validate("+experiment=smoke", "ray.address=none").ray.in_process
+    assert validate("+experiment=smoke", "ray.address=null").ray.in_process
+    assert not validate("+experiment=smoke").ray.in_process
 
 
 def test_unknown_model_group_is_refused_by_hydra():

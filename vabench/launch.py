@@ -1,10 +1,12 @@
 """Entry point: ``python -m vabench.launch +experiment=NAME [key=value ...]`` (Hydra).
 
-One Hydra job is one run folder (``results_dir/run_id``); ``-m`` sweeps (e.g. over ``summary=``)
-give one sub-folder per job. The config is validated before any work starts; the episodes run
-on Ray; the run folder gets one Parquet file per episode under ``outcomes/``, and everything
-else under names starting with ``_`` (``_records/``, ``_summaries/``, ``_run.json``), which
-Parquet readers skip: ``pandas.read_parquet(run_folder)`` loads just the outcomes.
+This is the one way to run episodes. One Hydra job is one run folder (``results_dir/run_id``);
+``-m`` sweeps (e.g. over ``summary=``) give one sub-folder per job. The config is validated before
+any work starts; the episodes run on Ray (``ray.address=local|auto|<address>``) or in this process
+(``ray.address=none``), through the same driver; the run folder gets one Parquet file per episode
+under ``outcomes/``, and everything else under names starting with ``_`` (``_records/``,
+``_summaries/``, ``_run.json``), which Parquet readers skip: ``pandas.read_parquet(run_folder)``
+loads just the outcomes.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from vabench.actors.config import ConfigError, from_config  # also registers the model/_defaults node
+
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
-
-    from vabench.actors.config import ConfigError, from_config
 
     try:
         resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)

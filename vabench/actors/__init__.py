@@ -1,2 +1,3 @@
-"""Ray driver, episode actors and the outcome writer; the only layer that imports Ray.
-Arrives with the experiments issue."""
+"""Running episodes: the validated run config, the episode specs, the driver (the one way episodes
+run) and its backends (Ray actors, or this process with ``ray.address=none``), and the worker that
+owns an env and a model. The only layer that imports Ray, and only in ``backends``."""

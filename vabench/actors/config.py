@@ -3,23 +3,25 @@ error names the key, the value and what is allowed.
 
 Hydra composes the YAML under ``conf/``; :func:`from_config` turns it into a frozen
 :class:`RunConfig`. Keys never live in a config: a model names the environment variable that
-holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets.
+holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. The
+defaults of every ``model.*`` key are :class:`ModelConfig`'s, registered here as Hydra's
+``model/_defaults`` so each ``conf/model/*.yaml`` states only what differs.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
 
 from vabench.agents.harness import HarnessConfig
 from vabench.agents.models import ModelConfig
-from vabench.agents.summaries import parse_summary_mode
-from vabench.envs import CAMERA_PRESETS, TASKS
+from vabench.agents.registry import OFFLINE_AGENTS, check_model_id, make_model
+from vabench.envs import CAMERA_PRESETS
+from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
-PROTOCOLS = ("active", "passive")
-TRACKS = ("base", "transfer", "long_horizon")
-OFFLINE_MODELS = ("oracle", "random", "replay")
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
 
@@ -28,13 +30,20 @@ class ConfigError(ValueError):
     """A configuration mistake, found before any episode runs."""
 
 
+NO_RAY = "none"
+
+
 @dataclass(frozen=True)
 class RayConfig:
-    address: str = "local"
+    address: str = "local"  # local | auto | ray://host:10001 | host:port | none (no Ray: in this process)
     num_cpus: int | None = None
     env_actors: int = 4
     actor_cpus: float = 0.5
     actor_gpus: float = 0.0
+
+    @property
+    def in_process(self) -> bool:
+        return self.address == NO_RAY
 
 
 @dataclass(frozen=True)
@@ -43,9 +52,10 @@ class RunConfig:
     run_id: str
     run_dir: Path
     model: ModelConfig
-    max_concurrency: int
+    model_name: str  # the id written to rows (ModelConfig.name, or the agent's own name)
+    privileged: bool  # the agent reads simulator state (the oracle)
     protocols: tuple[str, ...]
-    summary: str  # own | none | shared:<model>
+    summary: SummaryMode
     track: str
     tasks: tuple[str, ...]
     seeds: int | tuple[int, ...] | None  # None: every verified seed; N: the first N; tuple: these
@@ -56,6 +66,7 @@ class RunConfig:
     harness: HarnessConfig
     ray: RayConfig
     summary_root: Path
+    demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
 
@@ -93,59 +104,77 @@ def _no_secrets(node, where: str) -> None:
             _no_secrets(value, f"{where}{key}.")
 
 
-def _model(raw: dict) -> tuple[ModelConfig, int]:
-    known = {
-        "id",
-        "name",
-        "api_base",
-        "api_key_env",
-        "timeout_s",
-        "max_retries",
-        "backoff_initial_s",
-        "backoff_max_s",
-        "max_tokens",
-        "temperature",
-        "max_concurrency",
-        "extra",
-    }
-    unknown = sorted(set(raw) - known)
+MODEL_KEYS = {"id" if f.name == "model" else f.name: f for f in fields(ModelConfig)}
+
+
+def model_defaults() -> dict:
+    """``model.*`` defaults for Hydra, from the ModelConfig dataclass (``id`` names ``model``)."""
+    out = {}
+    for key, f in MODEL_KEYS.items():
+        if f.default is not MISSING:
+            out[key] = f.default
+        elif f.default_factory is not MISSING:
+            out[key] = f.default_factory()
+        else:
+            out[key] = "???"
+    return out
+
+
+ConfigStore.instance().store(group="model", name="_defaults", node=model_defaults())
+
+
+def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
+    unknown = sorted(set(raw) - set(MODEL_KEYS))
     if unknown:
-        raise ConfigError(f"unknown key(s) model.{', model.'.join(unknown)}; allowed: {', '.join(sorted(known))}")
-    model_id = raw.get("id")
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise ConfigError(f"'model.id' must be a model id ({', '.join(OFFLINE_MODELS)} or a LiteLLM string)")
-    if model_id not in OFFLINE_MODELS and "/" not in model_id:
-        raise ConfigError(
-            f"'model.id' = {model_id!r}: use an offline agent ({', '.join(OFFLINE_MODELS)}) or a LiteLLM provider "
-            "string such as openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"
-        )
+        allowed = ", ".join(sorted(MODEL_KEYS))
+        raise ConfigError(f"unknown key(s) model.{', model.'.join(unknown)}; allowed: {allowed}")
+    try:
+        model_id = check_model_id(raw.get("id"))
+    except ValueError as e:
+        raise ConfigError(f"'model.id' = {e}") from None
     extra = dict(raw.get("extra") or {})
-    if model_id == "replay" and not extra.get("record"):
-        raise ConfigError("'model.extra.record' must name the events.jsonl to replay when model.id=replay")
+    agent = OFFLINE_AGENTS.get(model_id)
+    for key in agent.requires if agent else ():
+        if not extra.get(key):
+            raise ConfigError(f"'model.extra.{key}' must be set when model.id={model_id} ({agent.about})")
     cfg = ModelConfig(
         model=model_id,
         name=raw.get("name"),
         api_base=raw.get("api_base"),
         api_key_env=raw.get("api_key_env"),
-        timeout_s=_number(raw.get("timeout_s", 120), "model.timeout_s", 0, inclusive=False),
-        max_retries=_int(raw.get("max_retries", 6), "model.max_retries", 0),
-        backoff_initial_s=_number(raw.get("backoff_initial_s", 1.0), "model.backoff_initial_s", 0),
-        backoff_max_s=_number(raw.get("backoff_max_s", 60.0), "model.backoff_max_s", 0),
-        max_tokens=_int(raw.get("max_tokens", 2048), "model.max_tokens", 1),
+        timeout_s=_number(raw.get("timeout_s"), "model.timeout_s", 0, inclusive=False),
+        max_retries=_int(raw.get("max_retries"), "model.max_retries", 0),
+        backoff_initial_s=_number(raw.get("backoff_initial_s"), "model.backoff_initial_s", 0),
+        backoff_max_s=_number(raw.get("backoff_max_s"), "model.backoff_max_s", 0),
+        max_tokens=_int(raw.get("max_tokens"), "model.max_tokens", 1),
         temperature=raw.get("temperature"),
+        max_concurrency=_int(raw.get("max_concurrency"), "model.max_concurrency", 1),
         extra=extra,
     )
-    return cfg, _int(raw.get("max_concurrency", 8), "model.max_concurrency", 1)
+    try:
+        agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record
+    except (ValueError, OSError) as e:
+        raise ConfigError(f"'model': {e}") from None
+    return cfg, agent.name, bool(agent.privileged)
 
 
-def _tasks(raw, track: str, track_tasks: list[str]) -> tuple[str, ...]:
-    names = list(track_tasks) if raw == "all" else raw
+def _tasks(raw, track: str) -> tuple[str, ...]:
+    """``all`` = every registered task of the track; a list must name tasks of that track."""
+    from vabench.envs.tasks import TASKS, tasks_of_track
+
+    names = list(tasks_of_track(track)) if raw == "all" else raw
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"'tasks' must be 'all' or a non-empty list of task names, got {raw!r}")
     unknown = [n for n in names if n not in TASKS]
     if unknown:
         known = ", ".join(sorted(TASKS))
         raise ConfigError(f"'tasks': {', '.join(unknown)} not implemented yet (track {track}); known tasks: {known}")
+    other = [f"{n} (track {TASKS[n].track})" for n in names if TASKS[n].track != track]
+    if other:
+        raise ConfigError(
+            f"'tasks': {', '.join(other)} not on track {track}; set track= to the task's track, or list tasks "
+            f"of track {track}: {', '.join(tasks_of_track(track))}"
+        )
     if len(set(names)) != len(names):
         raise ConfigError(f"'tasks' lists a task twice: {names}")
     return tuple(names)
@@ -167,14 +196,15 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     run_id = str(_get(cfg, "run_id"))
     if not RUN_ID.match(run_id):
         raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
-    model, concurrency = _model(_get(cfg, "model"))
+    model, model_name, privileged = _model(_get(cfg, "model"))
     protocols = _get(cfg, "protocols")
     if not isinstance(protocols, (list, tuple)) or not protocols or any(p not in PROTOCOLS for p in protocols):
         raise ConfigError(f"'protocols' must be a non-empty list of {', '.join(PROTOCOLS)}, got {protocols!r}")
+    if len(set(protocols)) != len(protocols):
+        raise ConfigError(f"'protocols' lists a protocol twice: {protocols}")
     summary = _get(cfg, "summary")
-    mode = summary.get("mode") if isinstance(summary, dict) else summary
     try:
-        parse_summary_mode(mode)
+        mode = summary_mode(summary.get("mode") if isinstance(summary, dict) else summary)
     except ValueError as e:
         raise ConfigError(f"'summary.mode': {e}") from None
     track = _get(cfg, "track")
@@ -189,8 +219,9 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         raise ConfigError(
             f"unknown key(s) ray.{', ray.'.join(unknown)}; allowed: {', '.join(RayConfig.__dataclass_fields__)}"
         )
+    address = ray.get("address", "local")
     ray_cfg = RayConfig(
-        address=str(ray.get("address", "local")),
+        address=NO_RAY if address in (None, NO_RAY) else str(address),
         num_cpus=None if ray.get("num_cpus") is None else _int(ray["num_cpus"], "ray.num_cpus", 1),
         env_actors=_int(ray.get("env_actors", 4), "ray.env_actors", 1),
         actor_cpus=_number(ray.get("actor_cpus", 0.5), "ray.actor_cpus", 0, inclusive=False),
@@ -208,11 +239,12 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         run_id=run_id,
         run_dir=Path(run_dir),
         model=model,
-        max_concurrency=concurrency,
+        model_name=model_name,
+        privileged=privileged,
         protocols=tuple(protocols),
         summary=mode,
         track=track,
-        tasks=_tasks(_get(cfg, "tasks"), track, _get(cfg, "track_tasks")),
+        tasks=_tasks(_get(cfg, "tasks"), track),
         seeds=_seeds(_get(cfg, "seeds")),
         runs=_int(_get(cfg, "runs"), "runs", 1),
         max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
@@ -221,5 +253,6 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         harness=harness,
         ray=ray_cfg,
         summary_root=Path(root) if root else Path(run_dir) / "_summaries",
+        demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         resolved=cfg,
     )

@@ -1,15 +1,16 @@
-"""The driver: expand a run into episodes, learn missing summaries, and keep env workers busy.
+"""The driver, the one way episodes run: expand a run into episodes, learn missing summaries, and
+keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`).
 
 Model latency dominates an episode, so throughput comes from many episodes in flight: one Ray
-actor per env worker, each running one episode at a time and writing its own outcome file.
+actor per env worker, each running one episode at a time and writing its own outcome file; without
+Ray (``ray.address=none``) one worker runs them one after another into the same run folder.
 Correctness rules:
 
 - every episode has one outcome file at a deterministic path; a rerun of the same run folder
   skips episodes whose file says ``ok`` and retries those that say ``infra_error``;
 - a worker that dies (crash, kill -9, timeout) is replaced and its episode re-queued with
   ``attempt + 1``, at most ``max_attempts`` times, unless its file already holds that attempt's
-  judged outcome; Ray itself never re-runs anything (max_restarts = max_task_retries = 0), so
-  no episode is judged twice behind our back;
+  judged outcome; the backend never re-runs anything by itself, so no episode is judged twice;
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
 """
 
@@ -21,7 +22,6 @@ import signal
 import threading
 import time
 from collections import deque
-from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
@@ -30,10 +30,13 @@ from tqdm import tqdm
 
 from vabench.agents import prompts
 from vabench.agents.harness import PERMANENT
-from vabench.agents.summaries import SummaryError, SummaryStore, resolve_summary
-from vabench.outcomes import read_rows, write_row
+from vabench.agents.summary_schema import SummaryError
+from vabench.agents.summary_store import SummaryStore, resolve_summary
+from vabench.outcomes import OutcomeRow, read_rows, write_row
+from vabench.vocab import INFRA_ERROR, OK
 
-from .config import OFFLINE_MODELS, RunConfig
+from .backends import WorkerDied, backend_for
+from .config import RunConfig
 from .specs import EpisodeSpec, expand
 
 POLL_S = 2.0
@@ -59,7 +62,7 @@ def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
         state = _read_status(spec.outcome_path(run.run_dir))
         if state is None:
             todo.append((spec, 1))
-        elif state[0] == "ok":
+        elif state[0] == OK:
             done += 1
         elif state[1] < run.max_attempts:
             todo.append((spec, state[1] + 1))
@@ -72,19 +75,9 @@ def _meta(run: RunConfig) -> dict:
     return {"run_id": run.run_id, "experiment": run.experiment}
 
 
-def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str) -> dict:
-    return {
-        **_meta(run),
-        **spec.as_dict(),
-        "condition": spec.condition,
-        "attempt": attempt,
-        "status": "infra_error",
-        "success": False,
-        "end_reason": "infra_error",
-        "steps": 0,
-        "error": error[:2000],
-        "privileged": run.model.model == "oracle",
-    }
+def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str) -> OutcomeRow:
+    """The row of an episode that could not be judged (0 steps; excluded from rates; retried)."""
+    return OutcomeRow.infra(error, **_meta(run), **spec.identity(), attempt=attempt, privileged=run.privileged)
 
 
 def _versions() -> dict:
@@ -114,23 +107,6 @@ def write_run_info(run: RunConfig) -> None:
     os.replace(tmp, run.run_dir / "_run.json")
 
 
-def _init_ray(run: RunConfig):
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if ray.is_initialized():
-        return ray
-    if run.ray.address == "local":
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private single-machine cluster
-        ray.init(address="local", num_cpus=run.ray.num_cpus, include_dashboard=False, log_to_driver=False)
-    else:
-        env = {}
-        if run.model.api_key_env and run.model.api_key_env in os.environ:  # workers elsewhere need the key
-            env[run.model.api_key_env] = os.environ[run.model.api_key_env]
-        ray.init(address=run.ray.address, runtime_env={"env_vars": env} if env else None, log_to_driver=False)
-    return ray
-
-
 class Driver:
     def __init__(self, run: RunConfig, log=print, progress: bool = True):
         self.run, self.log, self.progress = run, log, progress
@@ -145,83 +121,60 @@ class Driver:
         todo, done = plan(run)
         self.log(f"run {run.run_id}: {len(todo) + done} episodes, {done} already done, {len(todo)} to run")
         if todo:
-            ray = _init_ray(run)
-            todo = self._summaries(ray, todo)
-            self._episodes(ray, todo)
+            backend = backend_for(run)
+            todo = self._summaries(backend, todo)
+            self._episodes(backend, todo)
         return read_rows(run.run_dir / "outcomes")
 
-    def _summaries(self, ray, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
+    def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
         """Shared summaries must exist; own summaries are learned once per (model, base task)."""
         run = self.run
-        if run.model.model in OFFLINE_MODELS or run.summary == "none":
+        mode = todo[0][0].summary_mode if todo else None  # offline agents read none, whatever was asked
+        if mode is None or mode.kind == "none":
             return todo
-        name = run.model.name or run.model.model
-        if run.summary.startswith("shared:"):
+        if mode.kind == "shared":
             for base in sorted({s.base_task for s, _ in todo}):
-                resolve_summary(self.store, run.summary, name, base)  # raises SummaryError with the missing file
+                resolve_summary(self.store, mode, run.model_name, base)  # raises SummaryError naming the file
             return todo
-        missing = sorted({s.base_task for s, _ in todo if not self.store.has(name, s.base_task)})
+        missing = sorted({s.base_task for s, _ in todo if not self.store.has(run.model_name, s.base_task)})
         if not missing:
             return todo
-        from .worker import learn
-
-        remote = ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
         self.log(f"learning summaries for {len(missing)} task(s): {', '.join(missing)}")
         failed: dict[str, str] = {}
         queue, inflight = deque(missing), {}
         while queue or inflight:
-            while queue and len(inflight) < run.max_concurrency:
+            while queue and len(inflight) < run.model.max_concurrency:
                 task = queue.popleft()
                 learn_dir = run.run_dir / "_learning" / task / time.strftime("%Y%m%d-%H%M%S")  # a rerun learns anew
-                ref = remote.remote(asdict(run.model), task, str(run.summary_root), str(learn_dir))
-                inflight[ref] = task
-            ready, _ = ray.wait(list(inflight), num_returns=1)
+                inflight[backend.submit_learn(task, str(learn_dir))] = task
+            ready = backend.wait(list(inflight), None)
             task = inflight.pop(ready[0])
             try:
-                out = ray.get(ready[0])
+                out = backend.get(ready[0])
             except Exception as e:  # the learner crashed: infra
-                out = {"end_reason": "infra_error", "error": f"{type(e).__name__}: {e}"}
+                out = {"end_reason": INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
-            if out["end_reason"] == "infra_error":
+            if out["end_reason"] == INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"
         keep = []
         for spec, attempt in todo:
             if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
-                row = infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}")
-                write_row(spec.outcome_path(run.run_dir), row)
+                write_row(
+                    spec.outcome_path(run.run_dir), infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}")
+                )
                 self.counts["infra"] += 1
             else:
                 keep.append((spec, attempt))
         return keep
 
-    def _new_worker(self, ray):
-        from .worker import EpisodeWorker
-
+    def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
         run = self.run
-        options = {"num_cpus": run.ray.actor_cpus, "max_restarts": 0, "max_task_retries": 0}
-        if run.ray.actor_gpus > 0 and ray.cluster_resources().get("GPU", 0) > 0:
-            options["num_gpus"] = run.ray.actor_gpus
-        return (
-            ray.remote(EpisodeWorker)
-            .options(**options)
-            .remote(
-                run.camera,
-                asdict(run.harness),
-                asdict(run.model),
-                str(run.run_dir),
-                str(run.summary_root),
-                _meta(run),
-            )
-        )
-
-    def _episodes(self, ray, todo: list[tuple[EpisodeSpec, int]]) -> None:
-        run = self.run
-        slots = max(1, min(run.ray.env_actors, run.max_concurrency, len(todo)))
+        slots = max(1, min(backend.slots, run.model.max_concurrency, len(todo)))
         queue = deque(todo)
-        idle = [self._new_worker(ray) for _ in range(slots)]
+        idle = [backend.new_worker() for _ in range(slots)]
         inflight: dict = {}  # ref -> (worker, spec, attempt, started)
         bar = tqdm(total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True)
-        previous = self._catch_ctrl_c()
+        previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
         try:
             while queue or inflight:
                 if self._stop:
@@ -229,20 +182,24 @@ class Driver:
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
-                    inflight[worker.run.remote(spec.as_dict(), attempt)] = (worker, spec, attempt, time.monotonic())
-                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=POLL_S)
-                for ref in ready:
+                    inflight[backend.submit(worker, spec.as_dict(), attempt)] = (
+                        worker,
+                        spec,
+                        attempt,
+                        time.monotonic(),
+                    )
+                for ref in backend.wait(list(inflight), POLL_S):
                     worker, spec, attempt, _ = inflight.pop(ref)
-                    if self._collect(ray, ref, spec, attempt, queue):
+                    if self._collect(backend, ref, spec, attempt, queue):
                         bar.update(1)
-                    idle.append(worker if self._alive(ray, worker) else self._new_worker(ray))
+                    idle.append(worker if backend.alive(worker) else backend.new_worker())
                 for ref, (worker, spec, attempt, started) in list(inflight.items()):
                     if time.monotonic() - started > run.episode_timeout_s:
                         inflight.pop(ref)
-                        ray.kill(worker, no_restart=True)
+                        backend.kill(worker)
                         if self._retry(spec, attempt, f"episode exceeded {run.episode_timeout_s:g} s", queue):
                             bar.update(1)
-                        idle.append(self._new_worker(ray))
+                        idle.append(backend.new_worker())
                 bar.set_postfix(
                     ok=self.counts["ok"],
                     failed=self.counts["failed"],
@@ -254,14 +211,14 @@ class Driver:
             what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped"
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
             for worker, *_ in inflight.values():
-                ray.kill(worker, no_restart=True)
+                backend.kill(worker)
             raise
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
             bar.close()
             for worker in idle:
-                ray.kill(worker, no_restart=True)
+                backend.kill(worker)
 
     def _catch_ctrl_c(self):
         """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
@@ -275,30 +232,21 @@ class Driver:
 
         return signal.signal(signal.SIGINT, request_stop)
 
-    def _alive(self, ray, worker) -> bool:
-        try:
-            ray.get(worker.pid.remote(), timeout=30)
-            return True
-        except Exception:
-            return False
-
-    def _collect(self, ray, ref, spec: EpisodeSpec, attempt: int, queue) -> bool:
+    def _collect(self, backend, ref, spec: EpisodeSpec, attempt: int, queue) -> bool:
         """Take one finished episode; True when it is final (judged, or out of attempts)."""
-        from ray.exceptions import RayActorError
-
         try:
-            row = ray.get(ref)
-        except RayActorError as e:  # the worker died (crash, kill -9): was the episode already written?
+            row = backend.get(ref)
+        except WorkerDied as e:  # the worker died (crash, kill -9): was the episode already written?
             self.counts["worker_crashes"] += 1
             state = _read_status(spec.outcome_path(self.run.run_dir))
-            if state == ("ok", attempt):
+            if state == (OK, attempt):
                 row = pd.read_parquet(spec.outcome_path(self.run.run_dir)).iloc[0].to_dict()
             else:
-                return self._retry(spec, attempt, f"worker died: {type(e).__name__}: {str(e)[:800]}", queue)
+                return self._retry(spec, attempt, f"worker died: {e}", queue)
         except Exception as e:  # a bug or a missing summary inside the worker: infra, with the reason
             return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue)
-        if row["status"] != "ok":
-            error = row.get("error") or "infra_error"
+        if row["status"] != OK:
+            error = row.get("error") or INFRA_ERROR
             if error.startswith(PERMANENT):  # retrying cannot help; the row stays infra_error
                 self.counts["permanent"] += 1
                 self.counts["infra"] += 1

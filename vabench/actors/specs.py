@@ -7,7 +7,10 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .config import OFFLINE_MODELS, RunConfig
+from vabench.agents.registry import is_offline
+from vabench.vocab import SummaryMode, summary_mode
+
+from .config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,14 @@ class EpisodeSpec:
     @property
     def condition(self) -> str:
         return f"{self.model} | {self.protocol} | summary {self.summary_source}"
+
+    @property
+    def summary_mode(self) -> SummaryMode:
+        return summary_mode(self.summary_source)
+
+    def identity(self) -> dict:
+        """The outcome row's episode identity (:class:`vabench.outcomes.OutcomeRow` fields)."""
+        return {**asdict(self), "condition": self.condition}
 
     @property
     def key(self) -> str:
@@ -55,14 +66,15 @@ def slug(text: str) -> str:
 
 def summary_source(run: RunConfig) -> str:
     """Offline agents read no summary: their episodes say ``none`` whatever the condition asked."""
-    return "none" if run.model.model in OFFLINE_MODELS else run.summary
+    return "none" if is_offline(run.model.model) else str(run.summary)
 
 
 def expand(run: RunConfig) -> list[EpisodeSpec]:
-    from vabench.agents.summaries import summary_task
+    """Every episode of the run: runs x protocols x tasks x seeds, in that nesting. A task's track
+    and base task come from its registered class."""
     from vabench.envs.seeds import eval_seeds
+    from vabench.envs.tasks import task_class
 
-    name = run.model.name or run.model.model
     specs = []
     for run_index in range(1, run.runs + 1):
         for protocol in run.protocols:
@@ -74,10 +86,18 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                     seeds = verified[: run.seeds]
                 else:
                     seeds = list(run.seeds)
+                cls = task_class(task)
                 for seed in seeds:
                     specs.append(
                         EpisodeSpec(
-                            name, protocol, summary_source(run), run.track, task, summary_task(task), seed, run_index
+                            run.model_name,
+                            protocol,
+                            summary_source(run),
+                            cls.track,
+                            task,
+                            cls.summary_task,
+                            seed,
+                            run_index,
                         )
                     )
     return specs

@@ -1,6 +1,6 @@
 """One simulator worker: an env (kept across episodes, so shaders compile once) plus a model
 client, running one episode at a time and writing its outcome file before it returns. The
-driver wraps it as a Ray actor; it also runs in-process for tests and debugging."""
+driver's backend runs it as a Ray actor, or in the driver's process (``ray.address=none``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 from vabench.agents.harness import HarnessConfig, run_episode
 from vabench.agents.learning import learn_summary
-from vabench.agents.models import ModelConfig, make_model
-from vabench.agents.summaries import SummaryStore, resolve_summary
+from vabench.agents.models import ModelConfig
+from vabench.agents.registry import make_model
+from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
 from vabench.outcomes import write_row
 
@@ -48,23 +49,16 @@ class EpisodeWorker:
             summary=summary,
             summary_source=s.summary_source,
             transfer=s.track == "transfer",
-            meta={
-                **self.meta,
-                "condition": s.condition,
-                "track": s.track,
-                "run_index": s.run_index,
-                "attempt": attempt,
-            },
+            identity={**self.meta, **s.identity(), "attempt": attempt},
         )
-        row = result.row()
-        row["base_task"] = s.base_task
-        row["record"] = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
-        write_row(s.outcome_path(self.run_dir), row)
-        return row
+        result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
+        write_row(s.outcome_path(self.run_dir), result)
+        return result.row()
 
 
-def learn(model: dict, task: str, summary_root: str, learn_dir: str) -> dict:
+def learn(model: dict, task: str, summary_root: str, learn_dir: str, demo_root: str | None = None) -> dict:
     """Summary learning for one (model, task): no simulator unless a demo must be recorded."""
     m = make_model(ModelConfig(**model))
-    result = learn_summary(m, task, SummaryStore(Path(summary_root)), Path(learn_dir))
+    demos = Path(demo_root) if demo_root else None
+    result = learn_summary(m, task, SummaryStore(Path(summary_root)), Path(learn_dir), demos)
     return {"task": task, "end_reason": result.end_reason, "error": result.error, "learned": result.summary is not None}

@@ -1,0 +1,159 @@
+"""Where the driver's workers run: on Ray (one actor per env worker, on this machine or a cluster),
+or in this process (``ray.address=none``: one worker, one episode at a time, no Ray at all).
+
+Both give the driver the same small interface (start a worker, submit an episode or a summary
+learning job, wait, collect, kill), so the driver, its run folder, resume and retries are the same
+whichever runs the episodes. Ray is imported only by :class:`RayBackend`.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future
+from dataclasses import asdict
+
+from .config import RunConfig
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (crash, kill -9, OOM) while it held an episode."""
+
+
+def worker_args(run: RunConfig) -> tuple:
+    return (
+        run.camera,
+        asdict(run.harness),
+        asdict(run.model),
+        str(run.run_dir),
+        str(run.summary_root),
+        {"run_id": run.run_id, "experiment": run.experiment},
+    )
+
+
+def _demo_root(run: RunConfig) -> str | None:
+    return str(run.demo_root) if run.demo_root else None
+
+
+class InProcessBackend:
+    """One :class:`EpisodeWorker` in the driver's process: episodes run one at a time, inside
+    :meth:`submit`. For a laptop or a debugger; there is no isolation (a segfault ends the run,
+    which then resumes on rerun) and no episode timeout. Ctrl-C interrupts at once."""
+
+    slots = 1
+    catches_ctrl_c = False
+
+    def __init__(self, run: RunConfig):
+        self.run = run
+        self._worker = None
+
+    def new_worker(self):
+        if self._worker is None:
+            from .worker import EpisodeWorker
+
+            self._worker = EpisodeWorker(*worker_args(self.run))
+        return self._worker
+
+    @staticmethod
+    def _now(fn, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:  # collected by the driver as an infrastructure error
+            future.set_exception(e)
+        return future
+
+    def submit(self, worker, spec: dict, attempt: int) -> Future:
+        return self._now(worker.run, spec, attempt)
+
+    def submit_learn(self, task: str, learn_dir: str) -> Future:
+        from .worker import learn
+
+        return self._now(
+            learn, asdict(self.run.model), task, str(self.run.summary_root), learn_dir, _demo_root(self.run)
+        )
+
+    def wait(self, refs: list, timeout: float) -> list:
+        return [r for r in refs if r.done()]
+
+    def get(self, ref: Future):
+        return ref.result()
+
+    def alive(self, worker) -> bool:
+        return True
+
+    def kill(self, worker) -> None:
+        """Nothing to kill: an in-process episode has already finished when the driver sees it."""
+
+    def gpus(self) -> float:
+        return 0.0
+
+
+class RayBackend:
+    """One Ray actor per env worker (``ray.env_actors``), each keeping its env across episodes.
+
+    Ray never re-runs anything by itself (max_restarts = max_task_retries = 0): the driver decides
+    what a dead worker's episode becomes, so no episode is judged twice behind its back."""
+
+    catches_ctrl_c = True  # Ray's blocking calls may swallow a KeyboardInterrupt: the driver polls a flag
+
+    def __init__(self, run: RunConfig):
+        import ray
+
+        self.run, self.ray = run, ray
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if not ray.is_initialized():
+            if run.ray.address == "local":
+                os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private single-machine cluster
+                ray.init(address="local", num_cpus=run.ray.num_cpus, include_dashboard=False, log_to_driver=False)
+            else:
+                env = {}
+                if run.model.api_key_env and run.model.api_key_env in os.environ:  # workers elsewhere need the key
+                    env[run.model.api_key_env] = os.environ[run.model.api_key_env]
+                ray.init(address=run.ray.address, runtime_env={"env_vars": env} if env else None, log_to_driver=False)
+        self.slots = run.ray.env_actors
+
+    def new_worker(self):
+        from .worker import EpisodeWorker
+
+        options = {"num_cpus": self.run.ray.actor_cpus, "max_restarts": 0, "max_task_retries": 0}
+        if self.run.ray.actor_gpus > 0 and self.gpus() > 0:
+            options["num_gpus"] = self.run.ray.actor_gpus
+        return self.ray.remote(EpisodeWorker).options(**options).remote(*worker_args(self.run))
+
+    def submit(self, worker, spec: dict, attempt: int):
+        return worker.run.remote(spec, attempt)
+
+    def submit_learn(self, task: str, learn_dir: str):
+        from .worker import learn
+
+        remote = self.ray.remote(learn).options(num_cpus=min(1.0, self.run.ray.actor_cpus))
+        return remote.remote(asdict(self.run.model), task, str(self.run.summary_root), learn_dir, _demo_root(self.run))
+
+    def wait(self, refs: list, timeout: float) -> list:
+        ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
+        return ready
+
+    def get(self, ref):
+        from ray.exceptions import RayActorError
+
+        try:
+            return self.ray.get(ref)
+        except RayActorError as e:
+            raise WorkerDied(f"{type(e).__name__}: {str(e)[:800]}") from e
+
+    def alive(self, worker) -> bool:
+        try:
+            self.ray.get(worker.pid.remote(), timeout=30)
+            return True
+        except Exception:
+            return False
+
+    def kill(self, worker) -> None:
+        self.ray.kill(worker, no_restart=True)
+
+    def gpus(self) -> float:
+        return self.ray.cluster_resources().get("GPU", 0)
+
+
+def backend_for(run: RunConfig):
+    return InProcessBackend(run) if run.ray.in_process else RayBackend(run)
