@@ -33,7 +33,7 @@ from vabench.analysis import (
     write_table,
 )
 from vabench.analysis.cli import main
-from vabench.outcomes import write_row
+from vabench.outcomes import OutcomeRow, write_row
 
 DUAL = {"place_shoe", "handover_horizontal_block", "lift_pot"}
 
@@ -473,7 +473,7 @@ def test_writers_and_heatmap_with_a_missing_cell(tmp_path):
 
 def write_run(folder, rows) -> None:
     for i, r in enumerate(rows):
-        write_row(folder / "outcomes" / f"{i:04d}.parquet", r)
+        write_row(folder / "outcomes" / f"{i:04d}.parquet", OutcomeRow(**r))
 
 
 def test_load_runs_reads_written_rows_and_refuses_nothing(tmp_path):

@@ -12,7 +12,9 @@ Every table function returns a tidy DataFrame (rates in %, ``*_pct``; difference
 ``python -m vabench.analysis RUN_FOLDER ... [--out DIR] [--format md|csv|both] [--figures]``.
 """
 
-from .load import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM, NoOutcomesError, load_runs, prepare
+from vabench.paper import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM
+
+from .load import NoOutcomesError, load_runs, prepare
 from .plots import active_passive_bars, save_figures, success_bars, success_heatmap
 from .report import available_tables, display, markdown_table, to_csv, to_markdown, write_table, write_tables
 from .stats import mean_sd, sign_test, wilson_interval

@@ -17,28 +17,6 @@ import pandas as pd
 
 from vabench.outcomes import COLUMNS, read_rows
 
-# The paper's 14 base families (Table 2, Tables 7-9): 11 single-arm, 3 dual-arm. Which family is
-# single- or dual-arm is read from the rows' ``arms`` column; these counts are only the reference
-# a macro-average is compared with.
-PAPER_SINGLE_ARM = (
-    "beat_block_hammer_right",
-    "click_bell_right",
-    "grasp_pen_leaning_cube",
-    "grasp_single_bottle",
-    "grasp_single_bottle_upright",
-    "grasp_single_cube",
-    "grasp_single_pen",
-    "place_cube_in_bowl",
-    "place_cube_on_cube",
-    "place_single_bottle_upright",
-    "place_single_cube",
-)
-PAPER_DUAL_ARM = ("place_shoe", "handover_horizontal_block", "lift_pot")
-PAPER_FAMILIES = PAPER_SINGLE_ARM + PAPER_DUAL_ARM
-PAPER_COUNTS = {"single": len(PAPER_SINGLE_ARM), "dual": len(PAPER_DUAL_ARM), "all": len(PAPER_FAMILIES)}
-PAPER_MATCHED_TRANSFER = 7  # held-out families with a base counterpart (Tables 5, 15)
-PAPER_OBJECTS_PER_EPISODE = 5  # long-horizon basket task (Table 5)
-
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
     "(privileged) marks the offline oracle, which reads simulator state: a reference, never a model score."

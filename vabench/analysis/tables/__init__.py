@@ -1,0 +1,38 @@
+"""The paper's tables as tidy pandas DataFrames, computed from outcome rows only, one module per
+table family:
+
+- ``success``: the per-task matrix (Tables 7-9), macro-averages (Table 3, eq. 3), subtask progress (eq. 12);
+- ``protocols``: active vs passive camera protocol (Tables 4, 10);
+- ``transfer``: held-out vs base (Tables 5, 15) and the long-horizon track (Table 5 "Long");
+- ``sources``: demonstration-summary sources (Tables 6, 17, 18);
+- ``local``: local models (Tables 19, 20);
+- ``infra``: the rows excluded from every rate.
+
+``common`` holds the shared helpers and the rules every table follows (judged episodes only,
+equal family weight in macro-averages, like-with-like comparisons). ``report`` renders the tables
+as Markdown and CSV.
+"""
+
+from .common import NAN, SUBSET_NAMES, SUBSETS
+from .infra import infra_summary
+from .local import local_models
+from .protocols import active_passive
+from .sources import summary_source_macro, summary_sources
+from .success import checkpoint_progress, macro_averages, success_matrix
+from .transfer import heldout_vs_base, long_horizon
+
+__all__ = [
+    "NAN",
+    "SUBSETS",
+    "SUBSET_NAMES",
+    "active_passive",
+    "checkpoint_progress",
+    "heldout_vs_base",
+    "infra_summary",
+    "local_models",
+    "long_horizon",
+    "macro_averages",
+    "success_matrix",
+    "summary_source_macro",
+    "summary_sources",
+]

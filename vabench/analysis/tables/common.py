@@ -1,0 +1,131 @@
+"""The helpers shared by every table family, and the rules they all follow.
+
+Every table function takes the outcome rows (``load_runs``) and returns one DataFrame: numeric
+columns (rates in percent, ``*_pct``; differences in percentage points, ``delta_pp``), and
+``frame.attrs`` with ``kind`` (which formatter renders it), ``title`` and ``notes`` (family coverage
+against the paper's 11/3/14, excluded infra_error rows, matched runs, privileged rows). ``report``
+renders them as Markdown and CSV.
+
+Rules shared by all tables (paper line numbers refer to shared/reference/va-bench-paper.txt):
+- an episode counts only when judged: status ``infra_error`` rows are excluded from every rate and
+  reported (DESIGN.md: "episode could not be judged; excluded, retried"); stops and budget
+  exhaustion are failures (paper l.146);
+- a per-family rate is k/n over judged episodes; a macro-average gives every family present equal
+  weight (eq. 3, l.289-291); run-level macro-averages are summarised by mean and sample SD (l.293);
+- a controlled comparison (active vs passive, held-out vs base, summary sources) compares like
+  with like: the reference side is restricted to the runs and families the other side has.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from vabench.paper import PAPER_COUNTS
+
+from ..load import prepare
+from ..stats import mean_sd
+
+SUBSETS = ("single", "dual", "all")
+SUBSET_NAMES = {"single": "single-arm", "dual": "dual-arm", "all": "all"}
+NAN = math.nan
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _finish(rows, columns, kind: str, title: str, notes) -> pd.DataFrame:
+    rows = [[", ".join(map(str, v)) if isinstance(v, list) else v for v in r] for r in rows]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame.attrs = {"kind": kind, "title": title, "notes": [n for n in notes if n]}
+    return frame
+
+
+def _scope(df: pd.DataFrame, track: str | None) -> tuple[pd.DataFrame, list[str]]:
+    p, notes = prepare(df)
+    if track is not None:
+        p = p[p["track"] == track]
+    return p, notes
+
+
+def _judged(p: pd.DataFrame) -> pd.DataFrame:
+    return p[p["state"] == "judged"]
+
+
+def _arms_of(p: pd.DataFrame, family: str = "task") -> dict[str, str]:
+    known = p[p["arms"].notna()]
+    return {t: a.mode().iloc[0] for t, a in known.groupby(family)["arms"]}
+
+
+def _order(tasks, arms: dict[str, str]) -> list[str]:
+    rank = {"single": 0, "dual": 1}
+    return sorted(set(tasks), key=lambda t: (rank.get(arms.get(t), 2), t))
+
+
+def _in_subset(frame: pd.DataFrame, subset: str) -> pd.DataFrame:
+    return frame if subset == "all" else frame[frame["arms"] == subset]
+
+
+def _pct(k, n) -> float:
+    return 100.0 * k / n if n else NAN
+
+
+def _coverage(cover: dict[str, dict[str, int]], what: str = "macro-average") -> list[str]:
+    """One note naming every label whose family counts fall below the paper's 11 / 3 / 14."""
+    groups: dict[str, list[str]] = {}
+    for label, c in cover.items():
+        if any(c.get(s, 0) < PAPER_COUNTS[s] for s in SUBSETS):
+            groups.setdefault("/".join(str(c.get(s, 0)) for s in SUBSETS), []).append(str(label))
+    if not groups:
+        return []
+    ref = "/".join(str(PAPER_COUNTS[s]) for s in SUBSETS)
+    parts = "; ".join(f"{k} for {', '.join(v)}" for k, v in groups.items())
+    return [
+        f"Fewer families than the paper's {ref} (single/dual/all): {parts}. Each {what} covers the families present."
+    ]
+
+
+def _runs_note(name: str, have: dict[str, list[int]], used: list[int]) -> str | None:
+    if all(sorted(v) == used for v in have.values()):
+        return None
+    sides = ", ".join(f"{side} runs {v}" for side, v in have.items())
+    return f"{name}: {sides}; compared on matched run(s) {used}."
+
+
+def _family_rates(j: pd.DataFrame, by: list[str], family: str = "task") -> pd.DataFrame:
+    """One row per (by..., run_index, family): k, n, rate (fraction) over judged episodes."""
+    cols = [*by, "run_index", family]
+    if j.empty:
+        return pd.DataFrame(columns=[*cols, "arms", "k", "n", "rate"])
+    g = j.groupby(cols, dropna=False).agg(k=("y", "sum"), n=("y", "size"), arms=("arms", "first")).reset_index()
+    g["rate"] = g["k"] / g["n"]
+    return g
+
+
+def _macro(fr: pd.DataFrame, family: str = "task") -> dict[str, dict]:
+    """Per subset: macro-average per run (equal family weight), then mean and sample SD across runs."""
+    out = {}
+    for s in SUBSETS:
+        sub = _in_subset(fr, s)
+        per_run = sub.groupby("run_index")["rate"].mean() * 100
+        fams_per_run = sub.groupby("run_index")[family].nunique()
+        mean, sd = mean_sd(per_run.values)
+        out[s] = {
+            "families": int(sub[family].nunique()),
+            "runs": int(len(per_run)),
+            "mean_pct": mean,
+            "sd_pct": sd,
+            "per_run": "; ".join(f"r{r}: {v:.2f}" for r, v in per_run.items()),
+            "short_runs": [int(r) for r, f in fams_per_run.items() if f < sub[family].nunique()],
+        }
+    return out
+
+
+def _pooled(frame: pd.DataFrame) -> tuple[int, int]:
+    return int(frame["y"].sum()), int(len(frame))
+
+
+def _empty_cells(empty: list[tuple[str, str]]) -> str:
+    by: dict[str, list[str]] = {}
+    for c, t in empty:
+        by.setdefault(c, []).append(t)
+    return "; ".join(f"{c}: {', '.join(ts) if len(ts) <= 3 else f'{len(ts)} tasks'}" for c, ts in by.items())

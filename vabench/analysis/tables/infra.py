@@ -1,0 +1,56 @@
+"""The rows left out of every rate (infra_error, unjudged, superseded), per condition, track and
+task: the exclusion summary that accompanies the paper's tables. Shared rules: ``common``."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..load import prepare, privileged_note
+from .common import _finish
+
+
+# ------------------------------------------------------------------------------------------- infra
+def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows left out of every rate, per condition, track and task (only where some were), and a
+    total row: infra_error rows, how many of them were retried and judged (recovered), episodes
+    never judged, other unjudged rows, superseded attempts, judged rows from a retry (attempt > 1:
+    the driver overwrites an infra_error file with its retry), and the most common error."""
+    p, notes = prepare(df)
+    rows = []
+    for (c, tr, t), g in p.groupby(["condition", "track", "task"]):
+        row = _infra_row(c, tr, t, g)
+        if row[4] or row[7] or row[8] or row[9]:
+            rows.append(row)
+    rows.append(_infra_row("total", "", "", p))
+    notes += [
+        "An infra_error episode could not be judged: it is excluded from every rate and never counted as a "
+        "failure (DESIGN.md); the driver retries it as a new attempt.",
+        *privileged_note(p["condition"].unique()),
+    ]
+    cols = ["condition", "track", "task", "rows", "infra_error", "recovered", "never_judged", "unjudged"]
+    cols += ["superseded", "judged_after_retry", "judged", "top_error"]
+    title = "Rows excluded from the rates (infra_error and unjudged)"
+    return _finish(rows, cols, "infra_summary", title, notes)
+
+
+def _infra_row(c, tr, t, g: pd.DataFrame) -> list:
+    infra = g[g["state"] == "infra_error"]
+    never = infra[~infra["recovered"]].drop_duplicates(
+        ["experiment", "condition", "track", "task", "seed", "run_index"]
+    )
+    errors = infra["error"].dropna().astype(str).str.slice(0, 80)
+    top = errors.value_counts().index[0] if len(errors) else ""
+    return [
+        c,
+        tr,
+        t,
+        len(g),
+        len(infra),
+        int(infra["recovered"].sum()),
+        len(never),
+        int((g["state"] == "unjudged").sum()),
+        int((g["state"] == "superseded").sum()),
+        int(((g["state"] == "judged") & (g["attempt"] > 1)).sum()),
+        int((g["state"] == "judged").sum()),
+        top,
+    ]
