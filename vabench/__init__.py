@@ -1,7 +1,10 @@
 """vabench: VA-Bench, multimodal LLMs as robot agents in SAPIEN physics simulation.
 
-Layers (imports point down only): ``analysis`` reads outcome tables; ``actors`` (Ray) wires
-``agents`` (models, harness) to ``envs`` (simulation, the privilege boundary).
+Layers, imports pointing down only (``tests/test_architecture.py`` checks the graph):
+``launch`` (Hydra) -> ``actors`` (driver, backends, workers) -> ``agents`` (models, harness,
+summaries) -> ``envs`` (simulation; the env API is the privilege boundary) -> ``outcomes`` (the
+outcome row) -> ``vocab`` and ``paper`` (the words and the paper's task table). ``analysis`` reads
+outcome rows only and never imports the simulator, Ray or agents.
 """
 
 __version__ = "0.1.0"

@@ -1,0 +1,184 @@
+"""The architecture as rules a change can break: the import graph (no circle, no upward import,
+analysis free of simulator/Ray/agent code), one task registry that agrees with the seed manifests
+and the paper's table, and module size."""
+
+from __future__ import annotations
+
+import ast
+import json
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+from vabench import paper
+from vabench.envs.seeds import FORMAT, MANIFEST_DIR, N_ACCEPT
+from vabench.envs.tasks import TASKS, demo_tasks, registry, task_class, tasks_of_track
+from vabench.vocab import TRACKS, arms_label
+
+ROOT = Path(__file__).resolve().parents[1] / "vabench"
+
+# Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
+LAYERS = [
+    ("vabench.vocab", "vabench.paper"),
+    ("vabench.outcomes",),
+    ("vabench.envs.actions",),
+    ("vabench.envs.sim",),
+    ("vabench.envs.objects", "vabench.envs.privileged"),
+    ("vabench.envs.tasks",),
+    ("vabench.envs.env", "vabench.envs"),  # the package's lazy exports point at env and below
+    ("vabench.envs.seeds",),
+    ("vabench.envs.demos",),
+    ("vabench.envs.cli",),
+    ("vabench.agents", "vabench.analysis"),
+    ("vabench.actors",),
+    ("vabench.launch",),
+]
+ISOLATED = {"vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def imports_of(name: str) -> set[str]:
+    """Every vabench module ``name`` imports, at module level or inside a function."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in MODULES:  # vabench.envs.tasks.registry.TASKS -> the module
+                t = t.rpartition(".")[0]
+            if t.startswith("vabench"):
+                out.add(t)
+    out.discard(name)
+    return out
+
+
+EDGES = {(m, i) for m in MODULES for i in imports_of(m)}
+
+
+def layer(name: str) -> int:
+    best = max(((len(p), k) for k, group in enumerate(LAYERS) for p in group if name == p or name.startswith(p + ".")))
+    return best[1]
+
+
+def test_every_module_has_a_layer():
+    assert all(isinstance(layer(m), int) for m in MODULES if m != "vabench")
+
+
+def test_the_import_graph_has_no_circle():
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for a, b in EDGES:
+        graph[a].add(b)
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as e:
+        pytest.fail(f"import circle: {' -> '.join(e.args[1])}")
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = [(a, b) for a, b in EDGES if a != "vabench" and b != "vabench" and layer(b) > layer(a)]
+    assert upward == []
+
+
+def test_analysis_imports_no_simulator_ray_or_agent_code():
+    bad = [(a, b) for a, b in EDGES for p, banned in ISOLATED.items() if a.startswith(p) and b.startswith(banned)]
+    assert bad == []
+    third_party = set()
+    for name, path in MODULES.items():
+        if name.startswith("vabench.analysis"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                    mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                    third_party |= {m.split(".")[0] for m in mods}
+    assert not third_party & {"sapien", "mplib", "ray", "litellm", "hydra"}
+
+
+def test_the_rules_see_the_edges_they_police():
+    """The graph is real: known edges are found (else every rule above passes vacuously)."""
+    assert ("vabench.envs.sim.executor", "vabench.envs.actions") in EDGES
+    assert ("vabench.agents.registry", "vabench.agents.offline") in EDGES
+    assert ("vabench.envs.tasks.heldout", "vabench.envs.tasks.grasp_single_cube") in EDGES
+    assert ("vabench.agents.demo_tools", "vabench.envs.tasks") in EDGES  # a lazy import counts
+
+
+def test_no_module_is_longer_than_400_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+# -- the task registry: one source of truth ----------------------------------------------------------
+
+
+def test_every_registered_task_has_a_track_and_a_manifest_of_verified_seeds():
+    for name, cls in TASKS.items():
+        assert cls.track in TRACKS and cls.summary_task in TASKS and cls.demos, name
+        manifest = json.loads((MANIFEST_DIR / f"{name}.json").read_text())
+        assert (manifest["format"], manifest["task"]) == (FORMAT, name)
+        assert len(manifest["accepted"]) >= N_ACCEPT and manifest["budget"] == cls.budget, name
+    assert {p.stem for p in MANIFEST_DIR.glob("*.json")} == set(TASKS)  # no manifest without a task
+
+
+def test_the_paper_table_agrees_with_the_registry():
+    for t in paper.PAPER_TASKS:
+        cls = task_class(t.name)
+        assert (cls.track, arms_label(cls.arms)) == (t.track, t.arms), t.name
+        assert cls.summary_task == (t.base or t.name), t.name
+    assert (paper.PAPER_COUNTS, len(paper.PAPER_HELD_OUT)) == ({"single": 11, "dual": 3, "all": 14}, 7)
+    assert set(paper.PAPER_FAMILIES) == set(tasks_of_track("base")) == set(demo_tasks())
+
+
+def test_held_out_variants_and_the_basket_take_their_demos_from_the_registry():
+    for name in tasks_of_track("transfer"):
+        cls = task_class(name)
+        assert cls.summary_task != name and cls.demos == (cls.summary_task,)
+    basket = task_class("put_everything_in_basket")
+    assert basket.summary_task == basket.name and len(basket.demos) == 4 and set(basket.demos) <= set(demo_tasks())
+
+
+def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
+    monkeypatch.setattr(registry, "TASKS", dict(registry.TASKS))
+
+    class Extra:
+        name = "extra_family"
+        arms, budget = ("right",), 10
+
+    registry.register_task()(Extra)
+    assert "extra_family" in registry.tasks_of_track("base") and registry.task_class("extra_family") is Extra
+    assert (Extra.track, Extra.summary_task, Extra.demos) == ("base", "extra_family", ("extra_family",))
+
+    class Twin:
+        name = "extra_family"
+
+    class Orphan:
+        name = "orphan_heldout"
+
+    class Nameless(Extra):
+        pass
+
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register_task()(Twin)
+    with pytest.raises(ValueError, match="summary_task 'nowhere' is not registered"):
+        registry.register_task("transfer", summary_task="nowhere")(Orphan)
+    with pytest.raises(TypeError, match="must set its own class attribute 'name'"):
+        registry.register_task()(Nameless)
+    with pytest.raises(ValueError, match="track must be one of base, transfer, long_horizon"):
+        registry.register_task("heldout")
+    with pytest.raises(KeyError, match="unknown task 'nope'; registered: beat_block_hammer_right"):
+        registry.task_class("nope")
