@@ -123,10 +123,10 @@ class Dialogue:
             reply = self.model.complete(messages)
         except ModelError as e:
             self.record.event("model_error", step=step, error=str(e), permanent=e.permanent)
-            raise EpisodeEnd("infra_error", f"{PERMANENT if e.permanent else 'model: '}{e}") from None
+            raise EpisodeEnd(INFRA_ERROR, f"{PERMANENT if e.permanent else 'model: '}{e}") from None
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
-            raise EpisodeEnd("infra_error", f"model crashed: {type(e).__name__}: {e}") from None
+            raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
@@ -208,7 +208,7 @@ def run_episode(
     except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
-        result.end_reason, result.error = "infra_error", f"{type(e).__name__}: {e}"
+        result.end_reason, result.error = INFRA_ERROR, f"{type(e).__name__}: {e}"
         record.event("crash", error=traceback.format_exc(limit=8))
     finally:
         result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.vocab import INFRA_ERROR
+
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
 from .harness import Dialogue, EpisodeEnd, HarnessConfig
@@ -75,7 +77,7 @@ def learn_summary(
         total.completion_tokens += one.completion_tokens
         total.cost_usd = None if total.cost_usd is None or one.cost_usd is None else total.cost_usd + one.cost_usd
         total.summary, total.end_reason, total.error = one.summary, one.end_reason, one.error
-        if one.summary is not None or one.end_reason == "infra_error":
+        if one.summary is not None or one.end_reason == INFRA_ERROR:
             break
     return total
 
