@@ -34,7 +34,16 @@ LAYERS = [
     ("vabench.actors",),
     ("vabench.launch",),
 ]
-ISOLATED = {"vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch")}
+ISOLATED = {
+    "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
+    "vabench.agents": ("vabench.analysis",),
+}
+# third-party frameworks that only these modules may import
+CONFINED = {
+    "ray": ("vabench.actors.backends",),
+    "hydra": ("vabench.launch", "vabench.actors.config"),
+    "litellm": ("vabench.agents.llm",),
+}
 
 
 def module_name(path: Path) -> str:
@@ -97,17 +106,28 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward == []
 
 
+def third_party(name: str) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            out |= {m.split(".")[0] for m in mods}
+    return out
+
+
 def test_analysis_imports_no_simulator_ray_or_agent_code():
     bad = [(a, b) for a, b in EDGES for p, banned in ISOLATED.items() if a.startswith(p) and b.startswith(banned)]
     assert bad == []
-    third_party = set()
-    for name, path in MODULES.items():
-        if name.startswith("vabench.analysis"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
-                    mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                    third_party |= {m.split(".")[0] for m in mods}
-    assert not third_party & {"sapien", "mplib", "ray", "litellm", "hydra"}
+    analysis = set().union(*(third_party(m) for m in MODULES if m.startswith("vabench.analysis")))
+    assert not analysis & {"sapien", "mplib", "ray", "litellm", "hydra"}
+
+
+def test_ray_hydra_and_litellm_stay_in_their_modules():
+    strays = {
+        lib: sorted(m for m in MODULES if lib in third_party(m) and m not in owners) for lib, owners in CONFINED.items()
+    }
+    assert strays == {lib: [] for lib in CONFINED}
+    assert all(lib in third_party(owners[0]) for lib, owners in CONFINED.items())  # the rule sees them
 
 
 def test_the_rules_see_the_edges_they_police():

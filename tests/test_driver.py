@@ -18,6 +18,8 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
 from tests.test_learning import SUMMARY, tool
+from vabench.actors import backends
+from vabench.actors.backends import InProcessBackend, backend_for
 from vabench.actors.config import from_config
 from vabench.actors.driver import Driver, infra_row, plan
 from vabench.actors.specs import expand
@@ -85,14 +87,44 @@ def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
     assert all(f.stat().st_mtime_ns == before[f] for f in untouched)
 
 
-def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path):
+def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path, monkeypatch):
     """The laptop path (``ray.address=none``) is the same driver: same rows, records, resume."""
     _, ref = reference
     run = smoke(tmp_path, "local", "ray.address=none")
+    assert isinstance(backend_for(run), InProcessBackend)
+    monkeypatch.setattr(backends, "RayBackend", None)  # Ray is up in this process: make sure it is not used
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     assert table(df).equals(table(ref)) and (df["status"] == "ok").all()
     assert all((run.run_dir / rel).is_file() for rel in df["record"]) and (run.run_dir / "_run.json").is_file()
     assert plan(run) == ([], 4)
+
+
+def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_path, monkeypatch):
+    from vabench.actors.worker import EpisodeWorker
+
+    run = smoke(tmp_path, "crash", "ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
+    real, calls = EpisodeWorker.run, []
+
+    def crash_once(self, spec, attempt):
+        calls.append(attempt)
+        if len(calls) == 1:
+            raise RuntimeError("simulated worker bug")
+        return real(self, spec, attempt)
+
+    monkeypatch.setattr(EpisodeWorker, "run", crash_once)
+    df = Driver(run, log=lambda *_: None, progress=False).execute()
+    assert calls == [1, 2] and len(df) == 1
+    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"]), bool(df.iloc[0]["success"])) == ("ok", 2, True)
+
+    def interrupted(self, spec, attempt):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EpisodeWorker, "run", interrupted)
+    said = []
+    again = smoke(tmp_path, "stopped", "ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
+    with pytest.raises(KeyboardInterrupt):
+        Driver(again, log=said.append, progress=False).execute()
+    assert not list(again.run_dir.rglob("*.parquet")) and "rerun with run_id=stopped to resume" in said[-1]
 
 
 LEARNER = ["model=openai", "model.id=openai/learner", "model.api_key_env=VABENCH_TEST_KEY", "model.max_retries=0"]

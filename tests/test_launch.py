@@ -92,7 +92,7 @@ def test_summary_modes_compose_for_multirun_grids():
         (["seeds=-3"], "'seeds' must be >= 1"),
         (["seeds=[1000,-1]"], "'seeds\\[\\]' must be >= 0"),
         (["runs=0"], "'runs' must be >= 1"),
-        (["tasks=[grasp_single_cube,nope]"], "nope not implemented yet"),
+        (["tasks=[grasp_single_cube,nope]"], "nope not registered; registered tasks: beat_block_hammer_right"),
         (["run_id=../escape"], "'run_id'"),
         (["ray.env_actors=0"], "'ray.env_actors' must be >= 1"),
         (["+ray.gpus=1"], "unknown key\\(s\\) ray.gpus"),
@@ -133,6 +133,10 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     for name in sorted(p.stem for p in Path(CONF, "model").glob("*.yaml")):
         model = composed(f"model={name}", "model.extra.record=x.jsonl" if name == "replay" else "seeds=1")["model"]
         assert set(model) == {"id"} | set(defaults) | {"extra"}, name
+    for path in Path(CONF, "model").glob("*.yaml"):  # a template states only what differs
+        own = OmegaConf.to_container(OmegaConf.load(path))
+        repeated = {k: v for k, v in own.items() if k in defaults and defaults[k] == v}
+        assert own["defaults"] == ["_defaults", "_self_"] and repeated == {}, path.name
     openai = composed("model=openai", "model.timeout_s=30")["model"]
     assert openai["timeout_s"] == 30 and openai["max_tokens"] == defaults["max_tokens"] == 4096
     run = validate("+experiment=smoke", "model=openai", "model.id=openai/gpt-4o-mini")
@@ -143,6 +147,9 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
         defaults["max_concurrency"],
     )
     assert validate("+experiment=smoke").privileged  # the oracle reads simulator state
+    hand_built = composed("+experiment=smoke")
+    hand_built["model"] = {"id": "random"}  # a config built without model/_defaults
+    assert from_config(hand_built, Path("/tmp/x")).model == ModelConfig(model="random")
 
 
 def test_tasks_all_means_every_registered_task_of_the_track():

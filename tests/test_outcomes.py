@@ -9,15 +9,22 @@ import pyarrow as pa
 import pytest
 
 from vabench.outcomes import COLUMNS, SCHEMA, SCHEMA_VERSION, OutcomeRow, read_rows, write_row
-from vabench.vocab import END_REASONS
+
+# DESIGN.md's outcome table: columns may be added, never renamed or dropped
+DESIGN_COLUMNS = (
+    "run_id experiment condition model summary_source protocol track task base_task arms seed run_index attempt "
+    "status success privileged end_reason steps budget camera_actions robot_actions invalid_actions "
+    "planner_failures repairs tool_calls model_calls checkpoints_done checkpoints_total objects_placed "
+    "prompt_tokens completion_tokens cost_usd wall_s prompt_version prompt_digest schema_version error record"
+).split()
 
 
-def test_the_schema_is_the_builder():
+def test_the_schema_is_the_builder_and_keeps_the_design_columns():
     fields = dataclasses.fields(OutcomeRow)
     assert COLUMNS == ("schema_version", *(f.name for f in fields))
     assert all(SCHEMA.field(f.name).type == f.metadata["arrow"] for f in fields)
+    assert set(DESIGN_COLUMNS) <= set(COLUMNS)
     assert set(OutcomeRow().row()) == set(COLUMNS) and OutcomeRow().row()["schema_version"] == SCHEMA_VERSION
-    assert set(END_REASONS) >= {"success", "stop", "budget", "infra_error"}
 
 
 def test_write_row_refuses_unknown_and_missing_columns(tmp_path):
@@ -29,12 +36,19 @@ def test_write_row_refuses_unknown_and_missing_columns(tmp_path):
         write_row(tmp_path / "b.parquet", partial)
     with pytest.raises(ValueError, match="schema_version"):
         write_row(tmp_path / "c.parquet", {**good, "schema_version": 99})
+    with pytest.raises(ValueError, match="status 'done' / end_reason 'infra_error': allowed ok, infra_error"):
+        write_row(tmp_path / "d.parquet", {**good, "status": "done"})
+    with pytest.raises(ValueError, match="status 'ok' contradicts end_reason 'infra_error'"):
+        write_row(tmp_path / "e.parquet", {**good, "status": "ok"})
+    with pytest.raises(ValueError, match="status 'infra_error' contradicts end_reason 'stop'"):
+        write_row(tmp_path / "f.parquet", {**good, "end_reason": "stop"})
     assert not list(tmp_path.iterdir())  # nothing half-written
 
 
 def test_rows_round_trip_with_their_declared_types(tmp_path):
     judged = OutcomeRow(
-        run_id="r", model="m", protocol="active", track="base", task="t", seed=1000, success=True, end_reason="success",
+        run_id="r", model="m", protocol="active", track="base", task="t", seed=1000, success=True, status="ok",
+        end_reason="success",
         steps=12, budget=50, cost_usd=None, wall_s=1.5, objects_placed=None,
     )  # fmt: skip
     infra = OutcomeRow.infra("x" * 5000, run_id="r", model="m", task="t", seed=1001, attempt=3)
@@ -50,5 +64,7 @@ def test_rows_round_trip_with_their_declared_types(tmp_path):
         "infra_error",
         3,
     )
-    assert len(df.loc[1, "error"]) == 2000 and not bool(df.loc[1, "success"])
+    assert len(df.loc[1, "error"]) == 2000 and not bool(df.loc[1, "success"]) and int(df.loc[1, "steps"]) == 0
+    never_measured = ["budget", "model_calls", "robot_actions", "prompt_tokens", "wall_s", "compactions"]
+    assert df.loc[1, never_measured].isna().all()  # an infra row adds no zeros to a mean
     assert pa.types.is_string(SCHEMA.field("error").type)

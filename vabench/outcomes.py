@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import END_REASONS, INFRA_ERROR, OK
+from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
 
 SCHEMA_VERSION = 1
 
@@ -53,7 +53,7 @@ class OutcomeRow:
     seed: int | None = _col(INT)
     run_index: int = _col(INT, 1, "repetition 1..R")
     attempt: int = _col(INT, 1, "infrastructure attempt 1..")
-    status: str = _col(STR, OK, "ok | infra_error")
+    status: str = _col(STR, INFRA_ERROR, "ok | infra_error (a row the harness never finished is infra)")
     success: bool = _col(BOOL, False)
     end_reason: str = _col(STR, INFRA_ERROR, " | ".join(END_REASONS))
     steps: int = _col(INT, 0)
@@ -81,8 +81,13 @@ class OutcomeRow:
 
     @classmethod
     def infra(cls, error: str, **identity) -> OutcomeRow:
-        """The row of an episode that could not be judged (excluded from every rate, retried)."""
-        return cls(**identity, status=INFRA_ERROR, success=False, end_reason=INFRA_ERROR, error=error[:2000])
+        """The row of an episode that could not run (excluded from every rate, retried): 0 steps, and
+        null for what was never measured (budget, counts, usage, time), so no mean counts zeros."""
+        unmeasured = {f.name: None for f in fields(cls) if f.metadata["arrow"] in (INT, FLT) and f.default == 0}
+        unmeasured.update(steps=0)
+        return cls(
+            **{**unmeasured, **identity}, status=INFRA_ERROR, success=False, end_reason=INFRA_ERROR, error=error[:2000]
+        )
 
     def row(self) -> dict:
         return {"schema_version": SCHEMA_VERSION, **asdict(self)}
@@ -107,6 +112,13 @@ def write_row(path: Path, row: dict | OutcomeRow) -> Path:
         )
     if row["schema_version"] != SCHEMA_VERSION:
         raise ValueError(f"schema_version is {row['schema_version']!r}, not {SCHEMA_VERSION}")
+    if row["status"] not in STATUSES or row["end_reason"] not in END_REASONS:
+        raise ValueError(
+            f"status {row['status']!r} / end_reason {row['end_reason']!r}: allowed {', '.join(STATUSES)} / "
+            f"{', '.join(END_REASONS)}"
+        )
+    if (row["status"] == INFRA_ERROR) != (row["end_reason"] == INFRA_ERROR):
+        raise ValueError(f"status {row['status']!r} contradicts end_reason {row['end_reason']!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist([row], schema=SCHEMA)

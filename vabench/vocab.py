@@ -45,10 +45,11 @@ def protocol_named(name: str | Protocol) -> Protocol:
 
 
 # Tracks (paper Table 2, 5, 15): which part of the suite a task belongs to.
+BASE, TRANSFER, LONG_HORIZON = "base", "transfer", "long_horizon"
 TRACKS: dict[str, str] = {
-    "base": "the 14 base task families",
-    "transfer": "held-out variants of base families, reusing their base task's summary",
-    "long_horizon": "the five-object basket task, learned from atomic-skill demonstrations",
+    BASE: "the 14 base task families",
+    TRANSFER: "held-out variants of base families, reusing their base task's summary",
+    LONG_HORIZON: "the five-object basket task, learned from atomic-skill demonstrations",
 }
 
 
@@ -91,6 +92,15 @@ STATUSES = (OK, INFRA_ERROR)  # infra_error: the episode could not be judged; ex
 END_REASONS = ("success", "stop", "budget", "repairs_exhausted", "call_limit", "infra_error")
 
 
+SINGLE, DUAL = "single", "dual"
+
+
 def arms_label(arms: tuple[str, ...] | list[str]) -> str:
     """``single`` or ``dual``: the outcome table's name for a task's controlled arms."""
-    return "dual" if len(arms) == 2 else "single"
+    return DUAL if len(arms) == 2 else SINGLE
+
+
+def condition_label(model: str, protocol: str, summary_source: str) -> str:
+    """The outcome table's ``condition``: one model under one protocol and summary source, the unit
+    the paper compares."""
+    return f"{model} | {protocol} | summary {summary_source}"

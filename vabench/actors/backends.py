@@ -82,7 +82,9 @@ class InProcessBackend:
         return True
 
     def kill(self, worker) -> None:
-        """Nothing to kill: an in-process episode has already finished when the driver sees it."""
+        """The run is over (an in-process episode has finished when the driver sees it): free the env."""
+        worker.env.close()
+        self._worker = None
 
     def gpus(self) -> float:
         return 0.0

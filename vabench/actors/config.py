@@ -11,7 +11,7 @@ defaults of every ``model.*`` key are :class:`ModelConfig`'s, registered here as
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -124,6 +124,8 @@ ConfigStore.instance().store(group="model", name="_defaults", node=model_default
 
 
 def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
+    """A validated ModelConfig, the agent's row name and its privilege. Keys the config leaves out
+    take ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
     unknown = sorted(set(raw) - set(MODEL_KEYS))
     if unknown:
         allowed = ", ".join(sorted(MODEL_KEYS))
@@ -132,6 +134,7 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
         model_id = check_model_id(raw.get("id"))
     except ValueError as e:
         raise ConfigError(f"'model.id' = {e}") from None
+    raw = {**model_defaults(), **raw}
     extra = dict(raw.get("extra") or {})
     agent = OFFLINE_AGENTS.get(model_id)
     for key in agent.requires if agent else ():
@@ -167,8 +170,7 @@ def _tasks(raw, track: str) -> tuple[str, ...]:
         raise ConfigError(f"'tasks' must be 'all' or a non-empty list of task names, got {raw!r}")
     unknown = [n for n in names if n not in TASKS]
     if unknown:
-        known = ", ".join(sorted(TASKS))
-        raise ConfigError(f"'tasks': {', '.join(unknown)} not implemented yet (track {track}); known tasks: {known}")
+        raise ConfigError(f"'tasks': {', '.join(unknown)} not registered; registered tasks: {', '.join(sorted(TASKS))}")
     other = [f"{n} (track {TASKS[n].track})" for n in names if TASKS[n].track != track]
     if other:
         raise ConfigError(
@@ -219,13 +221,13 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         raise ConfigError(
             f"unknown key(s) ray.{', ray.'.join(unknown)}; allowed: {', '.join(RayConfig.__dataclass_fields__)}"
         )
-    address = ray.get("address", "local")
+    ray = {**asdict(RayConfig()), **ray}
     ray_cfg = RayConfig(
-        address=NO_RAY if address in (None, NO_RAY) else str(address),
-        num_cpus=None if ray.get("num_cpus") is None else _int(ray["num_cpus"], "ray.num_cpus", 1),
-        env_actors=_int(ray.get("env_actors", 4), "ray.env_actors", 1),
-        actor_cpus=_number(ray.get("actor_cpus", 0.5), "ray.actor_cpus", 0, inclusive=False),
-        actor_gpus=_number(ray.get("actor_gpus", 0.0), "ray.actor_gpus", 0),
+        address=NO_RAY if ray["address"] in (None, NO_RAY) else str(ray["address"]),
+        num_cpus=None if ray["num_cpus"] is None else _int(ray["num_cpus"], "ray.num_cpus", 1),
+        env_actors=_int(ray["env_actors"], "ray.env_actors", 1),
+        actor_cpus=_number(ray["actor_cpus"], "ray.actor_cpus", 0, inclusive=False),
+        actor_gpus=_number(ray["actor_gpus"], "ray.actor_gpus", 0),
     )
     try:
         harness = HarnessConfig(**_get(cfg, "harness"))

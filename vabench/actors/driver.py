@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from vabench.agents import prompts
 from vabench.agents.harness import PERMANENT
+from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
 from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.outcomes import OutcomeRow, read_rows, write_row
@@ -120,6 +121,8 @@ class Driver:
         write_run_info(run)
         todo, done = plan(run)
         self.log(f"run {run.run_id}: {len(todo) + done} episodes, {done} already done, {len(todo)} to run")
+        if is_offline(run.model.model) and run.summary.kind != "none":
+            self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
         if todo:
             backend = backend_for(run)
             todo = self._summaries(backend, todo)

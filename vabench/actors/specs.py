@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vabench.agents.registry import is_offline
-from vabench.vocab import SummaryMode, summary_mode
+from vabench.vocab import SummaryMode, condition_label, summary_mode
 
 from .config import RunConfig
 
@@ -26,7 +26,7 @@ class EpisodeSpec:
 
     @property
     def condition(self) -> str:
-        return f"{self.model} | {self.protocol} | summary {self.summary_source}"
+        return condition_label(self.model, self.protocol, self.summary_source)
 
     @property
     def summary_mode(self) -> SummaryMode:

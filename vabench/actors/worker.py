@@ -15,6 +15,7 @@ from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
 from vabench.outcomes import write_row
+from vabench.vocab import TRANSFER
 
 from .specs import EpisodeSpec
 
@@ -48,7 +49,7 @@ class EpisodeWorker:
             self.harness,
             summary=summary,
             summary_source=s.summary_source,
-            transfer=s.track == "transfer",
+            transfer=s.track == TRANSFER,
             identity={**self.meta, **s.identity(), "attempt": attempt},
         )
         result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)

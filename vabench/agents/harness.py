@@ -182,13 +182,14 @@ def run_episode(
     see :class:`vabench.outcomes.OutcomeRow`), which the driver takes from the episode spec.
     """
     config = config or HarnessConfig()
+    protocol = protocol_named(protocol).name  # a Protocol or its name; ValueError names the allowed ones
     out_dir = Path(out_dir)
     record = EpisodeRecord(out_dir)
     started = time.perf_counter()
     result = OutcomeRow(
         **{
             "model": model.name,
-            "protocol": str(protocol),
+            "protocol": protocol,
             "task": getattr(task, "name", task),
             "seed": int(seed),
             "summary_source": summary_source,

@@ -64,9 +64,9 @@ class Model(ABC):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """How to reach one model: the defaults of every ``conf/model/*.yaml`` live here, once (the
-    launcher registers them as Hydra's ``model/_defaults``). Keys never live here: ``api_key_env``
-    names the environment variable."""
+    """How to reach one model: the defaults of every ``conf/model/*.yaml`` live here, once
+    (``vabench.actors.config`` registers them as Hydra's ``model/_defaults``). Keys never live
+    here: ``api_key_env`` names the environment variable."""
 
     model: str  # any LiteLLM provider string: openai/..., anthropic/..., gemini/..., hosted_vllm/..., ollama_chat/...
     name: str | None = None  # record id; defaults to ``model``

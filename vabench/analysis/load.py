@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.outcomes import COLUMNS, read_rows
+from vabench.vocab import DUAL, INFRA_ERROR, OK, SINGLE, condition_label
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -91,9 +92,9 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
     no_cond = p["condition"].isna()
-    p.loc[no_cond, "condition"] = (
-        p.loc[no_cond, "model"] + " | " + p.loc[no_cond, "protocol"] + " | summary " + p.loc[no_cond, "summary_source"]
-    )
+    p.loc[no_cond, "condition"] = [
+        condition_label(*x) for x in p.loc[no_cond, ["model", "protocol", "summary_source"]].itertuples(index=False)
+    ]
     for c in ("run_index", "attempt"):
         p[c] = pd.to_numeric(p[c], errors="coerce").fillna(1).astype(int)
     p["seed"] = pd.to_numeric(p["seed"], errors="coerce").astype("Int64")
@@ -104,8 +105,8 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p.loc[priv, "condition"] = p.loc[priv, "condition"] + PRIVILEGED
 
     success = p["success"].astype("boolean")
-    infra = p["status"] == "infra_error"
-    judged = ~infra & (p["status"].isna() | (p["status"] == "ok")) & success.notna()
+    infra = p["status"] == INFRA_ERROR
+    judged = ~infra & (p["status"].isna() | (p["status"] == OK)) & success.notna()
     p["state"] = "unjudged"
     p.loc[judged, "state"] = "judged"
     p.loc[infra, "state"] = "infra_error"
@@ -140,7 +141,7 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     # a task's arms from its judged rows (an infra row may predate the scene reset)
     arms = _arms_map(p)
     p["arms"] = p["task"].map(arms).where(p["task"].isin(arms.keys()), p["arms"])
-    no_arms = (p["state"] == "judged") & ~p["arms"].isin(["single", "dual"])
+    no_arms = (p["state"] == "judged") & ~p["arms"].isin([SINGLE, DUAL])
     if no_arms.any():
         tasks = ", ".join(sorted(set(p.loc[no_arms, "task"])))
         notes.append(f"No single/dual arms for task(s) {tasks}: counted in 'all' only.")

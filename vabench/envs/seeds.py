@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .env import VABenchEnv
-from .tasks import TASKS
+from .tasks import task_class
 
 MANIFEST_DIR = Path(__file__).with_name("seed_manifests")
 FORMAT = "vabench.seed_manifest.v1"
@@ -124,7 +124,7 @@ def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
     data = {
         "format": FORMAT,
         "task": task,
-        "budget": TASKS[task].budget,
+        "budget": task_class(task).budget,
         "criteria": "stable (<=3 deg over the last 200 of 500 steps after 2000), finite poses, "
         "expert success with no invalid action and no planner failure",
         "candidate_pool": list(EVAL_POOL),

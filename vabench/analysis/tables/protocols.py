@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import ACTIVE, PASSIVE
 
 from ..load import exclusion_note, privileged_note
 from ..stats import sign_test
@@ -38,7 +39,7 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
     j = _judged(p)
     rows_t, rows_s, cover = [], [], {}
     for (model, source), g in j.groupby(["model", "summary_source"]):
-        a, ps = g[g["protocol"] == "active"], g[g["protocol"] == "passive"]
+        a, ps = g[g["protocol"] == ACTIVE.name], g[g["protocol"] == PASSIVE.name]
         if a.empty or ps.empty:
             continue
         runs = sorted(set(a["run_index"]) & set(ps["run_index"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import summary_mode
 
 from ..load import exclusion_note, privileged_note
 from .common import NAN, SUBSETS, _coverage, _family_rates, _finish, _judged, _macro, _pct, _pooled, _scope
@@ -17,13 +18,21 @@ def _source_order(sources) -> list[str]:
     return sorted(set(sources), key=lambda s: (s != "own", s != "none", s))
 
 
+def _shared_by(source: str) -> str | None:
+    """The author of a ``shared:<model>`` source (None for own, none or an unreadable label)."""
+    try:
+        return summary_mode(source).source
+    except ValueError:
+        return None
+
+
 def _authors(j: pd.DataFrame) -> dict[str, str | None]:
     """``shared:<x>`` -> the evaluated model that wrote it: the model named x, or the model whose
     own-summary rows record x as their summary_model."""
     out = {}
     own = j[j["summary_source"] == "own"]
-    for src in (s for s in j["summary_source"].unique() if s.startswith("shared:")):
-        x = src.split(":", 1)[1].strip()
+    for src in (s for s in j["summary_source"].unique() if _shared_by(s)):
+        x = _shared_by(src)
         named = j.loc[j["model_raw"] == x, "model"].unique()
         wrote = own.loc[own["summary_model"] == x, "model"].unique()
         found = named if len(named) else wrote

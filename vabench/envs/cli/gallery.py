@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from ..env import EnvConfig, VABenchEnv
 from ..seeds import eval_seeds
 from ..sim.camera import CAMERA_PRESETS, PASSIVE_ORDER, semantic_target, view_pose
-from ..tasks import TASKS
+from ..tasks import TASKS, task_class
 
 
 def shoot(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[list[Path], bool]:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             paths, ok = shoot(env, task, seed, args.out)
             rows.append((task, paths, ok))
             print(f"{task} seed {seed}: {'success' if ok else 'FAILED'} -> {', '.join(p.name for p in paths)}")
-            if len(TASKS[task].arms) == 2:
+            if len(task_class(task).arms) == 2:
                 path, ok = dual_views(env, task, seed, args.out)
                 rows[-1] = (task, paths, rows[-1][2] and ok)
                 print(f"{task} seed {seed}: arm-specific views -> {path.name}")
