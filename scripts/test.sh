@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tests: set up whatever is missing, then run pytest.
-#   scripts/test.sh              default suite (CI; about 10 minutes on 2 cores)
+# Tests: set up whatever is missing, then run pytest on both cores (pytest-xdist; the Ray driver
+# tests share one worker: group "ray"). Add -n 0 to run in one process.
+#   scripts/test.sh              default suite (CI; about 8 minutes on 2 cores)
 #   scripts/test.sh --nightly    also the long checks marked `slow` (re-screening, rendered oracle runs; +2-3 h)
 # Other arguments go to pytest.
 set -euo pipefail
@@ -10,4 +11,4 @@ args=()
 for a in "$@"; do
   if [[ "$a" == "--nightly" ]]; then args+=(-m "slow or not slow"); else args+=("$a"); fi
 done
-exec .venv/bin/python -m pytest "${args[@]}"
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup "${args[@]}"

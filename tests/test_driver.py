@@ -26,6 +26,7 @@ from vabench.actors.specs import expand
 from vabench.outcomes import read_rows, write_row
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("ray")  # one Ray at a time: the kill tests look for any worker process
 KEY = ["task", "seed", "protocol", "run_index"]
 SAME = ["success", "steps", "end_reason", "robot_actions", "checkpoints_done"]
 
