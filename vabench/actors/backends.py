@@ -26,7 +26,7 @@ def worker_args(run: RunConfig) -> tuple:
         asdict(run.model),
         str(run.run_dir),
         str(run.summary_root),
-        {"run_id": run.run_id, "experiment": run.experiment},
+        run.identity,
     )
 
 
@@ -85,9 +85,6 @@ class InProcessBackend:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
         worker.env.close()
         self._worker = None
-
-    def gpus(self) -> float:
-        return 0.0
 
 
 class RayBackend:

@@ -18,7 +18,7 @@ from hydra.core.config_store import ConfigStore
 
 from vabench.agents.harness import HarnessConfig
 from vabench.agents.models import ModelConfig
-from vabench.agents.registry import OFFLINE_AGENTS, check_model_id, make_model
+from vabench.agents.registry import check_model_id, make_model
 from vabench.envs import CAMERA_PRESETS
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
@@ -68,6 +68,11 @@ class RunConfig:
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
+
+    @property
+    def identity(self) -> dict:
+        """The run's part of every outcome row (the episode's part is EpisodeSpec.identity)."""
+        return {"run_id": self.run_id, "experiment": self.experiment}
 
 
 def _get(cfg: dict, key: str, where: str = ""):
@@ -135,11 +140,6 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
     except ValueError as e:
         raise ConfigError(f"'model.id' = {e}") from None
     raw = {**model_defaults(), **raw}
-    extra = dict(raw.get("extra") or {})
-    agent = OFFLINE_AGENTS.get(model_id)
-    for key in agent.requires if agent else ():
-        if not extra.get(key):
-            raise ConfigError(f"'model.extra.{key}' must be set when model.id={model_id} ({agent.about})")
     cfg = ModelConfig(
         model=model_id,
         name=raw.get("name"),
@@ -152,7 +152,7 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
         max_tokens=_int(raw.get("max_tokens"), "model.max_tokens", 1),
         temperature=raw.get("temperature"),
         max_concurrency=_int(raw.get("max_concurrency"), "model.max_concurrency", 1),
-        extra=extra,
+        extra=dict(raw.get("extra") or {}),
     )
     try:
         agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record

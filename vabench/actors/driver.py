@@ -72,13 +72,9 @@ def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
     return todo, done
 
 
-def _meta(run: RunConfig) -> dict:
-    return {"run_id": run.run_id, "experiment": run.experiment}
-
-
 def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str) -> OutcomeRow:
     """The row of an episode that could not be judged (0 steps; excluded from rates; retried)."""
-    return OutcomeRow.infra(error, **_meta(run), **spec.identity(), attempt=attempt, privileged=run.privileged)
+    return OutcomeRow.infra(error, **run.identity, **spec.identity(), attempt=attempt, privileged=run.privileged)
 
 
 def _versions() -> dict:

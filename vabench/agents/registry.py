@@ -26,10 +26,7 @@ class OfflineAgent:
 
 
 def _replay(cfg: ModelConfig) -> Model:
-    record = cfg.extra.get("record")
-    if not record:
-        raise ValueError("model 'replay' needs extra.record: the path of an episode events.jsonl")
-    return ReplayAgent(Path(record), cfg.name)
+    return ReplayAgent(Path(cfg.extra["record"]), cfg.name)
 
 
 OFFLINE_AGENTS: dict[str, OfflineAgent] = {
@@ -45,7 +42,7 @@ OFFLINE_AGENTS: dict[str, OfflineAgent] = {
             lambda cfg: RandomAgent(cfg.name or "random", int(cfg.extra.get("seed", 0))),
             "uniformly random valid decisions: the floor",
         ),
-        OfflineAgent("replay", _replay, "the replies of an earlier episode record, in order", ("record",)),
+        OfflineAgent("replay", _replay, "the replies of an earlier episode record (its events.jsonl)", ("record",)),
     )
 }
 PROVIDER_EXAMPLES = "openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"
@@ -69,6 +66,12 @@ def check_model_id(model_id: object) -> str:
 
 
 def make_model(cfg: ModelConfig) -> Model:
-    """The model a config names: an offline agent, else the LiteLLM client."""
+    """The model a config names: an offline agent (ValueError when an ``extra`` key it requires is
+    missing), else the LiteLLM client."""
     agent = OFFLINE_AGENTS.get(cfg.model)
-    return agent.make(cfg) if agent is not None else LiteLLMModel(cfg)
+    if agent is None:
+        return LiteLLMModel(cfg)
+    for key in agent.requires:
+        if not cfg.extra.get(key):
+            raise ValueError(f"'model.extra.{key}' must be set when model.id={agent.name} ({agent.about})")
+    return agent.make(cfg)
