@@ -19,7 +19,22 @@ class WorkerDied(RuntimeError):
     """The worker process ended (crash, kill -9, OOM) while it held an episode."""
 
 
-def worker_args(run: RunConfig) -> tuple:
+class KeyMissing(RuntimeError):
+    """The model's key variable is not in the environment where the workers run."""
+
+
+def _has_env(var: str) -> bool:
+    return bool(os.environ.get(var))
+
+
+def check_local_key(run: RunConfig) -> None:
+    """Workers on this machine inherit the launcher's environment: the key must be there."""
+    var = run.model.api_key_env
+    if var and not os.environ.get(var):
+        raise KeyMissing(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
+
+
+def worker_args(run: RunConfig, lock: tuple[str, str] | None = None) -> tuple:
     return (
         run.camera,
         asdict(run.harness),
@@ -27,6 +42,7 @@ def worker_args(run: RunConfig) -> tuple:
         str(run.run_dir),
         str(run.summary_root),
         run.identity,
+        lock,
     )
 
 
@@ -43,6 +59,7 @@ class InProcessBackend:
     catches_ctrl_c = False
 
     def __init__(self, run: RunConfig):
+        check_local_key(run)
         self.run = run
         self._worker = None
 
@@ -95,21 +112,55 @@ class RayBackend:
 
     catches_ctrl_c = True  # Ray's blocking calls may swallow a KeyboardInterrupt: the driver polls a flag
 
-    def __init__(self, run: RunConfig):
+    def __init__(self, run: RunConfig, lock: tuple[str, str] | None = None):
         import ray
 
-        self.run, self.ray = run, ray
+        self.run, self.ray, self.lock = run, ray, lock
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if not ray.is_initialized():
             if run.ray.address == "local":
+                check_local_key(run)  # before Ray starts: its workers inherit this environment
                 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private single-machine cluster
                 ray.init(address="local", num_cpus=run.ray.num_cpus, include_dashboard=False, log_to_driver=False)
-            else:
-                env = {}
-                if run.model.api_key_env and run.model.api_key_env in os.environ:  # workers elsewhere need the key
-                    env[run.model.api_key_env] = os.environ[run.model.api_key_env]
-                ray.init(address=run.ray.address, runtime_env={"env_vars": env} if env else None, log_to_driver=False)
+            else:  # never a runtime_env with the key: Ray logs runtime environments in plain text
+                ray.init(address=run.ray.address, log_to_driver=False)
+        self.check_key()
         self.slots = run.ray.env_actors
+
+    def check_key(self) -> None:
+        """Every node's workers must see the model's key variable in their own environment (that
+        of ``ray start`` there): vabench never sends a key through Ray. Checked on every alive node
+        before any work, reporting only whether the variable is set, never its value."""
+        var = self.run.model.api_key_env
+        if not var:
+            return
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        probe = self.ray.remote(_has_env)
+        nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+        seen = self.ray.get(
+            [
+                probe.options(
+                    num_cpus=0,
+                    max_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+                ).remote(var)
+                for n in nodes
+            ],
+            timeout=120,
+        )
+        missing = [
+            f"{n.get('NodeManagerHostname')} ({n.get('NodeManagerAddress')})"
+            for n, ok in zip(nodes, seen, strict=True)
+            if not ok
+        ]
+        if missing:
+            raise KeyMissing(
+                f"model.api_key_env names {var}, which is not set for Ray's workers on {len(missing)} of "
+                f"{len(nodes)} node(s): {', '.join(missing)}. Export {var} in the shell that runs `ray start` on "
+                f"every node and restart Ray there (README, Scaling out): vabench never sends keys through "
+                f"Ray, which writes runtime environments to its logs in plain text."
+            )
 
     def new_worker(self):
         from .worker import EpisodeWorker
@@ -117,7 +168,7 @@ class RayBackend:
         options = {"num_cpus": self.run.ray.actor_cpus, "max_restarts": 0, "max_task_retries": 0}
         if self.run.ray.actor_gpus > 0 and self.gpus() > 0:
             options["num_gpus"] = self.run.ray.actor_gpus
-        return self.ray.remote(EpisodeWorker).options(**options).remote(*worker_args(self.run))
+        return self.ray.remote(EpisodeWorker).options(**options).remote(*worker_args(self.run, self.lock))
 
     def submit(self, worker, spec: dict, attempt: int):
         return worker.run.remote(spec, attempt)
@@ -154,5 +205,6 @@ class RayBackend:
         return self.ray.cluster_resources().get("GPU", 0)
 
 
-def backend_for(run: RunConfig):
-    return InProcessBackend(run) if run.ray.in_process else RayBackend(run)
+def backend_for(run: RunConfig, lock: tuple[str, str] | None = None):
+    """``lock`` (path, token) of the driver's run-folder lock: Ray workers stop when it is lost."""
+    return InProcessBackend(run) if run.ray.in_process else RayBackend(run, lock)

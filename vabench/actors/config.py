@@ -61,6 +61,7 @@ class RunConfig:
     seeds: int | tuple[int, ...] | None  # None: every verified seed; N: the first N; tuple: these
     runs: int
     max_attempts: int
+    retry_infra: bool  # a rerun retries infra_error rows (a fresh budget of max_attempts)
     episode_timeout_s: float
     camera: str
     harness: HarnessConfig
@@ -87,6 +88,12 @@ def _int(value, key: str, lo: int, hi: int | None = None) -> int:
     if value < lo or (hi is not None and value > hi):
         bound = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise ConfigError(f"'{key}' must be {bound}, got {value}")
+    return value
+
+
+def _bool(value, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"'{key}' must be true or false, got {value!r}")
     return value
 
 
@@ -250,6 +257,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         seeds=_seeds(_get(cfg, "seeds")),
         runs=_int(_get(cfg, "runs"), "runs", 1),
         max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
+        retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
         episode_timeout_s=_number(_get(cfg, "episode_timeout_s"), "episode_timeout_s", 0, inclusive=False),
         camera=camera,
         harness=harness,

@@ -7,10 +7,13 @@ Ray (``ray.address=none``) one worker runs them one after another into the same 
 Correctness rules:
 
 - every episode has one outcome file at a deterministic path; a rerun of the same run folder
-  skips episodes whose file says ``ok`` and retries those that say ``infra_error``;
-- a worker that dies (crash, kill -9, timeout) is replaced and its episode re-queued with
-  ``attempt + 1``, at most ``max_attempts`` times, unless its file already holds that attempt's
-  judged outcome; the backend never re-runs anything by itself, so no episode is judged twice;
+  skips episodes whose file says ``ok`` and retries those that say ``infra_error`` with a fresh
+  budget of ``max_attempts`` (``retry_infra=false``: keeps them);
+- an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
+  kill -9, timeout) is replaced and its episode re-queued with ``attempt + 1`` unless its file
+  already holds that attempt's judged outcome; an interrupted driver costs nothing (the worker sets
+  the stale record folder aside and runs the same attempt afresh); the backend never re-runs
+  anything by itself, so no episode is judged twice;
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
 """
 
@@ -36,8 +39,9 @@ from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.vocab import INFRA_ERROR, OK
 
-from .backends import WorkerDied, backend_for
+from .backends import KeyMissing, WorkerDied, backend_for
 from .config import RunConfig
+from .runlock import RunLock, RunLocked
 from .specs import EpisodeSpec, expand
 
 POLL_S = 2.0
@@ -57,18 +61,20 @@ def _read_status(path: Path) -> tuple[str, int] | None:
 
 
 def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
-    """Episodes still to run, with their attempt number, and how many are already done."""
+    """Episodes still to run, with their attempt number, and how many are already done.
+
+    An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
+    (attempt numbers count on), unless ``retry_infra`` is false: a provider outage needs a rerun,
+    not surgery on the run folder."""
     todo, done = [], 0
     for spec in expand(run):
         state = _read_status(spec.outcome_path(run.run_dir))
         if state is None:
             todo.append((spec, 1))
-        elif state[0] == OK:
+        elif state[0] == OK or not run.retry_infra:
             done += 1
-        elif state[1] < run.max_attempts:
-            todo.append((spec, state[1] + 1))
         else:
-            done += 1  # attempts exhausted: the infra_error row stands (excluded from rates)
+            todo.append((spec, state[1] + 1))
     return todo, done
 
 
@@ -113,14 +119,23 @@ class Driver:
 
     # -- stages ---------------------------------------------------------------------------
     def execute(self) -> pd.DataFrame:
+        with RunLock(self.run.run_dir, self.log) as lock:
+            return self._execute(lock)
+
+    def _execute(self, lock: RunLock) -> pd.DataFrame:
         run = self.run
         write_run_info(run)
         todo, done = plan(run)
-        self.log(f"run {run.run_id}: {len(todo) + done} episodes, {done} already done, {len(todo)} to run")
+        self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
+        retried = sum(attempt > 1 for _, attempt in todo)
+        self.log(
+            f"run {run.run_id}: {len(todo) + done} episodes, {done} already done, {len(todo)} to run"
+            + (f" ({retried} infra_error row(s) retried)" if retried else "")
+        )
         if is_offline(run.model.model) and run.summary.kind != "none":
             self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
         if todo:
-            backend = backend_for(run)
+            backend = backend_for(run, (str(lock.path), lock.token))
             todo = self._summaries(backend, todo)
             self._episodes(backend, todo)
         return read_rows(run.run_dir / "outcomes")
@@ -257,7 +272,7 @@ class Driver:
         return True
 
     def _retry(self, spec: EpisodeSpec, attempt: int, error: str, queue, written: bool = False) -> bool:
-        if attempt < self.run.max_attempts:
+        if attempt < self.last[spec]:
             self.counts["retried"] += 1
             queue.append((spec, attempt + 1))
             return False
@@ -274,3 +289,5 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True) -> pd.DataF
         raise SystemExit(f"summary: {e}") from None
     except RunAborted as e:
         raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
+    except (RunLocked, KeyMissing) as e:
+        raise SystemExit(str(e)) from None

@@ -6,24 +6,48 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
+import time
 from pathlib import Path
 
 from vabench.agents.harness import HarnessConfig, run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import ModelConfig
+from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
 from vabench.outcomes import write_row
 from vabench.vocab import TRANSFER
 
+from .runlock import owner_gone
 from .specs import EpisodeSpec
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 
 
+WATCH_S = 1.0  # how often a worker checks that its driver still holds the run folder
+
+
 class EpisodeWorker:
-    def __init__(self, camera: str, harness: dict, model: dict, run_dir: str, summary_root: str, meta: dict):
+    """``lock`` (path, token): the driver's run-folder lock. A worker in its own process (Ray)
+    ends itself within :data:`WATCH_S` once that driver is gone or was replaced, and never writes
+    an outcome for a driver that no longer holds the folder; in the driver's process it is None."""
+
+    def __init__(
+        self,
+        camera: str,
+        harness: dict,
+        model: dict,
+        run_dir: str,
+        summary_root: str,
+        meta: dict,
+        lock: tuple[str, str] | None = None,
+    ):
+        self.lock = lock
+        if lock is not None:
+            threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.env = VABenchEnv(EnvConfig(camera=CAMERA_PRESETS[camera]))
         self.harness = HarnessConfig(**harness)
         self.model = make_model(ModelConfig(**model))
@@ -35,16 +59,29 @@ class EpisodeWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def _check_driver(self) -> None:
+        why = owner_gone(*self.lock) if self.lock is not None else None
+        if why:
+            print(f"vabench worker {os.getpid()}: stopping, {why}", file=sys.stderr, flush=True)
+            os._exit(3)  # at once: no outcome, no record events after this point
+
+    def _watch(self) -> None:
+        while True:
+            self._check_driver()
+            time.sleep(WATCH_S)
+
     def run(self, spec: dict, attempt: int) -> dict:
         """Run one episode and write its row; returns the row."""
         s = EpisodeSpec(**spec)
         summary = resolve_summary(self.store, s.summary_source, self.model.name, s.task)
+        folder = s.record_dir(self.run_dir) / f"attempt{attempt}"
+        set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         result = run_episode(
             self.env,
             self.model,
             s.task,
             s.seed,
-            s.record_dir(self.run_dir) / f"attempt{attempt}",
+            folder,
             s.protocol,
             self.harness,
             summary=summary,
@@ -53,6 +90,7 @@ class EpisodeWorker:
             identity={**self.meta, **s.identity(), "attempt": attempt},
         )
         result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
+        self._check_driver()
         write_row(s.outcome_path(self.run_dir), result)
         return result.row()
 

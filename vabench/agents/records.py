@@ -68,6 +68,20 @@ class EpisodeRecord:
             self._file.close()
 
 
+def set_aside(folder: Path) -> Path | None:
+    """Move a stale record folder (an attempt its driver never finished: Ctrl-C, kill -9) to
+    ``<name>.interrupted-<n>`` and return where it went, or None when there is none. The attempt is
+    run again in a fresh folder: an interruption is not a failure of the episode, and the old
+    events stay for inspection (readers of outcome rows never look at them)."""
+    folder = Path(folder)
+    if not folder.exists():
+        return None
+    n = 1
+    while folder.with_name(f"{folder.name}.interrupted-{n}").exists():
+        n += 1
+    return folder.rename(folder.with_name(f"{folder.name}.interrupted-{n}"))  # one driver per run folder: no race
+
+
 def read_events(path: Path) -> list[dict]:
     """All events of a record (a torn last line from a crash is skipped)."""
     out = []

@@ -1,0 +1,161 @@
+"""Issue 12: an interruption never costs an attempt, a rerun retries infra rows with a fresh budget,
+one driver per run folder, and provider retries are visible in the rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from subprocess import DEVNULL, PIPE
+
+import pytest
+
+from tests.openai_server import ScriptedServer
+from tests.test_driver import ROOT, smoke
+from vabench.actors.driver import Driver, infra_row, plan
+from vabench.actors.runlock import RunLocked
+from vabench.actors.specs import expand
+from vabench.outcomes import read_rows, write_row
+
+pytestmark = pytest.mark.xdist_group("ray")  # the driver tests share one worker (kill tests look for processes)
+
+ONE = ("ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
+KEY_VAR = "VABENCH_TEST_KEY"
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def quiet(run, said=None):
+    return Driver(run, log=(said.append if said is not None else lambda *_: None), progress=False)
+
+
+def test_stale_record_folders_of_interrupted_attempts_are_set_aside_and_cost_no_attempt(tmp_path):
+    run = smoke(tmp_path, "stale", *ONE)
+    spec = expand(run)[0]
+    for n in (1, 2, 3):  # what three interrupted drivers used to leave behind
+        stale = spec.record_dir(run.run_dir) / f"attempt{n}"
+        (stale / "frames").mkdir(parents=True)
+        (stale / "events.jsonl").write_text('{"seq": 1, "type": "episode_start"}\n')
+    df = quiet(run).execute()
+    assert len(df) == 1
+    row = df.iloc[0]
+    assert (row["status"], int(row["attempt"]), bool(row["success"])) == ("ok", 1, True)
+    names = sorted(p.name for p in spec.record_dir(run.run_dir).iterdir())
+    assert names == ["attempt1", "attempt1.interrupted-1", "attempt2", "attempt3"]
+    kept = spec.record_dir(run.run_dir) / "attempt1.interrupted-1" / "events.jsonl"
+    assert kept.read_text().startswith('{"seq": 1')
+
+
+def test_a_rerun_gives_exhausted_infra_rows_a_fresh_budget_unless_told_not_to(tmp_path):
+    run = smoke(tmp_path, "outage", *ONE)
+    spec = expand(run)[0]
+    write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, run.max_attempts, "model: provider down"))
+    skip = smoke(tmp_path, "outage", *ONE, "retry_infra=false")
+    assert plan(skip) == ([], 1)
+    assert plan(run) == ([(spec, run.max_attempts + 1)], 0)
+    said = []
+    df = quiet(run, said).execute()
+    assert "1 infra_error row(s) retried" in said[0]
+    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("ok", run.max_attempts + 1)
+
+
+def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_attempt(tmp_path, monkeypatch):
+    from vabench.actors.worker import EpisodeWorker
+
+    run = smoke(tmp_path, "budget", *ONE)
+    spec = expand(run)[0]
+    write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, 5, "worker died"))
+    calls = []
+
+    def crash(self, spec, attempt):
+        calls.append(attempt)
+        raise RuntimeError("simulated worker bug")
+
+    monkeypatch.setattr(EpisodeWorker, "run", crash)
+    df = quiet(run).execute()
+    assert calls == [6, 7, 8]
+    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("infra_error", 8)
+    assert len(read_rows(run.run_dir)) == 1
+
+
+def test_a_second_driver_is_refused_while_the_first_runs_and_takes_over_once_it_is_gone(tmp_path):
+    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", *ONE[:1], "seeds=2"]
+    cmd += [f"results_dir={tmp_path}", "run_id=locked"]
+    first = subprocess.Popen(cmd, cwd=ROOT, env=ENV, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL)
+    lock = tmp_path / "locked" / "_driver.lock"
+    try:
+        _wait_for(lambda: list((tmp_path / "locked").rglob("events.jsonl")), first)
+        info = json.loads(lock.read_text())
+        assert (info["pid"], info["host"]) == (first.pid, socket.gethostname())
+        run = smoke(tmp_path, "locked", *ONE[:1], "seeds=2")
+        with pytest.raises(RunLocked, match=f"in use by another driver .*pid {first.pid}"):
+            quiet(run).execute()
+        second = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1 and "in use by another driver" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lock stays behind
+    assert lock.exists()  # a zombie until reaped counts as gone, as does a reaped process
+    said = []
+    df = quiet(run, said).execute()
+    first.wait()
+    assert any("taking over the lock of a driver that has ended" in s and f"pid {first.pid}" in s for s in said)
+    assert len(df) == 4 and (df["status"] == "ok").all() and not lock.exists()
+
+
+def _wait_for(condition, proc, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        assert proc.poll() is None, "the process ended before the condition held"
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_three_ctrl_c_and_one_kill_of_the_driver_cost_no_attempt_and_lose_nothing(tmp_path):
+    """Real Ray, the real launcher, a slow local model: interrupt the same episode four times."""
+    from tests.test_cluster import stop_after
+
+    slow = stop_after(6)
+    with ScriptedServer(default=lambda body: {"delay": 0.3, "then": slow(body)}) as server:
+        cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/slow"]
+        cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]"]
+        cmd += ["seeds=1", "ray.env_actors=1", f"results_dir={tmp_path}", "run_id=resumed"]
+        env = {**ENV, KEY_VAR: "sk-test-not-a-secret-123"}
+        records = tmp_path / "resumed" / "_records"
+
+        def mid_episode(i: int):  # this run's attempt (after i set aside) has had a model answer
+            def check() -> bool:
+                aside = len(list(records.rglob("attempt1.interrupted-*")))
+                return aside == i and any('"type": "reply"' in f.read_text() for f in records.rglob("attempt1/*.jsonl"))
+
+            return check
+
+        for i, how in enumerate((signal.SIGINT, signal.SIGINT, signal.SIGINT, signal.SIGKILL)):
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=DEVNULL, stderr=PIPE)
+            try:
+                _wait_for(mid_episode(i), proc)
+                if how == signal.SIGINT:
+                    proc.send_signal(signal.SIGINT)
+                    assert proc.wait(timeout=120) == 130, proc.stderr.read().decode()[-2000:]
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray it started, at once
+                except ProcessLookupError:
+                    pass  # Ctrl-C already ended them all
+                proc.wait()
+            assert not list((tmp_path / "resumed" / "outcomes").rglob("*.parquet"))
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    df = read_rows(tmp_path / "resumed")
+    assert len(df) == 1
+    row = df.iloc[0]
+    assert (row["status"], row["end_reason"], int(row["attempt"]), int(row["steps"])) == ("ok", "stop", 1, 6)
+    folder = next(records.rglob("attempt1")).parent
+    kept = sorted(p.name for p in folder.iterdir())
+    assert kept == ["attempt1"] + [f"attempt1.interrupted-{n}" for n in (1, 2, 3, 4)]
+    assert all((folder / name / "events.jsonl").exists() for name in kept)
