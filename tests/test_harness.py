@@ -149,6 +149,18 @@ def test_provider_failures_are_retried_then_infra_error(physics_env, server, tmp
     r = run_episode(physics_env, llm(server, **kw), "grasp_single_cube", 1000, tmp_path)
     assert (r.status, r.end_reason, r.success, len(server.requests)) == ("infra_error", "infra_error", False, 3)
     assert "after 3 attempts" in r.error
+    assert (r.model_calls, r.provider_attempts, r.provider_retries) == (0, 3, 2)  # the call was never answered
+
+
+def test_provider_retries_and_backoff_are_counted_in_the_row(physics_env, server, tmp_path):
+    move = json.dumps({"action": "gripper.open"})
+    server.script({"status": 429, "headers": {"Retry-After": "0.3"}}, move, {"status": 500}, {"status": 503}, STOP)
+    r = run_episode(physics_env, llm(server, backoff_max_s=1.0), "grasp_single_cube", 1000, tmp_path)
+    assert (r.status, r.end_reason, len(server.requests)) == ("ok", "stop", 5)
+    assert (r.model_calls, r.provider_attempts, r.provider_retries) == (2, 5, 3)
+    assert 0.3 <= r.backoff_s < 1.0  # the Retry-After was honoured, and the jittered waits are small
+    replies = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "reply"]
+    assert [e["attempts"] for e in replies] == [2, 3] and replies[0]["backoff_s"] >= 0.3
 
 
 def test_retry_then_success_keeps_the_episode(physics_env, server, tmp_path):

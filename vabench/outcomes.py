@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: provider_attempts, provider_retries, backoff_s
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -64,7 +64,10 @@ class OutcomeRow:
     planner_failures: int = _col(INT, 0)
     repairs: int = _col(INT, 0)
     tool_calls: int = _col(INT, 0)
-    model_calls: int = _col(INT, 0)
+    model_calls: int = _col(INT, 0, "model calls the provider answered")
+    provider_attempts: int = _col(INT, 0, "HTTP attempts to the provider, failed and retried ones included")
+    provider_retries: int = _col(INT, 0, "attempts that repeated a failed one (rate limit, timeout, 5xx, ...)")
+    backoff_s: float = _col(FLT, 0.0, "seconds spent waiting before retries (Retry-After honoured)")
     checkpoints_done: int = _col(INT, 0)
     checkpoints_total: int = _col(INT, 0)
     objects_placed: int | None = _col(INT, about="long-horizon track only")

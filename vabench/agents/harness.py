@@ -74,6 +74,8 @@ class Dialogue:
     def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config: HarnessConfig):
         self.model, self.conv, self.record, self.config = model, conv, record, config
         self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.answered = self.attempts = 0  # calls the provider answered; HTTP attempts, retries included
+        self.backoff_s = 0.0
         self.cost: float | None = 0.0
 
     def ask(self, step: int, parse, tools, until=None) -> Decision:
@@ -122,11 +124,23 @@ class Dialogue:
         try:
             reply = self.model.complete(messages)
         except ModelError as e:
-            self.record.event("model_error", step=step, error=str(e), permanent=e.permanent)
+            self.attempts += e.attempts
+            self.backoff_s += e.backoff_s
+            self.record.event(
+                "model_error",
+                step=step,
+                error=str(e),
+                permanent=e.permanent,
+                attempts=e.attempts,
+                backoff_s=round(e.backoff_s, 4),
+            )
             raise EpisodeEnd(INFRA_ERROR, f"{PERMANENT if e.permanent else 'model: '}{e}") from None
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
+        self.answered += 1
+        self.attempts += reply.attempts
+        self.backoff_s += reply.backoff_s
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
@@ -139,6 +153,7 @@ class Dialogue:
             completion_tokens=reply.completion_tokens,
             cost_usd=reply.cost_usd,
             attempts=reply.attempts,
+            backoff_s=round(reply.backoff_s, 4),
             model_latency_s=round(reply.latency_s, 4),  # the answering attempt
             call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
             request_id=reply.request_id,
@@ -216,10 +231,12 @@ def run_episode(
         result.success = result.end_reason == "success"
         if dialogue is not None:
             result.model_calls, result.repairs, result.tool_calls = (
-                dialogue.calls,
+                dialogue.answered,
                 dialogue.repairs,
                 dialogue.tool_calls,
             )
+            result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
+            result.provider_retries = max(0, dialogue.attempts - dialogue.calls)
             result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
             result.cost_usd = dialogue.cost
             result.compactions = dialogue.conv.compactions if dialogue.conv else 0

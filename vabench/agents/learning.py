@@ -140,7 +140,7 @@ def _attempt(
     except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
     finally:
-        result.model_calls, result.cost_usd = dialogue.calls, dialogue.cost
+        result.model_calls, result.cost_usd = dialogue.answered, dialogue.cost
         result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
         record.event(
             "learning_result",

@@ -217,7 +217,7 @@ class LiteLLMModel(Model):
         key = self._api_key()
         kwargs = self._kwargs(messages, key)
         attempts = 0
-        latency = 0.0
+        latency = backoff = 0.0
 
         def attempt() -> Any:
             nonlocal attempts, latency
@@ -239,8 +239,10 @@ class LiteLLMModel(Model):
             return response
 
         def log_retry(state: tenacity.RetryCallState) -> None:
+            nonlocal backoff
             exc = state.outcome.exception() if state.outcome is not None else None
             wait = state.next_action.sleep if state.next_action is not None else 0.0
+            backoff += wait
             log.warning(
                 "%s: attempt %d/%d failed with %s; retrying in %.2f s",
                 self.name,
@@ -259,18 +261,25 @@ class LiteLLMModel(Model):
         )
         try:
             response = retrying(attempt)
-        except ModelError:
+        except ModelError as e:
+            e.attempts, e.backoff_s = attempts, backoff
             raise
         except Exception as exc:
             if not _is_retryable(exc):
                 raise
             raise ModelError(
-                f"{self.name}: gave up after {attempts} attempts: {type(exc).__name__}: {self._short(exc, key)}"
+                f"{self.name}: gave up after {attempts} attempts: {type(exc).__name__}: {self._short(exc, key)}",
+                attempts=attempts,
+                backoff_s=backoff,
             ) from None
 
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise ModelError(f"{self.name}: the provider returned no choices (request {getattr(response, 'id', None)})")
+            raise ModelError(
+                f"{self.name}: the provider returned no choices (request {getattr(response, 'id', None)})",
+                attempts=attempts,
+                backoff_s=backoff,
+            )
         text = getattr(choices[0].message, "content", None) or ""
         usage = getattr(response, "usage", None)
         return Reply(
@@ -281,4 +290,5 @@ class LiteLLMModel(Model):
             latency_s=latency,
             attempts=attempts,
             request_id=getattr(response, "id", None),
+            backoff_s=backoff,
         )

@@ -23,6 +23,7 @@ class Reply:
     latency_s: float = 0.0
     attempts: int = 1  # HTTP attempts, retries included
     request_id: str | None = None
+    backoff_s: float = 0.0  # time spent waiting between failed attempts and their retries
 
 
 class ModelError(RuntimeError):
@@ -31,9 +32,10 @@ class ModelError(RuntimeError):
     ``permanent``: retrying cannot help (bad key, unknown model, a rejected request), so a driver
     should stop and say so instead of burning every episode's attempts."""
 
-    def __init__(self, message: str, permanent: bool = False):
+    def __init__(self, message: str, permanent: bool = False, attempts: int = 0, backoff_s: float = 0.0):
         super().__init__(message)
         self.permanent = permanent
+        self.attempts, self.backoff_s = attempts, backoff_s  # what the unanswered call cost (HTTP attempts, waits)
 
 
 @dataclass
