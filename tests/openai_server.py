@@ -9,7 +9,8 @@ Replies are scripted in order. Each queued reply is one of:
 - ``{"status": 429, "body": "...", "headers": {...}}``: an error with an OpenAI-style JSON error body;
 - ``{"delay": seconds, "then": reply}``: a slow provider (sleeps, then answers ``then``);
 - ``{"no_choices": True}``: a 200 whose ``choices`` list is empty;
-- a callable ``f(request_body) -> reply``: a reply computed from the request.
+- ``{"raw": str}``: a 200 whose body is that text as it is (a malformed reply);
+- a callable ``f(request_body) -> reply``: a reply computed from the request (:class:`Faults` is one).
 
 When the queue is empty the ``default`` reply is used; ``None`` answers 500 "script ran out" so a
 test that sends more requests than it scripted fails loudly.
@@ -18,6 +19,7 @@ test that sends more requests than it scripted fails loudly.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import uuid
@@ -150,6 +152,18 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout): nothing to answer
 
+        def _send_raw(self, data: bytes) -> None:
+            with server._lock:
+                server.responses.append((200, {"_raw": data.decode(errors="replace")}))
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
         def do_GET(self) -> None:  # noqa: N802 (stdlib name)
             if self.path.rstrip("/").endswith("/v1/models"):
                 self._send_json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
@@ -185,6 +199,9 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 status = int(reply["status"])
                 payload = _error_body(status, reply.get("body") or f"scripted error {status}")
                 headers = reply.get("headers")
+            elif isinstance(reply, dict) and "raw" in reply:
+                self._send_raw(reply["raw"].encode())
+                return
             elif isinstance(reply, dict) and reply.get("no_choices"):
                 status, payload = 200, _completion(model, None, reply.get("usage"), no_choices=True)
             elif isinstance(reply, dict) and "content" in reply:
@@ -194,3 +211,31 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self._send_json(status, payload, headers, record=True)
 
     return Handler
+
+
+class Faults:
+    """A flaky provider: each request fails with probability ``rate``, as one of a 500, a 429 with
+    ``Retry-After``, a reply slower than the client's timeout, or a malformed 200 body; otherwise
+    ``reply(body)`` answers. ``log`` holds each request's fate ("ok" or the fault), in arrival order."""
+
+    KINDS = ("500", "429", "timeout", "malformed")
+
+    def __init__(self, reply, rate: float = 0.3, seed: int = 0, retry_after_s: float = 0.2, slow_s: float = 2.0):
+        self.reply, self.rate, self.retry_after_s, self.slow_s = reply, rate, retry_after_s, slow_s
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.log: list[str] = []
+
+    def __call__(self, body: dict):
+        with self._lock:
+            fate = self._rng.choice(self.KINDS) if self._rng.random() < self.rate else "ok"
+            self.log.append(fate)
+        if fate == "500":
+            return {"status": 500, "body": "injected server error"}
+        if fate == "429":
+            return {"status": 429, "body": "injected rate limit", "headers": {"Retry-After": str(self.retry_after_s)}}
+        if fate == "timeout":
+            return {"delay": self.slow_s, "then": self.reply(body)}
+        if fate == "malformed":
+            return {"raw": '{"id": "chatcmpl-broken", "choices": [{"index": 0, "message": '}
+        return self.reply(body)

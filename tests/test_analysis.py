@@ -150,6 +150,18 @@ def test_a_later_attempt_supersedes_and_recovers_an_infra_row():
     total = one(s, condition="total")
     counts = (total.infra_error, total.recovered, total.never_judged, total.superseded, total.judged_after_retry)
     assert counts + (total.judged,) == (1, 1, 0, 1, 2, 2)
+    assert (total.provider_attempts, total.provider_retries, total.backoff_s) == (0, 0, 0.0)  # pre-schema-2 rows
+
+
+def test_the_infra_summary_shows_provider_retries_even_where_nothing_was_excluded():
+    rows = [row(seed=1, provider_attempts=5, provider_retries=2, backoff_s=1.25, model_calls=3)]
+    rows += [row(seed=2, provider_attempts=3, provider_retries=0, backoff_s=0.0, model_calls=3)]
+    rows += [row(task="place_cube_in_bowl", provider_attempts=2, provider_retries=0, backoff_s=0.0)]
+    s = infra_summary(frame(rows))
+    x = one(s, condition=cond("m"), task="grasp_single_cube")
+    assert (x.infra_error, x.provider_attempts, x.provider_retries, x.backoff_s) == (0, 8, 2, 1.2)
+    assert list(s["condition"]) == [cond("m"), "total"]  # no retry, nothing excluded: not listed
+    assert one(s, condition="total").provider_attempts == 10
 
 
 # ------------------------------------------------------------------------------------- Table 3

@@ -437,3 +437,17 @@ def test_hosted_vllm_provider_string_and_no_key_in_the_record(physics_env, serve
     for path in tmp_path.rglob("*"):
         if path.is_file() and path.suffix != ".png":
             assert b"sk-test-not-a-secret" not in path.read_bytes(), path
+
+
+class _Interrupted(Model):
+    name = "interrupted"
+
+    def complete(self, messages):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_episode_says_so_in_its_record_and_leaves_no_result(physics_env, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_episode(physics_env, _Interrupted(), "grasp_single_cube", 1000, tmp_path)
+    types = [e["type"] for e in read_events(tmp_path / "events.jsonl")]
+    assert types[-1] == "interrupted" and "result" not in types

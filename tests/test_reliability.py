@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from subprocess import DEVNULL, PIPE
 
 import pytest
@@ -17,11 +18,11 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
 from vabench.actors.driver import Driver, infra_row, plan
-from vabench.actors.runlock import RunLocked
+from vabench.actors.runlock import LOCK_NAME, RunLock, RunLocked, owner_gone
 from vabench.actors.specs import expand
 from vabench.outcomes import read_rows, write_row
 
-pytestmark = pytest.mark.xdist_group("ray")  # the driver tests share one worker (kill tests look for processes)
+RAY = pytest.mark.xdist_group("ray")  # tests on Ray share one xdist worker (kill tests look for Ray's processes)
 
 ONE = ("ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
 KEY_VAR = "VABENCH_TEST_KEY"
@@ -116,6 +117,7 @@ def _wait_for(condition, proc, timeout: float = 300):
     raise AssertionError("timed out")
 
 
+@RAY
 def test_three_ctrl_c_and_one_kill_of_the_driver_cost_no_attempt_and_lose_nothing(tmp_path):
     """Real Ray, the real launcher, a slow local model: interrupt the same episode four times."""
     from tests.test_cluster import stop_after
@@ -159,3 +161,94 @@ def test_three_ctrl_c_and_one_kill_of_the_driver_cost_no_attempt_and_lose_nothin
     kept = sorted(p.name for p in folder.iterdir())
     assert kept == ["attempt1"] + [f"attempt1.interrupted-{n}" for n in (1, 2, 3, 4)]
     assert all((folder / name / "events.jsonl").exists() for name in kept)
+
+
+@RAY
+def test_workers_of_a_killed_driver_stop_at_once_and_write_no_outcome(tmp_path):
+    from tests.test_cluster import stop_after
+    from tests.test_driver import _worker_pids
+
+    slow = stop_after(8)
+    with ScriptedServer(default=lambda body: {"delay": 0.3, "then": slow(body)}) as server:
+        cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/slow"]
+        cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]"]
+        cmd += ["seeds=1", "ray.env_actors=1", f"results_dir={tmp_path}", "run_id=orphans"]
+        env = {**ENV, KEY_VAR: "sk-test-not-a-secret-123"}
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL)
+        try:
+            _wait_for(lambda: len(server.requests) >= 7 and _worker_pids(), proc)  # 2 calls to go
+            workers = _worker_pids()
+            os.kill(proc.pid, signal.SIGKILL)  # the driver only: the Ray it started lives on for a while
+            proc.wait()
+            killed = time.monotonic()
+            while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() - killed < 30:
+                time.sleep(0.1)
+            gone_after = time.monotonic() - killed
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert gone_after < 10, gone_after  # about 1 s on an idle machine; Ray alone takes 3-4 s
+    assert not (tmp_path / "orphans" / "outcomes").exists()
+
+
+def _fault_injection(episodes: int, address: str) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import fault_injection
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return fault_injection.measure(episodes, rate=0.3, address=address, seed=1)
+
+
+def test_a_flaky_provider_loses_nothing_and_the_rows_count_what_the_server_saw():
+    out = _fault_injection(6, "none")
+    assert out["checks"] == dict.fromkeys(out["checks"], True), out
+    assert sum(out["faults_logged"].values()) >= 3 and out["rows_provider_retries"] >= 3
+
+
+@RAY
+@pytest.mark.slow
+def test_forty_episodes_on_ray_against_a_provider_failing_thirty_percent():
+    out = _fault_injection(40, "local")
+    assert out["checks"] == dict.fromkeys(out["checks"], True), out
+    assert set(out["faults_logged"]) == {"500", "429", "timeout", "malformed"}
+
+
+def _lock_file(run_dir: Path, **info) -> Path:
+    path = run_dir / LOCK_NAME
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"host": socket.gethostname(), "started": "then", "token": "theirs", **info}))
+    return path
+
+
+def test_the_run_lock_refuses_a_live_driver_and_takes_over_dead_reused_or_silent_ones(tmp_path):
+    said = []
+    with RunLock(tmp_path / "a", said.append) as lock:
+        assert lock.held() and owner_gone(lock.path, lock.token) is None
+        with pytest.raises(RunLocked, match=f"pid {os.getpid()}"):
+            RunLock(tmp_path / "a").acquire()  # this very process is alive
+        assert "another driver took" in owner_gone(lock.path, "not-the-token")
+    assert not (tmp_path / "a" / LOCK_NAME).exists() and owner_gone(tmp_path / "a" / LOCK_NAME, lock.token)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cases = {
+        "dead": dict(pid=dead.pid),
+        "reused": dict(pid=os.getpid(), start_ticks=1),  # a live pid, but not the process that wrote the lock
+        "silent": dict(host="elsewhere", pid=1),
+    }
+    for name, info in cases.items():
+        path = _lock_file(tmp_path / name, **info)
+        if name == "silent":
+            os.utime(path, (time.time() - 60, time.time() - 60))
+        with RunLock(tmp_path / name, said.append) as lock:
+            assert lock.held() and json.loads(path.read_text())["pid"] == os.getpid()
+        assert "taking over the lock of a driver that has ended" in said[-1], name
+    _lock_file(tmp_path / "remote", host="elsewhere", pid=1)  # fresh heartbeat from another host: alive
+    with pytest.raises(RunLocked, match="host elsewhere"):
+        RunLock(tmp_path / "remote").acquire()
+
+
+def test_a_driver_that_lost_its_lock_stops(tmp_path):
+    with RunLock(tmp_path) as lock:
+        _lock_file(tmp_path, pid=1, host="elsewhere")  # another driver took over after a long stall
+        assert not lock.held() and owner_gone(lock.path, lock.token) == "another driver took this run folder over"
+    assert (tmp_path / LOCK_NAME).exists()  # releasing never removes another driver's lock

@@ -123,6 +123,7 @@ class Driver:
             return self._execute(lock)
 
     def _execute(self, lock: RunLock) -> pd.DataFrame:
+        self.lock = lock
         run = self.run
         write_run_info(run)
         todo, done = plan(run)
@@ -193,6 +194,8 @@ class Driver:
             while queue or inflight:
                 if self._stop:
                     raise KeyboardInterrupt
+                if not self.lock.held():
+                    raise RunLocked(f"{self.lock.path}: another driver took this run folder over; stopping")
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
@@ -221,7 +224,7 @@ class Driver:
                     retried=self.counts["retried"],
                     refresh=False,
                 )
-        except (KeyboardInterrupt, RunAborted) as stop:
+        except (KeyboardInterrupt, RunAborted, RunLocked) as stop:
             what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped"
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
             for worker, *_ in inflight.values():

@@ -148,8 +148,15 @@ class RunLock:
         stale.unlink(missing_ok=True)
         self.log(f"run folder {self.path.parent}: taking over the lock of a driver that has ended ({who})")
 
+    def held(self) -> bool:
+        """Still ours (a driver that lost its lock to another, after a long stall, must stop)."""
+        info = read_lock(self.path)
+        return info is not None and info.get("token") == self.token
+
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
+            if not self.held():
+                return  # never refresh another driver's lock
             try:
                 os.utime(self.path)
             except OSError:

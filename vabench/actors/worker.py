@@ -27,7 +27,7 @@ from .specs import EpisodeSpec
 logging.getLogger("toppra").setLevel(logging.ERROR)
 
 
-WATCH_S = 1.0  # how often a worker checks that its driver still holds the run folder
+WATCH_S = 0.5  # how often a worker checks that its driver still holds the run folder
 
 
 class EpisodeWorker:

@@ -226,23 +226,26 @@ def run_episode(
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
         result.end_reason, result.error = INFRA_ERROR, f"{type(e).__name__}: {e}"
         record.event("crash", error=traceback.format_exc(limit=8))
-    finally:
-        result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK
-        result.success = result.end_reason == "success"
-        if dialogue is not None:
-            result.model_calls, result.repairs, result.tool_calls = (
-                dialogue.answered,
-                dialogue.repairs,
-                dialogue.tool_calls,
-            )
-            result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
-            result.provider_retries = max(0, dialogue.attempts - dialogue.calls)
-            result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
-            result.cost_usd = dialogue.cost
-            result.compactions = dialogue.conv.compactions if dialogue.conv else 0
-        result.wall_s = round(time.perf_counter() - started, 3)
-        record.event("result", **result.row())
+    except BaseException as e:  # Ctrl-C, or the process is told to exit: no result, nothing judged
+        record.event("interrupted", error=type(e).__name__, wall_s=round(time.perf_counter() - started, 3))
         record.close()
+        raise
+    result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK
+    result.success = result.end_reason == "success"
+    if dialogue is not None:
+        result.model_calls, result.repairs, result.tool_calls = (
+            dialogue.answered,
+            dialogue.repairs,
+            dialogue.tool_calls,
+        )
+        result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
+        result.provider_retries = max(0, dialogue.attempts - dialogue.calls)
+        result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
+        result.cost_usd = dialogue.cost
+        result.compactions = dialogue.conv.compactions if dialogue.conv else 0
+    result.wall_s = round(time.perf_counter() - started, 3)
+    record.event("result", **result.row())
+    record.close()
     return result
 
 

@@ -14,21 +14,27 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Rows left out of every rate, per condition, track and task (only where some were), and a
     total row: infra_error rows, how many of them were retried and judged (recovered), episodes
     never judged, other unjudged rows, superseded attempts, judged rows from a retry (attempt > 1:
-    the driver overwrites an infra_error file with its retry), and the most common error."""
+    the driver overwrites an infra_error file with its retry), the provider's behaviour (HTTP
+    attempts, retries, seconds of back-off, summed over the rows) and the most common error.
+    Provider counts are those of each row's final attempt (earlier attempts' rows are replaced);
+    rows written before schema 2 have none and count 0."""
     p, notes = prepare(df)
     rows = []
     for (c, tr, t), g in p.groupby(["condition", "track", "task"]):
         row = _infra_row(c, tr, t, g)
-        if row[4] or row[7] or row[8] or row[9]:
+        if row[4] or row[7] or row[8] or row[9] or row[13]:
             rows.append(row)
     rows.append(_infra_row("total", "", "", p))
     notes += [
         "An infra_error episode could not be judged: it is excluded from every rate and never counted as a "
         "failure (DESIGN.md); the driver retries it as a new attempt.",
+        "provider_retries: HTTP attempts that repeated a failed one (rate limit, timeout, 5xx, malformed reply); "
+        "backoff_s: seconds spent waiting before them. Rows list where any row was excluded or retried.",
         *privileged_note(p["condition"].unique()),
     ]
     cols = ["condition", "track", "task", "rows", "infra_error", "recovered", "never_judged", "unjudged"]
-    cols += ["superseded", "judged_after_retry", "judged", "top_error"]
+    cols += ["superseded", "judged_after_retry", "judged", "provider_attempts", "provider_retries", "backoff_s"]
+    cols += ["top_error"]
     title = "Rows excluded from the rates (infra_error and unjudged)"
     return _finish(rows, cols, "infra_summary", title, notes)
 
@@ -52,5 +58,13 @@ def _infra_row(c, tr, t, g: pd.DataFrame) -> list:
         int((g["state"] == "superseded").sum()),
         int(((g["state"] == "judged") & (g["attempt"] > 1)).sum()),
         int((g["state"] == "judged").sum()),
+        int(_total(g, "provider_attempts")),
+        int(_total(g, "provider_retries")),
+        round(float(_total(g, "backoff_s")), 1),
         top,
     ]
+
+
+def _total(g: pd.DataFrame, column: str) -> float:
+    """A provider column's sum (0 for rows written before it existed)."""
+    return float(pd.to_numeric(g[column], errors="coerce").fillna(0).sum()) if column in g else 0.0
