@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from subprocess import DEVNULL, PIPE
@@ -17,8 +18,9 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
+from vabench.actors import runlock
 from vabench.actors.driver import Driver, infra_row, plan
-from vabench.actors.runlock import LOCK_NAME, RunLock, RunLocked, owner_gone
+from vabench.actors.runlock import LOCK_NAME, DriverWatch, RunLock, RunLocked
 from vabench.actors.specs import expand
 from vabench.outcomes import read_rows, write_row
 
@@ -26,6 +28,7 @@ RAY = pytest.mark.xdist_group("ray")  # tests on Ray share one xdist worker (kil
 
 ONE = ("ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
 KEY_VAR = "VABENCH_TEST_KEY"
+MOVE_UP = json.dumps({"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10})
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
@@ -82,29 +85,55 @@ def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_att
     assert len(read_rows(run.run_dir)) == 1
 
 
+def test_a_crashed_attempt_stays_counted_when_the_driver_is_then_interrupted(tmp_path, monkeypatch):
+    from vabench.actors.worker import EpisodeWorker
+
+    run = smoke(tmp_path, "crash_then_stop", *ONE)
+    spec = expand(run)[0]
+    real, calls = EpisodeWorker.run, []
+
+    def crash_then_interrupt(self, spec, attempt):
+        calls.append(attempt)
+        raise RuntimeError("simulated worker bug") if attempt == 1 else KeyboardInterrupt
+
+    monkeypatch.setattr(EpisodeWorker, "run", crash_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        quiet(run).execute()
+    row = read_rows(run.run_dir).iloc[0]  # the crash's row was written before attempt 2 started
+    assert calls == [1, 2] and (row["status"], int(row["attempt"])) == ("infra_error", 1)
+    assert "simulated worker bug" in row["error"]
+    monkeypatch.setattr(EpisodeWorker, "run", real)
+    assert plan(run) == ([(spec, 2)], 0)
+    df = quiet(run).execute()
+    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("ok", 2)
+
+
 def test_a_second_driver_is_refused_while_the_first_runs_and_takes_over_once_it_is_gone(tmp_path):
-    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", *ONE[:1], "seeds=2"]
-    cmd += [f"results_dir={tmp_path}", "run_id=locked"]
-    first = subprocess.Popen(cmd, cwd=ROOT, env=ENV, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL)
-    lock = tmp_path / "locked" / "_driver.lock"
-    try:
-        _wait_for(lambda: list((tmp_path / "locked").rglob("events.jsonl")), first)
-        info = json.loads(lock.read_text())
-        assert (info["pid"], info["host"]) == (first.pid, socket.gethostname())
-        run = smoke(tmp_path, "locked", *ONE[:1], "seeds=2")
-        with pytest.raises(RunLocked, match=f"in use by another driver .*pid {first.pid}"):
-            quiet(run).execute()
-        second = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
-        assert second.returncode == 1 and "in use by another driver" in second.stderr
-        assert "Traceback" not in second.stderr
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lock stays behind
-    assert lock.exists()  # a zombie until reaped counts as gone, as does a reaped process
+    with ScriptedServer(default={"delay": 1.0, "then": MOVE_UP}) as server:  # an episode of about a minute
+        cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/slow"]
+        cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", *ONE]
+        cmd += [f"results_dir={tmp_path}", "run_id=locked"]
+        env = {**ENV, KEY_VAR: "sk-test-not-a-secret-123"}
+        first = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL)
+        lock = tmp_path / "locked" / LOCK_NAME
+        run = smoke(tmp_path, "locked", *ONE)  # the oracle, on the same run folder
+        try:
+            _wait_for(lambda: server.requests, first)
+            info = json.loads(lock.read_text())
+            assert (info["pid"], info["host"]) == (first.pid, socket.gethostname())
+            with pytest.raises(RunLocked, match=f"in use by another driver .*pid {first.pid}"):
+                quiet(run).execute()
+            second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+            assert second.returncode == 1 and "in use by another driver" in second.stderr
+            assert "Traceback" not in second.stderr and first.poll() is None
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lock stays behind
+            first.wait()
+    assert lock.exists()
     said = []
     df = quiet(run, said).execute()
-    first.wait()
     assert any("taking over the lock of a driver that has ended" in s and f"pid {first.pid}" in s for s in said)
-    assert len(df) == 4 and (df["status"] == "ok").all() and not lock.exists()
+    assert len(df) == 1 and df.iloc[0]["status"] == "ok" and not lock.exists()
 
 
 def _wait_for(condition, proc, timeout: float = 300):
@@ -216,39 +245,62 @@ def test_forty_episodes_on_ray_against_a_provider_failing_thirty_percent():
 def _lock_file(run_dir: Path, **info) -> Path:
     path = run_dir / LOCK_NAME
     run_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"host": socket.gethostname(), "started": "then", "token": "theirs", **info}))
+    path.write_text(json.dumps({**runlock._place(), "started": "then", "token": "theirs", **info}))
     return path
 
 
-def test_the_run_lock_refuses_a_live_driver_and_takes_over_dead_reused_or_silent_ones(tmp_path):
+def test_the_run_lock_refuses_a_live_driver_and_takes_over_dead_and_reused_pids(tmp_path):
     said = []
     with RunLock(tmp_path / "a", said.append) as lock:
-        assert lock.held() and owner_gone(lock.path, lock.token) is None
+        assert lock.held() and DriverWatch(lock.path, lock.token).gone() is None
         with pytest.raises(RunLocked, match=f"pid {os.getpid()}"):
             RunLock(tmp_path / "a").acquire()  # this very process is alive
-        assert "another driver took" in owner_gone(lock.path, "not-the-token")
-    assert not (tmp_path / "a" / LOCK_NAME).exists() and owner_gone(tmp_path / "a" / LOCK_NAME, lock.token)
+        assert DriverWatch(lock.path, "not-the-token").gone() == "another driver took this run folder over"
+    assert not lock.path.exists()
+    assert DriverWatch(lock.path, lock.token).gone() == "the run folder's driver lock is gone"
     dead = subprocess.Popen(["true"])
     dead.wait()
-    cases = {
-        "dead": dict(pid=dead.pid),
-        "reused": dict(pid=os.getpid(), start_ticks=1),  # a live pid, but not the process that wrote the lock
-        "silent": dict(host="elsewhere", pid=1),
-    }
-    for name, info in cases.items():
-        path = _lock_file(tmp_path / name, **info)
-        if name == "silent":
-            os.utime(path, (time.time() - 60, time.time() - 60))
+    for name, info in {"dead": dict(pid=dead.pid), "reused": dict(pid=os.getpid(), start_ticks=1)}.items():
+        path = _lock_file(tmp_path / name, **info)  # "reused": a live pid, but not the process that wrote the lock
+        assert DriverWatch(path, "theirs").gone() == f"the driver (pid {info['pid']}) has ended"
         with RunLock(tmp_path / name, said.append) as lock:
             assert lock.held() and json.loads(path.read_text())["pid"] == os.getpid()
         assert "taking over the lock of a driver that has ended" in said[-1], name
-    _lock_file(tmp_path / "remote", host="elsewhere", pid=1)  # fresh heartbeat from another host: alive
+
+
+def test_a_lock_from_another_host_is_judged_by_its_heartbeat_on_the_observers_clock(tmp_path, monkeypatch):
+    monkeypatch.setattr(runlock, "STALE_S", 0.6)
+    monkeypatch.setattr(runlock, "HEARTBEAT_S", 0.1)
+    path = _lock_file(tmp_path, host="elsewhere", pid=1)
+    os.utime(path, (0, 0))  # an mtime from a clock far behind ours means nothing by itself
+    watch = DriverWatch(path, "theirs")
+    assert watch.gone() is None
+    stop = threading.Event()
+
+    def beat():  # the remote driver's heartbeat
+        while not stop.wait(0.05):
+            os.utime(path)
+
+    beating = threading.Thread(target=beat, daemon=True)
+    beating.start()
     with pytest.raises(RunLocked, match="host elsewhere"):
-        RunLock(tmp_path / "remote").acquire()
+        RunLock(tmp_path).acquire()  # it watched the heartbeat move for longer than STALE_S
+    assert watch.gone() is None  # it saw the heartbeat move
+    stop.set()
+    beating.join()
+    stopped = time.monotonic()
+    while (why := watch.gone()) is None and time.monotonic() - stopped < 10:
+        time.sleep(0.05)
+    assert "has not refreshed its lock for 0.6 s" in why and time.monotonic() - stopped >= 0.6
+    said = []
+    with RunLock(tmp_path, said.append) as lock:  # the heartbeat stopped: taken over after STALE_S
+        assert lock.held()
+    assert "watching its heartbeat" in said[0] and "taking over" in said[-1]
 
 
-def test_a_driver_that_lost_its_lock_stops(tmp_path):
+def test_a_driver_that_lost_its_lock_stops_and_never_removes_the_new_one(tmp_path):
     with RunLock(tmp_path) as lock:
         _lock_file(tmp_path, pid=1, host="elsewhere")  # another driver took over after a long stall
-        assert not lock.held() and owner_gone(lock.path, lock.token) == "another driver took this run folder over"
-    assert (tmp_path / LOCK_NAME).exists()  # releasing never removes another driver's lock
+        assert not lock.held()
+        assert DriverWatch(lock.path, lock.token).gone() == "another driver took this run folder over"
+    assert (tmp_path / LOCK_NAME).exists()

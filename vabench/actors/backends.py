@@ -19,19 +19,20 @@ class WorkerDied(RuntimeError):
     """The worker process ended (crash, kill -9, OOM) while it held an episode."""
 
 
-class KeyMissing(RuntimeError):
-    """The model's key variable is not in the environment where the workers run."""
+class NodeCheckFailed(RuntimeError):
+    """A worker's node lacks the model's key variable or the run folder, or did not answer."""
 
 
-def _has_env(var: str) -> bool:
-    return bool(os.environ.get(var))
+def _node_sees(var: str | None, run_dir: str) -> tuple[bool, bool]:
+    """(the key variable is set, the run folder exists), as seen by a worker on its node."""
+    return (not var or bool(os.environ.get(var))), os.path.isdir(run_dir)
 
 
 def check_local_key(run: RunConfig) -> None:
     """Workers on this machine inherit the launcher's environment: the key must be there."""
     var = run.model.api_key_env
     if var and not os.environ.get(var):
-        raise KeyMissing(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
+        raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
 
 
 def worker_args(run: RunConfig, lock: tuple[str, str] | None = None) -> tuple:
@@ -124,40 +125,45 @@ class RayBackend:
                 ray.init(address="local", num_cpus=run.ray.num_cpus, include_dashboard=False, log_to_driver=False)
             else:  # never a runtime_env with the key: Ray logs runtime environments in plain text
                 ray.init(address=run.ray.address, log_to_driver=False)
-        self.check_key()
+        self.check_nodes()
         self.slots = run.ray.env_actors
 
-    def check_key(self) -> None:
-        """Every node's workers must see the model's key variable in their own environment (that
-        of ``ray start`` there): vabench never sends a key through Ray. Checked on every alive node
-        before any work, reporting only whether the variable is set, never its value."""
-        var = self.run.model.api_key_env
-        if not var:
-            return
+    def check_nodes(self) -> None:
+        """Before any work, every alive node must see the run folder (at the same path) and, when the
+        model names a key variable, have it in its workers' own environment (that of ``ray start``
+        there): vabench never sends a key through Ray. Only yes or no comes back, never a value."""
+        from ray.exceptions import GetTimeoutError, RayError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        probe = self.ray.remote(_has_env)
+        var, run_dir = self.run.model.api_key_env, str(self.run.run_dir)
         nodes = [n for n in self.ray.nodes() if n.get("Alive")]
-        seen = self.ray.get(
-            [
-                probe.options(
-                    num_cpus=0,
-                    max_retries=0,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-                ).remote(var)
-                for n in nodes
-            ],
-            timeout=120,
-        )
-        missing = [
-            f"{n.get('NodeManagerHostname')} ({n.get('NodeManagerAddress')})"
-            for n, ok in zip(nodes, seen, strict=True)
-            if not ok
+        names = [f"{n.get('NodeManagerHostname')} ({n.get('NodeManagerAddress')})" for n in nodes]
+        probe = self.ray.remote(_node_sees)
+        refs = [
+            probe.options(
+                num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(var, run_dir)
+            for n in nodes
         ]
-        if missing:
-            raise KeyMissing(
-                f"model.api_key_env names {var}, which is not set for Ray's workers on {len(missing)} of "
-                f"{len(nodes)} node(s): {', '.join(missing)}. Export {var} in the shell that runs `ray start` on "
+        try:
+            seen = self.ray.get(refs, timeout=120)
+        except (GetTimeoutError, RayError) as e:
+            raise NodeCheckFailed(
+                f"could not check the cluster's nodes ({', '.join(names)}) within 120 s: {type(e).__name__}: "
+                f"{str(e)[:300]}. Every node needs this repository and its environment (README, Scaling out)."
+            ) from None
+        no_dir = [name for name, (_, has_dir) in zip(names, seen, strict=True) if not has_dir]
+        if no_dir:
+            raise NodeCheckFailed(
+                f"the run folder {run_dir} is not visible on {len(no_dir)} of {len(nodes)} node(s): "
+                f"{', '.join(no_dir)}. Workers write outcomes there: put results_dir on a filesystem every node "
+                f"mounts at the same path."
+            )
+        no_key = [name for name, (has_key, _) in zip(names, seen, strict=True) if not has_key]
+        if no_key:
+            raise NodeCheckFailed(
+                f"model.api_key_env names {var}, which is not set for Ray's workers on {len(no_key)} of "
+                f"{len(nodes)} node(s): {', '.join(no_key)}. Export {var} in the shell that runs `ray start` on "
                 f"every node and restart Ray there (README, Scaling out): vabench never sends keys through "
                 f"Ray, which writes runtime environments to its logs in plain text."
             )

@@ -39,7 +39,7 @@ from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.vocab import INFRA_ERROR, OK
 
-from .backends import KeyMissing, WorkerDied, backend_for
+from .backends import NodeCheckFailed, WorkerDied, backend_for
 from .config import RunConfig
 from .runlock import RunLock, RunLocked
 from .specs import EpisodeSpec, expand
@@ -174,9 +174,7 @@ class Driver:
         keep = []
         for spec, attempt in todo:
             if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
-                write_row(
-                    spec.outcome_path(run.run_dir), infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}")
-                )
+                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
                 self.counts["infra"] += 1
             else:
                 keep.append((spec, attempt))
@@ -275,14 +273,21 @@ class Driver:
         return True
 
     def _retry(self, spec: EpisodeSpec, attempt: int, error: str, queue, written: bool = False) -> bool:
+        """The attempt failed: its infra row is written first (a rerun after an interruption then
+        counts on from it), and the next attempt queued while this run's budget lasts."""
+        if not written:
+            self._write(spec, infra_row(self.run, spec, attempt, error))
         if attempt < self.last[spec]:
             self.counts["retried"] += 1
             queue.append((spec, attempt + 1))
             return False
-        if not written:
-            write_row(spec.outcome_path(self.run.run_dir), infra_row(self.run, spec, attempt, error))
         self.counts["infra"] += 1
         return True
+
+    def _write(self, spec: EpisodeSpec, row: OutcomeRow) -> None:
+        if not self.lock.held():  # never write into a folder another driver has taken over
+            raise RunLocked(f"{self.lock.path}: another driver took this run folder over; stopping")
+        write_row(spec.outcome_path(self.run.run_dir), row)
 
 
 def run_experiment(run: RunConfig, log=print, progress: bool = True) -> pd.DataFrame:
@@ -292,5 +297,5 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True) -> pd.DataF
         raise SystemExit(f"summary: {e}") from None
     except RunAborted as e:
         raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
-    except (RunLocked, KeyMissing) as e:
+    except (RunLocked, NodeCheckFailed) as e:
         raise SystemExit(str(e)) from None

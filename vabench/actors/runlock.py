@@ -1,13 +1,16 @@
-"""One driver per run folder: a lock file naming the driver (host, pid, start time, a token), kept
-fresh by a heartbeat, and the check a worker makes before it writes anything for that driver.
+"""One driver per run folder: a lock file naming the driver (host, boot, pid namespace, pid, start
+time, a token), kept fresh by a heartbeat, and the watch a worker keeps on it.
 
 Two drivers on one run folder would run the same episodes side by side (a rerun started while the
 killed driver's workers still finish, a second terminal). The lock is created atomically (a
 complete file is hard-linked into place, so no reader ever sees half of one). A lock whose driver
-is gone is stale and is taken over with a message: on the same host the pid is checked (and its
-start time, against pid reuse); from another host (a cluster sharing the run folder) a heartbeat
-older than :data:`STALE_S` means gone. Workers check :func:`owner_gone` every second and before
-writing an outcome, and stop when their driver is gone or another driver took the folder over.
+is gone is stale and is taken over with a message. Where the pid can be checked (same host, same
+boot, same pid namespace) it is, with its start time against pid reuse: a dead driver is seen at
+once. Elsewhere (another node of a cluster sharing the run folder, a container) only the heartbeat
+tells, judged on the observer's own monotonic clock (clocks of two hosts need not agree): a lock
+whose file has not changed for :data:`STALE_S` belongs to a dead driver. Workers check
+:meth:`DriverWatch.gone` every half second and again before writing an outcome, and stop when their
+driver is gone or another driver took the folder over.
 """
 
 from __future__ import annotations
@@ -22,63 +25,100 @@ from pathlib import Path
 
 LOCK_NAME = "_driver.lock"
 HEARTBEAT_S = 2.0
-STALE_S = 30.0  # a lock not refreshed for this long belongs to a dead driver (seen from another host)
+STALE_S = 30.0  # a heartbeat unchanged for this long (observer's clock) belongs to a dead driver
 
 
 class RunLocked(RuntimeError):
-    """Another live driver works on this run folder."""
+    """Another live driver works on this run folder (or took it over from this one)."""
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _place() -> dict:
+    """What makes a pid comparable: the same host, boot and pid namespace."""
+    try:
+        pidns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        pidns = None
+    return {"host": socket.gethostname(), "boot_id": _read("/proc/sys/kernel/random/boot_id"), "pidns": pidns}
 
 
 def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), or None where /proc is absent."""
+    """The process's start time in clock ticks since boot (Linux), -1 for a zombie (it has
+    finished), None where it cannot be read."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        fields = stat[stat.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
+        return -1 if fields[0] == b"Z" else int(fields[19])
+    except (OSError, ValueError, IndexError):
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] == "Z" else int(fields[19])  # a zombie has finished: it counts as gone
 
 
-def _alive(pid: int, ticks: int | None) -> bool:
+def _pid_alive(pid: int, ticks: int | None) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        pass  # someone else's process: it exists
+        return True  # someone else's process (or /proc is hidden): it exists
     now = _start_ticks(pid)
-    if Path("/proc").is_dir() and now is None:
-        return False  # a zombie, or it ended just now
+    if now == -1:
+        return False
     return ticks is None or now is None or now == ticks  # another process reusing the pid: gone
 
 
-def read_lock(path: Path) -> dict | None:
+def _pid_checkable(info: dict) -> bool:
+    here = _place()
+    return all(info.get(k) == here[k] and here[k] is not None for k in ("host", "boot_id", "pidns"))
+
+
+def _snapshot(path: Path) -> tuple[dict | None, float] | None:
+    """(info, mtime) from one open file, or None when there is no lock. info None: unreadable."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            mtime = os.fstat(f.fileno()).st_mtime
+            raw = f.read()
+    except FileNotFoundError:
         return None
-
-
-def holder_gone(info: dict, mtime: float) -> bool:
-    """True when the driver that wrote ``info`` has ended (or stopped refreshing its lock)."""
-    if info.get("host") == socket.gethostname():
-        return not _alive(int(info["pid"]), info.get("start_ticks"))
-    return time.time() - mtime > STALE_S
-
-
-def owner_gone(path: Path | str, token: str) -> str | None:
-    """Why a worker of the driver holding ``token`` must stop now, or None while it may go on."""
-    path = Path(path)
-    try:
-        mtime = path.stat().st_mtime
     except OSError:
-        return "the run folder's driver lock is gone"
-    info = read_lock(path)
-    if info is None or info.get("token") != token:
-        return "another driver took this run folder over"
-    if holder_gone(info, mtime):
-        return f"the driver (host {info.get('host')}, pid {info.get('pid')}) is gone"
-    return None
+        return (None, 0.0)
+    try:
+        info = json.loads(raw)
+    except ValueError:
+        info = None
+    return (info if isinstance(info, dict) else None, mtime)
+
+
+class DriverWatch:
+    """A worker's view of its driver's lock: :meth:`gone` says why to stop, or None."""
+
+    def __init__(self, path: Path | str, token: str):
+        self.path, self.token = Path(path), token
+        self._seen: tuple[float, float] | None = None  # (lock mtime, monotonic time it was first seen)
+
+    def gone(self) -> str | None:
+        snap = _snapshot(self.path)
+        if snap is None:
+            return "the run folder's driver lock is gone"
+        info, mtime = snap
+        if info is None:
+            return None  # a transient read error: decide on the next look
+        if info.get("token") != self.token:
+            return "another driver took this run folder over"
+        if _pid_checkable(info):
+            alive = _pid_alive(int(info.get("pid", -1)), info.get("start_ticks"))
+            return None if alive else f"the driver (pid {info.get('pid')}) has ended"
+        now = time.monotonic()
+        if self._seen is None or self._seen[0] != mtime:
+            self._seen = (mtime, now)
+        elif now - self._seen[1] > STALE_S:
+            return f"the driver on {info.get('host')} has not refreshed its lock for {STALE_S:g} s"
+        return None
 
 
 class RunLock:
@@ -89,7 +129,7 @@ class RunLock:
         self.log = log
         pid = os.getpid()
         self.info = {
-            "host": socket.gethostname(),
+            **_place(),
             "pid": pid,
             "start_ticks": _start_ticks(pid),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -111,47 +151,90 @@ class RunLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{LOCK_NAME}.{self.token}")
-        tmp.write_text(json.dumps(self.info) + "\n")
-        try:
-            for _ in range(2):
-                try:
-                    os.link(tmp, self.path)  # atomic, and fails if a lock exists
-                    break
-                except FileExistsError:
-                    self._take_over_if_stale()
-            else:
-                raise RunLocked(f"{self.path}: another driver took the run folder while this one started")
-        finally:
-            tmp.unlink(missing_ok=True)
+        for _ in range(3):
+            if self._create():
+                break
+            self._take_over_if_stale()
+        else:
+            raise RunLocked(f"{self.path}: another driver took the run folder while this one started")
         self._thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
         self._thread.start()
 
-    def _take_over_if_stale(self) -> None:
+    def _create(self) -> bool:
+        """Put a complete lock file in place unless one exists; False when one does."""
+        tmp = self.path.with_name(f".{LOCK_NAME}.{self.token}")
+        data = json.dumps(self.info) + "\n"
+        tmp.write_text(data)
         try:
-            mtime = self.path.stat().st_mtime
-        except FileNotFoundError:
-            return  # released meanwhile: try again
-        info = read_lock(self.path) or {}
+            os.link(tmp, self.path)  # atomic, and fails if a lock exists
+            return True
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links (SMB, some FUSE): exclusive create instead
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "w") as f:
+                f.write(data)
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _refuse(self, info: dict) -> None:
         who = f"host {info.get('host')}, pid {info.get('pid')}, started {info.get('started')}"
-        if info and not holder_gone(info, mtime):
-            raise RunLocked(
-                f"run folder {self.path.parent} is in use by another driver ({who}); wait for it to finish or "
-                f"stop it, or pick another run_id. A lock whose driver has ended is taken over by itself "
-                f"(from another host after {STALE_S:g} s without its heartbeat)."
-            )
+        raise RunLocked(
+            f"run folder {self.path.parent} is in use by another driver ({who}); wait for it to finish or "
+            f"stop it, or pick another run_id. The lock of a driver that has ended is taken over by itself "
+            f"(from another host once its heartbeat has stopped for {STALE_S:g} s)."
+        )
+
+    def _take_over_if_stale(self) -> None:
+        snap = _snapshot(self.path)
+        if snap is None:
+            return  # released meanwhile: try again
+        info, mtime = snap
+        if info is None:  # unreadable: a crashed writer on a filesystem without links, or a stranger
+            if time.time() - mtime < STALE_S:
+                self._refuse({"host": "?", "pid": "?", "started": "just now"})
+        elif _pid_checkable(info):
+            if _pid_alive(int(info.get("pid", -1)), info.get("start_ticks")):
+                self._refuse(info)
+        else:
+            self.log(f"run folder {self.path.parent}: a driver on {info.get('host')} holds it; watching its heartbeat")
+            watch = DriverWatch(self.path, info.get("token", ""))
+            deadline = time.monotonic() + STALE_S + 2 * HEARTBEAT_S
+            while time.monotonic() < deadline:
+                if watch.gone() is not None:
+                    break
+                time.sleep(HEARTBEAT_S / 2)
+            else:
+                self._refuse(info)
         stale = self.path.with_name(f".{LOCK_NAME}.stale-{uuid.uuid4().hex}")
         try:
-            os.rename(self.path, stale)  # only one of two racing drivers wins the rename
+            os.rename(self.path, stale)
         except FileNotFoundError:
             return
+        moved = _snapshot(stale)
+        if info is not None and (moved is None or moved[0] is None or moved[0].get("token") != info.get("token")):
+            try:  # another driver took over first and we moved its fresh lock: put it back
+                os.link(stale, self.path)
+            except OSError:
+                pass
+            stale.unlink(missing_ok=True)
+            raise RunLocked(f"{self.path}: another driver took over the run folder first")
         stale.unlink(missing_ok=True)
+        who = "an unreadable lock" if info is None else f"host {info.get('host')}, pid {info.get('pid')}"
         self.log(f"run folder {self.path.parent}: taking over the lock of a driver that has ended ({who})")
 
     def held(self) -> bool:
-        """Still ours (a driver that lost its lock to another, after a long stall, must stop)."""
-        info = read_lock(self.path)
-        return info is not None and info.get("token") == self.token
+        """False once another driver holds the folder (or the lock was removed); a transient read
+        error counts as held. A driver that lost its lock must stop."""
+        snap = _snapshot(self.path)
+        if snap is None:
+            return False
+        info, _ = snap
+        return info is None or info.get("token") == self.token
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
@@ -159,13 +242,13 @@ class RunLock:
                 return  # never refresh another driver's lock
             try:
                 os.utime(self.path)
-            except OSError:
-                pass
+            except OSError as e:
+                self.log(f"run folder lock: heartbeat failed ({e}); retrying")
 
     def release(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        info = read_lock(self.path)
-        if info is not None and info.get("token") == self.token:
+        snap = _snapshot(self.path)
+        if snap is not None and snap[0] is not None and snap[0].get("token") == self.token:
             self.path.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
 from vabench.outcomes import write_row
 from vabench.vocab import TRANSFER
 
-from .runlock import owner_gone
+from .runlock import DriverWatch
 from .specs import EpisodeSpec
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
@@ -32,8 +32,9 @@ WATCH_S = 0.5  # how often a worker checks that its driver still holds the run f
 
 class EpisodeWorker:
     """``lock`` (path, token): the driver's run-folder lock. A worker in its own process (Ray)
-    ends itself within :data:`WATCH_S` once that driver is gone or was replaced, and never writes
-    an outcome for a driver that no longer holds the folder; in the driver's process it is None."""
+    ends itself once that driver is gone (within :data:`WATCH_S` where the driver's pid can be
+    checked, after the lock's stale time elsewhere) or another driver took the folder over, and
+    never writes an outcome after that; in the driver's process it is None."""
 
     def __init__(
         self,
@@ -45,8 +46,8 @@ class EpisodeWorker:
         meta: dict,
         lock: tuple[str, str] | None = None,
     ):
-        self.lock = lock
-        if lock is not None:
+        self.watch = DriverWatch(*lock) if lock is not None else None
+        if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.env = VABenchEnv(EnvConfig(camera=CAMERA_PRESETS[camera]))
         self.harness = HarnessConfig(**harness)
@@ -60,14 +61,17 @@ class EpisodeWorker:
         return os.getpid()
 
     def _check_driver(self) -> None:
-        why = owner_gone(*self.lock) if self.lock is not None else None
+        why = self.watch.gone() if self.watch is not None else None
         if why:
             print(f"vabench worker {os.getpid()}: stopping, {why}", file=sys.stderr, flush=True)
             os._exit(3)  # at once: no outcome, no record events after this point
 
     def _watch(self) -> None:
         while True:
-            self._check_driver()
+            try:
+                self._check_driver()
+            except Exception as e:  # the watch must outlive any odd read; the pre-write check still holds
+                print(f"vabench worker {os.getpid()}: driver watch: {type(e).__name__}: {e}", file=sys.stderr)
             time.sleep(WATCH_S)
 
     def run(self, spec: dict, attempt: int) -> dict:

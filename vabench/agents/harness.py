@@ -74,7 +74,7 @@ class Dialogue:
     def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config: HarnessConfig):
         self.model, self.conv, self.record, self.config = model, conv, record, config
         self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
-        self.answered = self.attempts = 0  # calls the provider answered; HTTP attempts, retries included
+        self.answered = self.attempts = self.retries = 0  # answered calls; HTTP attempts; attempts after a failure
         self.backoff_s = 0.0
         self.cost: float | None = 0.0
 
@@ -125,6 +125,7 @@ class Dialogue:
             reply = self.model.complete(messages)
         except ModelError as e:
             self.attempts += e.attempts
+            self.retries += max(0, e.attempts - 1)
             self.backoff_s += e.backoff_s
             self.record.event(
                 "model_error",
@@ -140,6 +141,7 @@ class Dialogue:
             raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
         self.answered += 1
         self.attempts += reply.attempts
+        self.retries += max(0, reply.attempts - 1)
         self.backoff_s += reply.backoff_s
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
@@ -239,7 +241,7 @@ def run_episode(
             dialogue.tool_calls,
         )
         result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
-        result.provider_retries = max(0, dialogue.attempts - dialogue.calls)
+        result.provider_retries = dialogue.retries
         result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
         result.cost_usd = dialogue.cost
         result.compactions = dialogue.conv.compactions if dialogue.conv else 0

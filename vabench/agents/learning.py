@@ -139,16 +139,22 @@ def _attempt(
         result.summary = saved[-1]
     except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
-    finally:
-        result.model_calls, result.cost_usd = dialogue.answered, dialogue.cost
-        result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
-        record.event(
-            "learning_result",
-            end_reason=result.end_reason,
-            error=result.error,
-            frames_inspected=demos.inspected,
-            model_calls=result.model_calls,
-            wall_s=round(time.perf_counter() - started, 3),
-        )
+    except BaseException as e:  # Ctrl-C, or a bug: the record says so, and the exception goes on
+        record.event("interrupted", error=type(e).__name__, wall_s=round(time.perf_counter() - started, 3))
         record.close()
+        raise
+    result.model_calls, result.cost_usd = dialogue.answered, dialogue.cost
+    result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
+    record.event(
+        "learning_result",
+        end_reason=result.end_reason,
+        error=result.error,
+        frames_inspected=demos.inspected,
+        model_calls=result.model_calls,
+        provider_attempts=dialogue.attempts,
+        provider_retries=dialogue.retries,
+        backoff_s=round(dialogue.backoff_s, 3),
+        wall_s=round(time.perf_counter() - started, 3),
+    )
+    record.close()
     return result

@@ -42,8 +42,10 @@ class OracleAgent(Model):
             raise ModelError("oracle: no episode started")
         action = next(self._actions, None)
         if action is None:
-            return Reply(json.dumps({"stop": True, "reason": ORACLE_REASON + ": expert finished"}), cost_usd=0.0)
-        return Reply(json.dumps({**action, "reason": ORACLE_REASON}), cost_usd=0.0)
+            return Reply(
+                json.dumps({"stop": True, "reason": ORACLE_REASON + ": expert finished"}), cost_usd=0.0, attempts=0
+            )
+        return Reply(json.dumps({**action, "reason": ORACLE_REASON}), cost_usd=0.0, attempts=0)
 
 
 class RandomAgent(Model):
@@ -87,7 +89,7 @@ class RandomAgent(Model):
         return out
 
     def complete(self, messages: list[dict]) -> Reply:
-        return Reply(json.dumps({**self.decision(), "reason": "random"}), cost_usd=0.0)
+        return Reply(json.dumps({**self.decision(), "reason": "random"}), cost_usd=0.0, attempts=0)
 
 
 class ReplayAgent(Model):
@@ -112,4 +114,4 @@ class ReplayAgent(Model):
         if self._next >= len(self.replies):
             raise ModelError(f"replay: the record has only {len(self.replies)} replies; the episode diverged")
         self._next += 1
-        return Reply(self.replies[self._next - 1], cost_usd=0.0)
+        return Reply(self.replies[self._next - 1], cost_usd=0.0, attempts=0)

@@ -22,7 +22,7 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (c, tr, t), g in p.groupby(["condition", "track", "task"]):
         row = _infra_row(c, tr, t, g)
-        if row[4] or row[7] or row[8] or row[9] or row[13]:
+        if row[4] or row[7] or row[8] or row[9] or row[12]:  # ..., provider_retries
             rows.append(row)
     rows.append(_infra_row("total", "", "", p))
     notes += [
