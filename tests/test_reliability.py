@@ -304,3 +304,15 @@ def test_a_driver_that_lost_its_lock_stops_and_never_removes_the_new_one(tmp_pat
         assert not lock.held()
         assert DriverWatch(lock.path, lock.token).gone() == "another driver took this run folder over"
     assert (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_missing_key_variable_stops_the_run_before_any_work(tmp_path, monkeypatch):
+    from vabench.actors.driver import run_experiment
+
+    monkeypatch.delenv("VABENCH_UNSET_KEY", raising=False)
+    with ScriptedServer(default=MOVE_UP) as server:
+        unset = ("model=openai", "model.api_key_env=VABENCH_UNSET_KEY", f"model.api_base={server.url}")
+        run = smoke(tmp_path, "nokey", *ONE, *unset)
+        with pytest.raises(SystemExit, match="names VABENCH_UNSET_KEY, which is not set in this environment"):
+            run_experiment(run, log=lambda *_: None, progress=False)
+        assert server.requests == [] and not (run.run_dir / "outcomes").exists()
