@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
 
-SCHEMA_VERSION = 2  # 2: provider_attempts, provider_retries, backoff_s
+SCHEMA_VERSION = 3  # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -45,6 +45,9 @@ class OutcomeRow:
     model: str | None = _col(STR)
     summary_source: str | None = _col(STR, "none", "own | none | shared:<model>")
     summary_model: str | None = _col(STR, about="who wrote the summary used (null: none)")
+    summary_learned: bool | None = _col(BOOL, about="the episode had the summary its source asked for (null: none)")
+    summary_digest: str | None = _col(STR, about="sha256 prefix of the summary text the model received (null: none)")
+    observation: str = _col(STR, "paper", "paper | explained: what the model is shown per step (harness.observation)")
     protocol: str | None = _col(STR, about="active | passive")
     track: str | None = _col(STR, "base", "base | transfer | long_horizon")
     task: str | None = _col(STR)
