@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from vabench.envs.actions import camera_action_names
-from vabench.envs.sim.camera import CAMERA_BOX_HI, CAMERA_BOX_LO, PASSIVE_ORDER, VIEW_OFFSETS
+from vabench.envs.sim.camera import (
+    CAMERA_BOX_HI,
+    CAMERA_BOX_LO,
+    PASSIVE_ORDER,
+    VIEW_OFFSETS,
+    semantic_target,
+    view_pose,
+)
 
 from .conftest import scene_digest
 from .probes import DualProbe
@@ -99,12 +106,10 @@ def test_passive_protocol_gives_five_ordered_views_and_no_camera_control(render_
     assert tuple(obs.images) == PASSIVE_ORDER
     assert all(img.shape == (480, 640, 3) and img.dtype == np.uint8 for img in obs.images.values())
     assert len({img.tobytes() for img in obs.images.values()}) == 5  # five different views
-    # the passive views are exactly the active semantic views
-    active = render_env.camera
+    # the observer's geometry differs from the active semantic views (test_observer.py pins it down)
+    gcs = {a: env.world.arms[a].gc() for a in ("left", "right")}
     for view in PASSIVE_ORDER:
-        from vabench.envs.sim.camera import semantic_target, view_pose
-
-        pose, _ = view_pose(*semantic_target(view, {a: env.world.arms[a].gc() for a in ("left", "right")}, ("right",)))
-        assert np.array_equal(active.render(pose), obs.images[view])
+        pose, _ = view_pose(*semantic_target(view, gcs, ("right",)))
+        assert not np.array_equal(env.camera.render(pose), obs.images[view]), view
     r = env.step({"action": "camera.view_topdown"})
     assert not r.action_valid and "disabled in the passive" in r.feedback and r.step == 1

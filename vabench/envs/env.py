@@ -244,13 +244,17 @@ class VABenchEnv:
     def _gcs(self) -> dict[str, np.ndarray]:
         return {arm: self.world.arms[arm].gc() for arm in ARMS}
 
+    def _ees(self) -> dict[str, np.ndarray]:
+        """Control EE positions (the proprio's ``ee_position``): the passive observer's anchor."""
+        return {arm: self.world.arms[arm].hand_matrix()[:3, 3] for arm in ARMS}
+
     def _observe(self, label, valid, planned, feedback) -> Observation:
         images: dict[str, np.ndarray] = {}
         if self.camera is not None:
             if self._protocol.camera_actions:
                 images["active"] = self.camera.render()
             else:
-                images = self.camera.passive_bundle(self._gcs(), self.controlled)
+                images = self.camera.passive_bundle(self._ees(), self.controlled)
                 assert tuple(images) == PASSIVE_ORDER
         return Observation(
             task=self.task.name,

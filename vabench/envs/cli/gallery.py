@@ -30,7 +30,7 @@ def shoot(env: VABenchEnv, task: str, seed: int, out: Path) -> tuple[list[Path],
     for result in env.expert_steps():
         last, success = result.observation.images["active"], result.success
     images.append(last)
-    images.append(env.camera.passive_bundle(env._gcs(), env.controlled)["oblique_45"])
+    images.append(env.camera.passive_bundle(env._ees(), env.controlled)["oblique_45"])  # the passive observer
     paths = [out / f"{task}_{name}.png" for name in ("initial", "final", "final_oblique")]
     for image, path in zip(images, paths, strict=True):
         Image.fromarray(image).save(path)

@@ -1,5 +1,7 @@
-"""The camera rig: one active camera with the paper's camera actions (Table 27) and the passive
-five-view bundle (Appendix C.7), rendered with the same camera and the same view geometry.
+"""The camera rig: the active camera with the paper's camera actions (Table 27), and the observer
+camera of the passive five-view bundle (Appendix C.7). The "same" view name means different
+geometry in the two (reference notes 4.4): the observer has a wider lens, anchors on the control
+EE instead of GC, is never clamped, and its topdown is an absolute whole-table view.
 
 Camera poses use SAPIEN's convention: rotation columns are (forward, left, up). Camera actions
 only move this camera; they never touch the physics. The pose (calibration) never leaves the
@@ -39,6 +41,19 @@ INITIAL_EYE = np.array([0.0, -0.55, 1.75])
 INITIAL_TARGET_X = 0.17
 INITIAL_TARGET_AHEAD = 0.14  # metres in front (+y) of the GC
 INITIAL_TARGET_Z = 0.78
+
+# The observer (C.7; reference notes 4.4). The reference's poses are used as they are: our world
+# is RoboTwin's table frame (table top z = 0.74, centred at the origin, +y to the wall), as it is
+# for VIEW_OFFSETS and the camera box above.
+OBSERVER_FOVY_DEG, OBSERVER_NEAR, OBSERVER_FAR = 55.0, 0.05, 100.0
+OBSERVER_OFFSETS = {  # from the control EE, right-arm side (x times s = -1 for a left-arm task)
+    "side": (0.58, -0.02, 0.06),
+    "front_side_45": (0.44, -0.44, 0.18),
+    "side_top_45": (0.48, -0.02, 0.48),
+    "oblique_45": (0.42, -0.42, 0.42),
+}
+OBSERVER_TARGET_DROP = 0.02  # looks at EE - 2 cm in z
+OBSERVER_TOPDOWN = ((0.0, -0.12, 1.72), (0.0, -0.08, 0.80), (0.0, -1.0, 0.0))  # eye, target, up: the whole table
 
 
 @dataclass(frozen=True)
@@ -100,9 +115,22 @@ def view_pose(base: str, target: np.ndarray, mirror: bool) -> tuple[np.ndarray, 
     )
 
 
+def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> np.ndarray:
+    """Observer camera pose for one passive view. ``ees`` are the control EE positions (robot
+    proprioception, never object poses); a two-arm task anchors on their midpoint, right side."""
+    if view == "topdown":
+        eye, target, up = (np.array(v) for v in OBSERVER_TOPDOWN)
+        return _pose(eye, look_at(eye, target, up))
+    ee = np.mean([np.asarray(ees[arm], dtype=float) for arm in controlled], axis=0)
+    side = -1.0 if controlled == ("left",) else 1.0
+    eye = ee + np.array(OBSERVER_OFFSETS[view]) * (side, 1.0, 1.0)
+    return _pose(eye, look_at(eye, ee - (0.0, 0.0, OBSERVER_TARGET_DROP), (0.0, 0.0, 1.0)))
+
+
 class CameraRig:
     def __init__(self, scene: sapien.Scene, config: CameraConfig):
         self.config = config
+        self.scene = scene
         self.camera = add_camera(
             scene,
             "active",
@@ -114,6 +142,19 @@ class CameraRig:
             config.shader,
         )
         self.pose = np.eye(4)
+        self._observer = None
+
+    @property
+    def observer(self):
+        """The passive bundle's camera, made on first use (active episodes never pay for it). Same
+        size and shader as the active camera: C.7 fixes the lens, not the resolution."""
+        if self._observer is None:
+            c = self.config
+            fovy = np.deg2rad(OBSERVER_FOVY_DEG)
+            self._observer = add_camera(
+                self.scene, "observer", c.width, c.height, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader
+            )
+        return self._observer
 
     def reset(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> None:
         if len(controlled) == 1:
@@ -152,20 +193,16 @@ class CameraRig:
         note = " (position clamped to the camera workspace)" if not np.allclose(clamped_eye, eye) else ""
         return f"camera {name.replace('_', ' ')} done{note}"
 
-    def render(self, pose: np.ndarray | None = None) -> np.ndarray:
-        """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose)."""
-        self.camera.entity.set_pose(sapien.Pose(self.pose if pose is None else pose))
-        scene = self.camera.entity.scene
-        scene.update_render()
-        self.camera.take_picture()
-        rgba = self.camera.get_picture("Color")  # uint8: see scene._process_setup
+    def render(self, pose: np.ndarray | None = None, camera=None) -> np.ndarray:
+        """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose) with ``camera``
+        (default: the active camera)."""
+        camera = self.camera if camera is None else camera
+        camera.entity.set_pose(sapien.Pose(self.pose if pose is None else pose))
+        self.scene.update_render()
+        camera.take_picture()
+        rgba = camera.get_picture("Color")  # uint8: see scene._process_setup
         return np.ascontiguousarray(rgba[..., :3])
 
-    def passive_bundle(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
-        """The five fixed views, in the paper's order, with the active views' geometry."""
-        out = {}
-        for base in PASSIVE_ORDER:
-            _, target, mirror = semantic_target(base, gcs, controlled)
-            pose, _ = view_pose(base, target, mirror)
-            out[base] = self.render(pose)
-        return out
+    def passive_bundle(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The five observer views (C.7) in the paper's order, anchored on the control EE positions ``ees``."""
+        return {view: self.render(observer_pose(view, ees, controlled), self.observer) for view in PASSIVE_ORDER}
