@@ -3,6 +3,7 @@ driver) and in process (the same rows; own summaries learned over real HTTP, onc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -23,6 +24,8 @@ from vabench.actors.backends import InProcessBackend, backend_for
 from vabench.actors.config import from_config
 from vabench.actors.driver import Driver, infra_row, plan
 from vabench.actors.specs import expand
+from vabench.agents.summary_store import SummaryStore
+from vabench.analysis import success_matrix
 from vabench.outcomes import read_rows, write_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +134,8 @@ def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_p
 LEARNER = ["model=openai", "model.id=openai/learner", "model.api_key_env=VABENCH_TEST_KEY", "model.max_retries=0"]
 
 
-def learner_run(tmp_path, server, demo_root, run_id: str, *more: str):
+def learner_run(tmp_path, server, demo_root, run_id: str, *more: str, root: str | None = "summaries"):
+    """An in-process run of a scripted HTTP model; ``root=None``: the default store, <results_dir>/_summaries."""
     cfg = composed(
         *LEARNER,
         f"model.api_base={server.url}",
@@ -141,11 +145,17 @@ def learner_run(tmp_path, server, demo_root, run_id: str, *more: str):
         "ray.address=none",
         f"results_dir={tmp_path}",
         f"run_id={run_id}",
-        f"summary_root={tmp_path / 'summaries'}",
         f"demo_root={demo_root}",
+        *([f"summary_root={tmp_path / root}"] if root else []),
         *more,
     )
     return from_config(cfg, tmp_path / run_id)
+
+
+def summary_block(request: dict) -> str:
+    """The summary text an evaluation request carried: the system prompt's last block."""
+    system = request["messages"][0]["content"]
+    return system[system.rindex("\n\nSummary of ") + 2 :]
 
 
 def test_own_summaries_are_learned_once_over_http_and_reach_the_episode(tmp_path, demo_root, monkeypatch):
@@ -186,7 +196,82 @@ def test_summary_learning_that_cannot_reach_the_provider_leaves_retryable_infra_
         1,
     )
     assert row["error"].startswith("summary: ") and "gave up after" in row["error"]
+    assert pd.isna(row["summary_learned"]) and pd.isna(row["summary_digest"])  # never ran: nothing to say
     assert plan(run) == ([(expand(run)[0], 2)], 0)  # a rerun tries again
+
+
+def test_a_passive_run_in_the_same_results_folder_reuses_the_base_runs_summary(tmp_path, demo_root, monkeypatch):
+    """Paper 5.1: the passive run keeps "its own demonstration summary". The default store is
+    <results_dir>/_summaries, so the second run sends no learning request, and its row's digest is
+    that of the summary text its request carried."""
+    monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    stop = json.dumps({"stop": True})
+    quiet = {"log": lambda *_: None, "progress": False}
+    with ScriptedServer() as server:
+        server.script(tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY))
+        server.script(stop)
+        base = Driver(learner_run(tmp_path, server, demo_root, "base", root=None), **quiet).execute()
+        learned = len(server.requests)
+        server.script(stop)
+        said = []
+        passive = learner_run(tmp_path, server, demo_root, "passive", "protocol=passive", root=None)
+        again = Driver(passive, log=said.append, progress=False).execute()
+        requests = server.requests[learned - 1 :]  # the base episode's request, then the passive one's
+    assert passive.summary_root == tmp_path / "_summaries" and learned == 4 and len(requests) == 2
+    assert json.loads((passive.run_dir / "_run.json").read_text())["summary_root"] == str(tmp_path / "_summaries")
+    assert "expert.learn" not in json.dumps(requests[1]) and "learning summaries" not in " ".join(said)
+    assert (tmp_path / "_summaries" / "openai_learner" / "grasp_single_cube.json").is_file()
+    assert not list((tmp_path / "base").rglob("_summaries")) and not list((tmp_path / "passive").rglob("_summaries"))
+    assert len(read_rows(tmp_path)) == 2  # the store holds no outcome files
+    for df, request, protocol in ((base, requests[0], "active"), (again, requests[1], "passive")):
+        row = df.iloc[0]
+        assert (row["status"], row["protocol"], row["summary_source"], bool(row["summary_learned"])) == (
+            "ok",
+            protocol,
+            "own",
+            True,
+        )
+        block = summary_block(request)
+        assert SUMMARY["grasp_region"] in block and "openai/learner" not in block
+        assert row["summary_digest"] == hashlib.sha256(block.encode()).hexdigest()[:12]
+    assert base.iloc[0]["summary_digest"] == again.iloc[0]["summary_digest"]
+
+
+def test_a_shared_summary_reaches_the_reader_without_its_authors_name(tmp_path, demo_root, monkeypatch):
+    monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    author = "prov/author-model-7"
+    SummaryStore(tmp_path / "_summaries").save(author, "grasp_single_cube", SUMMARY, [("grasp_single_cube", 0)])
+    with ScriptedServer(default=json.dumps({"stop": True})) as server:
+        shared = ("summary=shared", f"summary.source={author}")
+        run = learner_run(tmp_path, server, demo_root, "shared", *shared, root=None)
+        df = Driver(run, log=lambda *_: None, progress=False).execute()
+        requests = list(server.requests)
+    assert len(requests) == 1 and SUMMARY["grasp_region"] in json.dumps(requests)
+    assert "author-model-7" not in json.dumps(requests)  # not in the summary, nor anywhere in the request
+    row = df.iloc[0]
+    assert (row["summary_source"], row["summary_model"], bool(row["summary_learned"])) == (
+        f"shared:{author}",
+        author,
+        True,
+    )
+    assert row["summary_digest"] == hashlib.sha256(summary_block(requests[0]).encode()).hexdigest()[:12]
+
+
+def test_an_own_summary_never_learned_runs_without_it_and_the_analysis_counts_it(tmp_path, demo_root, monkeypatch):
+    """A learner that never saves (not infra): the episode runs without a summary, labelled own as
+    its condition says, with summary_learned false, and the tables' notes count it."""
+    monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    said = []
+    with ScriptedServer(default=json.dumps({"stop": True})) as server:  # a stop is no tool: learning fails
+        df = Driver(learner_run(tmp_path, server, demo_root, "unlearned"), log=said.append, progress=False).execute()
+        system = server.requests[-1]["messages"][0]["content"]
+    row = df.iloc[0]
+    assert (row["status"], row["summary_source"], bool(row["summary_learned"])) == ("ok", "own", False)
+    assert pd.isna(row["summary_digest"]) and pd.isna(row["summary_model"]) and "Summary of" not in system
+    assert any("none learned" in line for line in said)
+    notes = " ".join(success_matrix(df).attrs["notes"])
+    assert "without the summary their condition names" in notes
+    assert "1 (openai/learner | active | summary own: grasp_single_cube 1/1)" in notes
 
 
 def _worker_pids() -> list[int]:

@@ -51,7 +51,7 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
         1,
         ("active",),
     )
-    assert run.summary_root == Path("/tmp/vabench-test-run/_summaries")
+    assert run.summary_root == Path.cwd() / "results" / "_summaries"  # one store per results_dir (default results)
 
 
 @pytest.mark.parametrize("name", ["main", "passive_ablation", "local_models"])

@@ -11,7 +11,7 @@ from vabench.agents.harness import run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import make_model
-from vabench.agents.summary_store import SummaryStore, resolve_summary
+from vabench.agents.summary_store import SummaryStore, resolve_summary, summary_identity, text_digest
 
 KEY_VAR = "VABENCH_TEST_KEY"
 SUMMARY = {
@@ -80,12 +80,22 @@ def test_learned_summary_is_injected_into_evaluation(render_env, tmp_path, demo_
         assert resolve_summary(store, "own", model.name, "grasp_single_cube") is None  # not learned yet
         learn_summary(model, "grasp_single_cube", store, tmp_path / "learn", demo_root)
         summary = resolve_summary(store, "own", model.name, "grasp_single_cube")
+        told = summary_identity(summary, "own")
         r = run_episode(
-            render_env, model, "grasp_single_cube", 1000, tmp_path / "ep", summary=summary, summary_source="own"
+            render_env,
+            model,
+            "grasp_single_cube",
+            1000,
+            tmp_path / "ep",
+            summary=summary,
+            summary_source="own",
+            identity=told,
         )
         system = server.requests[-1]["messages"][0]["content"]
-    assert "the middle band of two opposite side faces" in system and "openai/learner" in system
+    assert "the middle band of two opposite side faces" in system and "openai/learner" not in system  # no author
     assert (r.summary_source, r.summary_model, r.end_reason) == ("own", "openai/learner", "stop")
+    assert summary.text() in system and r.summary_learned is True
+    assert r.summary_digest == text_digest(summary.text()) == told["summary_digest"]  # the text the model got
     assert resolve_summary(store, "none", model.name, "grasp_single_cube") is None
 
 

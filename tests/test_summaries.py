@@ -5,6 +5,7 @@ tmp_path (a few PNGs and a demo.json), so nothing touches the simulator."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from datetime import datetime
@@ -16,7 +17,7 @@ from PIL import Image
 from vabench.agents import demo_tools, summary_schema, summary_store
 from vabench.agents.demo_tools import DemoError, DemoStore
 from vabench.agents.summary_schema import SummaryError, validate_summary
-from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
+from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary, summary_identity, text_digest
 from vabench.vocab import SummaryMode, summary_mode
 
 CUBE = "grasp_single_cube"
@@ -403,16 +404,41 @@ def test_corrupt_file_error_names_the_path(tmp_path, corrupt):
     assert str(path) in str(e.value)
 
 
-def test_summary_text_is_stable_and_names_the_model(tmp_path):
+def test_summary_text_is_stable_and_never_names_its_author(tmp_path):
+    """Own and shared summaries read the same: the heading names the task, not the model that wrote it
+    (the reference strips summary_model), so a reader is not primed by whose summary it holds."""
     fields = {**GOOD, "affordance_profile": AFFORDANCE}
     s = Summary(CUBE, "prov/model-1", copy.deepcopy(fields), None)
     text = s.text()
     head, body = text.split("\n", 1)
-    assert "prov/model-1" in head and CUBE in head
-    assert json.loads(body) == fields
+    assert CUBE in head and "prov/model-1" not in text and "model-1" not in text
+    assert json.loads(body) == fields and "summary_model" not in json.loads(body)
     assert list(json.loads(body)) == sorted(fields)  # sorted keys
     reordered = Summary(CUBE, "prov/model-1", dict(reversed(list(fields.items()))), None)
     assert reordered.text() == text
+    assert Summary(CUBE, "other/reader", copy.deepcopy(fields), None).text() == text  # own reads as shared
+    assert s.digest() == hashlib.sha256(text.encode()).hexdigest()[:12] == text_digest(text)
+
+
+def test_a_stored_shared_summary_reaches_the_reader_without_its_author(tmp_path):
+    store = SummaryStore(tmp_path)
+    store.save("author/writer-7", CUBE, {**GOOD, "summary_model": "author/writer-7"}, [(CUBE, 0)])
+    shared = resolve_summary(store, "shared:author/writer-7", "reader", HELDOUT)
+    assert shared.summary_model == "author/writer-7"  # kept in the store (and the row's summary_model)
+    assert "writer-7" not in shared.text() and "author/" not in shared.text()
+    assert json.loads(store.path("author/writer-7", CUBE).read_text())["summary_model"] == "author/writer-7"
+
+
+def test_summary_identity_says_whether_the_asked_summary_was_there(tmp_path):
+    store = SummaryStore(tmp_path)
+    store.save("m", CUBE, GOOD, [])
+    s = store.load("m", CUBE)
+    assert summary_identity(s, "own") == {"summary_learned": True, "summary_digest": s.digest()}
+    assert summary_identity(s, "shared:m") == {"summary_learned": True, "summary_digest": s.digest()}
+    assert summary_identity(None, "own") == {"summary_learned": False, "summary_digest": None}  # learning failed
+    assert summary_identity(None, "none") == {"summary_learned": None, "summary_digest": None}
+    assert summary_identity(None, SummaryMode("none")) == {"summary_learned": None, "summary_digest": None}
+    assert len(s.digest()) == 12 and s.digest() != Summary(CUBE, "m", {**GOOD, "grasp_region": "x"}).digest()
 
 
 # --- evaluation modes -----------------------------------------------------------------------------

@@ -199,6 +199,15 @@ def _seeds(raw) -> int | tuple[int, ...] | None:
     raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
 
 
+def _summary_root(cfg: dict) -> Path:
+    """``summary_root``, by default ``<results_dir>/_summaries``: one store per results folder, so a
+    passive, transfer or long-horizon run (and every job of a multirun) reuses the summaries a base
+    run learned (paper 5.1: "its own demonstration summary") instead of learning new ones. Absolute:
+    workers may run in another working directory."""
+    root = cfg.get("summary_root") or Path(str(_get(cfg, "results_dir"))) / "_summaries"
+    return Path(root).absolute()
+
+
 def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``)."""
     _no_secrets(cfg, "")
@@ -242,7 +251,6 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         raise ConfigError(f"'harness': {e}; allowed keys: {', '.join(HarnessConfig.__dataclass_fields__)}") from None
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    root = cfg.get("summary_root")
     return RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
@@ -262,7 +270,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         camera=camera,
         harness=harness,
         ray=ray_cfg,
-        summary_root=Path(root) if root else Path(run_dir) / "_summaries",
+        summary_root=_summary_root(cfg),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         resolved=cfg,
     )

@@ -100,6 +100,7 @@ def write_run_info(run: RunConfig) -> None:
         "run_id": run.run_id,
         "experiment": run.experiment,
         "config": run.resolved,
+        "summary_root": str(run.summary_root),  # the store this run read (shared by default: <results_dir>/_summaries)
         "versions": _versions(),
         "prompt_version": prompts.PROMPT_VERSION,
         "prompt_digest": prompts.prompt_digest(),
@@ -142,7 +143,10 @@ class Driver:
         return read_rows(run.run_dir / "outcomes")
 
     def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
-        """Shared summaries must exist; own summaries are learned once per (model, base task)."""
+        """Shared summaries must exist; own summaries are learned once per (model, base task) and
+        summary root, which by default every run in the results folder shares (a passive or transfer
+        run reuses the base run's). A learning that ends without a summary for a reason other than
+        infrastructure leaves its episodes to run without one (``summary_learned`` false in the row)."""
         run = self.run
         mode = todo[0][0].summary_mode if todo else None  # offline agents read none, whatever was asked
         if mode is None or mode.kind == "none":
@@ -151,7 +155,10 @@ class Driver:
             for base in sorted({s.base_task for s, _ in todo}):
                 resolve_summary(self.store, mode, run.model_name, base)  # raises SummaryError naming the file
             return todo
-        missing = sorted({s.base_task for s, _ in todo if not self.store.has(run.model_name, s.base_task)})
+        bases = {s.base_task for s, _ in todo}
+        missing = sorted(b for b in bases if not self.store.has(run.model_name, b))
+        if len(missing) < len(bases):
+            self.log(f"reusing {len(bases) - len(missing)} stored summary(ies) from {run.summary_root}")
         if not missing:
             return todo
         self.log(f"learning summaries for {len(missing)} task(s): {', '.join(missing)}")
@@ -171,6 +178,8 @@ class Driver:
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
             if out["end_reason"] == INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"
+            elif not out.get("learned", True):
+                self.log(f"summary {task}: none learned; its episodes run without one (summary_learned false)")
         keep = []
         for spec, attempt in todo:
             if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun

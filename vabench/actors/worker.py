@@ -16,7 +16,7 @@ from vabench.agents.learning import learn_summary
 from vabench.agents.models import ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
-from vabench.agents.summary_store import SummaryStore, resolve_summary
+from vabench.agents.summary_store import SummaryStore, resolve_summary, summary_identity
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
 from vabench.outcomes import write_row
 from vabench.vocab import TRANSFER
@@ -75,9 +75,12 @@ class EpisodeWorker:
             time.sleep(WATCH_S)
 
     def run(self, spec: dict, attempt: int) -> dict:
-        """Run one episode and write its row; returns the row."""
+        """Run one episode and write its row; returns the row. An ``own`` summary missing here is one
+        whose learning ended without a summary (not infra): the episode runs without it and its row
+        says ``summary_learned`` false, so the analysis can count it."""
         s = EpisodeSpec(**spec)
         summary = resolve_summary(self.store, s.summary_source, self.model.name, s.task)
+        told = summary_identity(summary, s.summary_source)
         folder = s.record_dir(self.run_dir) / f"attempt{attempt}"
         set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         result = run_episode(
@@ -91,7 +94,7 @@ class EpisodeWorker:
             summary=summary,
             summary_source=s.summary_source,
             transfer=s.track == TRANSFER,
-            identity={**self.meta, **s.identity(), "attempt": attempt},
+            identity={**self.meta, **s.identity(), **told, "attempt": attempt},
         )
         result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
         self._check_driver()

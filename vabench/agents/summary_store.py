@@ -3,12 +3,14 @@
 :class:`SummaryStore` keeps one summary per (summary model, task), with the model that wrote it,
 so the model-specific condition (``own``) and the shared-summary control (``shared:<model>``) read
 the same files (:func:`resolve_summary`). Held-out variants reuse their base task's summary.
-Files are written atomically and re-validated on every load.
+Files are written atomically and re-validated on every load. The author stays in the file and the
+outcome row, never in the text a model reads (:meth:`Summary.text`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -50,9 +52,20 @@ class Summary:
     prompt_version: str | None = None
 
     def text(self) -> str:
-        """The block the harness injects into prompts: a heading and the fields as sorted, indented JSON."""
-        head = f"Summary of {self.task}, written by {self.summary_model} from the RGB-only expert video:"
+        """The block the harness injects into prompts: a heading and the fields as sorted, indented JSON.
+        It never names the author (the reference strips ``summary_model``): a reader told whose summary
+        it holds would be primed in the summary-source study, so own and shared read the same way."""
+        head = f"Summary of {self.task}, written from the RGB-only expert video:"
         return head + "\n" + json.dumps(self.fields, indent=2, sort_keys=True, ensure_ascii=False)
+
+    def digest(self) -> str:
+        """The outcome row's ``summary_digest``: which exact text the model received."""
+        return text_digest(self.text())
+
+
+def text_digest(text: str) -> str:
+    """A 12-hex sha256 prefix (as ``prompt_digest``) of a summary text as injected into the prompt."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _frames_list(frames: Any) -> list[list]:
@@ -190,3 +203,13 @@ def resolve_summary(store: SummaryStore, mode: str | SummaryMode, evaluated_mode
             "summary root, or copy that file from the summary root where it was learned"
         )
     return found
+
+
+def summary_identity(summary: Summary | None, mode: str | SummaryMode) -> dict:
+    """The row's ``summary_learned`` and ``summary_digest`` for an episode run with ``summary``:
+    an ``own`` episode whose learning ended without a summary runs without one, and says so."""
+    asked = summary_mode(mode).kind != "none"
+    return {
+        "summary_learned": (summary is not None) if asked else None,
+        "summary_digest": summary.digest() if summary is not None else None,
+    }
