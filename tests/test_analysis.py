@@ -34,6 +34,7 @@ from vabench.analysis import (
 )
 from vabench.analysis.cli import main
 from vabench.outcomes import OutcomeRow, write_row
+from vabench.vocab import condition_label
 
 DUAL = {"place_shoe", "handover_horizontal_block", "lift_pot"}
 
@@ -62,7 +63,7 @@ def row(model="m", task="grasp_single_cube", success=False, **kw) -> dict:
         privileged=False,
     )
     r.update(kw)
-    r.setdefault("condition", cond(r["model"], r["protocol"], r["summary_source"]))
+    r.setdefault("condition", condition_label(r["model"], r["protocol"], r["summary_source"], r.get("observation")))
     r["base_task"] = r.get("base_task") or (task if r["track"] == "base" else None)
     return r
 
@@ -407,6 +408,34 @@ def test_summary_source_macro_table_17():
     assert one(t, source=shared, subset="dual").delta_pp == 50.0
 
 
+def test_episodes_run_without_their_summary_are_counted_per_cell_in_every_summary_table():
+    """summary_learned false (own summary asked, learning ended without one): still judged, still in the
+    rate, but every table that pools the cell says how many of its episodes it holds."""
+    m, shared = "m", "shared:author/x"
+    rows = episodes(1, 4, task="grasp_single_cube", summary_learned=True)
+    rows += [row(task="grasp_single_cube", seed=10 + i, summary_learned=False) for i in range(2)]
+    rows += episodes(2, 3, task="place_cube_in_bowl", summary_learned=True)
+    rows += [row(task="place_cube_in_bowl", seed=20, summary_learned=False)]
+    rows += [infra(task="place_cube_in_bowl", seed=30, summary_learned=False)]  # excluded: not counted here
+    rows += episodes(1, 2, task="grasp_single_cube", summary_source=shared, summary_learned=True)
+    rows += episodes(1, 2, task="place_cube_in_bowl", summary_source=shared, summary_learned=True)
+    rows += episodes(0, 2, model="n", summary_source="none")  # summary_learned null: nothing asked
+    df = frame(rows)
+    m_rows = success_matrix(df)
+    x = one(m_rows, condition=cond(m), task="grasp_single_cube")
+    assert (x.k, x.n) == (1, 6)  # the two summary-less episodes stay in the rate
+    want = f"{cond(m)}: grasp_single_cube 2/6, place_cube_in_bowl 1/4"
+    for table in (m_rows, macro_averages(df), summary_sources(df), summary_sources(df, per_task=True)):
+        notes = [n for n in table.attrs["notes"] if "without the summary their condition names" in n]
+        assert len(notes) == 1 and f"): 3 ({want})." in notes[0], table.attrs["notes"]
+        assert "shared:author/x" not in notes[0] and "summary none" not in notes[0]
+    assert any(want in n for n in summary_source_macro(df).attrs["notes"])
+    assert want in to_markdown(m_rows)
+    clean = frame(episodes(1, 2, summary_learned=True) + episodes(1, 2, model="n", summary_source="none"))
+    assert not any("without the summary" in n for n in success_matrix(clean).attrs["notes"])
+    assert not any("without the summary" in n for n in success_matrix(frame(episodes(1, 2))).attrs["notes"])
+
+
 # ----------------------------------------------------------------------------- Tables 19 and 20
 TABLE_20 = {  # per-task % of 20: Gemma-4-31B-it, Qwen3.6-27B (all other tasks 0)
     "click_bell_right": (10, 0),
@@ -531,3 +560,27 @@ def test_cli_module_on_an_empty_folder_and_no_simulator_imports(tmp_path):
     assert empty.returncode == 2, empty.stderr
     assert "no outcome rows (*.parquet) under" in empty.stderr and "Traceback" not in empty.stderr
     assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_feedback_ablation_pairs_the_profiles_and_the_paper_tables_leave_explained_rows_out():
+    from vabench.analysis import feedback_ablation
+
+    rows = episodes(1, 4, observation="paper") + episodes(3, 4, observation="explained")
+    rows += episodes(2, 2, task="place_cube_in_bowl", observation="paper")
+    rows += episodes(2, 2, task="place_cube_in_bowl", observation="explained")
+    rows += episodes(0, 2, task="lift_pot", observation="paper") + episodes(
+        1, 2, task="lift_pot", observation="explained"
+    )
+    rows += episodes(1, 2, protocol="passive", observation="paper")  # no explained partner: not in the pair table
+    f = feedback_ablation(frame(rows))
+    a = one(f, subset="all", protocol="active")
+    assert (a.paper_k, a.paper_n, a.explained_k, a.explained_n, a.families) == (3, 8, 6, 8, 3)
+    assert a.delta_pp == pytest.approx(75.0 - 37.5)
+    assert (a.explained_better, a.explained_worse, a.ties) == (2, 0, 1) and a.sign_p == pytest.approx(0.5)
+    assert len(f[f["protocol"] == "passive"]) == 0
+    ap = active_passive(frame(rows + episodes(1, 4, protocol="passive", observation="explained")))
+    assert "row(s) of another observation profile (explained) left out" in " ".join(ap.attrs["notes"])
+    x = one(ap, subset="single")
+    assert (x.active_k, x.active_n, x.passive_k, x.passive_n) == (1, 4, 1, 2)  # paper rows, the shared family
+    m = success_matrix(frame(rows))  # per condition: the profiles are two conditions, side by side
+    assert {cond("m") + " | observation explained", cond("m")} <= set(m["condition"])

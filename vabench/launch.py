@@ -5,8 +5,8 @@ This is the one way to run episodes. One Hydra job is one run folder (``results_
 any work starts; the episodes run on Ray (``ray.address=local|auto|<address>``) or in this process
 (``ray.address=none``), through the same driver; the run folder gets one Parquet file per episode
 under ``outcomes/``, and everything else under names starting with ``_`` (``_records/``,
-``_summaries/``, ``_run.json``), which Parquet readers skip: ``pandas.read_parquet(run_folder)``
-loads just the outcomes.
+``_learning/``, ``_run.json``; summaries in ``results_dir/_summaries/``), which Parquet readers
+skip: ``pandas.read_parquet(run_folder)`` loads just the outcomes.
 """
 
 from __future__ import annotations

@@ -100,7 +100,9 @@ def arms_label(arms: tuple[str, ...] | list[str]) -> str:
     return DUAL if len(arms) == 2 else SINGLE
 
 
-def condition_label(model: str, protocol: str, summary_source: str) -> str:
+def condition_label(model: str, protocol: str, summary_source: str, observation: str | None = None) -> str:
     """The outcome table's ``condition``: one model under one protocol and summary source, the unit
-    the paper compares."""
-    return f"{model} | {protocol} | summary {summary_source}"
+    the paper compares. An observation profile other than the paper's (``explained``) is part of
+    the label, so its rows never pool with the paper's."""
+    label = f"{model} | {protocol} | summary {summary_source}"
+    return label if observation in (None, "paper") else f"{label} | observation {observation}"

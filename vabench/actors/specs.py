@@ -23,10 +23,11 @@ class EpisodeSpec:
     base_task: str
     seed: int
     run_index: int
+    observation: str = "paper"  # harness.observation; part of the condition (and the folder) when not paper
 
     @property
     def condition(self) -> str:
-        return condition_label(self.model, self.protocol, self.summary_source)
+        return condition_label(self.model, self.protocol, self.summary_source, self.observation)
 
     @property
     def summary_mode(self) -> SummaryMode:
@@ -39,9 +40,11 @@ class EpisodeSpec:
     @property
     def key(self) -> str:
         """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
+        profile = () if self.observation == "paper" else (f"observation_{self.observation}",)
         return "/".join(
             (
                 slug(self.model),
+                *profile,
                 self.protocol,
                 slug(self.summary_source),
                 self.track,
@@ -98,6 +101,7 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                             cls.summary_task,
                             seed,
                             run_index,
+                            run.harness.observation,
                         )
                     )
     return specs

@@ -41,6 +41,7 @@ class HarnessConfig:
     image_format: str = "jpeg"  # jpeg (quality below) or png: how frames are stored and sent
     jpeg_quality: int = 95
     history_actions: int = 20  # executed actions listed in each observation
+    observation: str = "paper"  # paper | explained: what each observation tells the model (prompts.OBSERVATIONS)
 
     def __post_init__(self):
         for key in ("max_repairs", "history_actions"):
@@ -49,6 +50,10 @@ class HarnessConfig:
         for key in ("max_calls_per_step", "max_images", "context_tokens", "keep_turns"):
             if getattr(self, key) < 1:
                 raise ValueError(f"harness.{key} must be >= 1, got {getattr(self, key)}")
+        if self.observation not in prompts.OBSERVATIONS:
+            raise ValueError(
+                f"harness.observation must be one of {', '.join(prompts.OBSERVATIONS)}, got {self.observation!r}"
+            )
         if self.image_format not in ("jpeg", "png"):
             raise ValueError(f"harness.image_format must be 'jpeg' or 'png', got {self.image_format!r}")
         if not 1 <= self.jpeg_quality <= 100:
@@ -216,6 +221,7 @@ def run_episode(
             "privileged": bool(model.privileged),
             "prompt_version": prompts.PROMPT_VERSION,
             "prompt_digest": prompts.prompt_digest(),
+            "observation": config.observation,
         }
     )
     dialogue = None
@@ -267,9 +273,13 @@ class _Episode:
         result.arms = arms_label(arms)
         result.budget = obs.budget
         result.checkpoints_total = len(self.env.checkpoints())
-        system = prompts.system_prompt(obs.task, arms, protocol, summary.text() if summary else None, transfer)
+        paper = config.observation == prompts.PAPER
+        summary_text = summary.text() if summary else None
+        system = prompts.system_prompt(obs.task, arms, protocol, summary_text, transfer, config.observation)
         proto = protocol_named(protocol)
-        self.conv = Conversation(system, proto.bundle, config.max_images, config.context_tokens, config.keep_turns)
+        self.conv = Conversation(
+            system, proto.bundle, config.max_images, config.context_tokens, config.keep_turns, resend=not paper
+        )
         self.dialogue.conv = self.conv
         record.event(
             "episode_start",
@@ -357,7 +367,7 @@ class _Episode:
         outcome += ", planner ok" if step.planner_success else ", planner failed"
         why = f" - {decision.reason[:160]}" if decision.reason else ""
         self.digest_lines.append((step.step, f"step {step.step}: {step.observation.last_action} ({outcome}){why}"))
-        if step.feedback:
+        if step.feedback and self.config.observation != prompts.PAPER:  # paper: the reason stays in the record
             self.digest_lines.append((step.step, f"  feedback: {step.feedback[:300]}"))
 
     def _digest(self, first: int, last: int) -> str:
@@ -372,7 +382,7 @@ class _Episode:
             frames[view] = path
             refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
         self.tools.observe(obs.step, frames, obs.proprio)
-        text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions)
+        text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions, self.config.observation)
         self.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(
             "turn", role=USER, kind="observation", step=obs.step, text=text, images=_rels(self.record, refs)

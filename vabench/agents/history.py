@@ -8,7 +8,10 @@ it under two bounds that are the same for every model:
   fill the request newest first until it holds ``max_images``, and the rest become a one-line
   text stub. A request therefore carries at most max(max_images, current + newest tool images).
   In the passive protocol earlier bundles are never re-sent (paper D.1: each passive request
-  carries only the current bundle).
+  carries only the current bundle). With ``resend=False`` (the ``paper`` observation profile)
+  no earlier image is re-sent in either protocol (D.1: "Earlier visual payloads are not re-sent as
+  the current observation"): a request carries the current observation's images and those of tool
+  results that came after it (``camera.history`` is how a model looks back).
 - a context limit: when the estimated request size exceeds ``context_tokens``, the oldest turns
   (all but the last ``keep_turns`` observations) are replaced by one harness-written digest of
   what happened in them, prepended to the first kept observation (so user and assistant turns
@@ -87,11 +90,12 @@ class Conversation:
         context_tokens: int = 200_000,
         keep_turns: int = 6,
         encoder: Encoder | None = None,
+        resend: bool = True,
     ):
         if max_images < 1:
             raise ValueError(f"max_images must be >= 1, got {max_images}")
         self.turns: list[Turn] = [Turn(SYSTEM, system, "system", 0)]
-        self.passive, self.max_images = passive, max_images
+        self.passive, self.max_images, self.resend = passive, max_images, resend
         self.context_tokens, self.keep_turns = context_tokens, keep_turns
         self.encoder = encoder or Encoder()
         self.compactions = 0
@@ -113,6 +117,9 @@ class Conversation:
         current = observations[-1] if observations else None
         if current is not None:
             keep.update(id(r) for r in current.images)
+        if not self.resend and current is not None:  # the current observation and the tool results after it
+            start = next(i for i, t in enumerate(self.turns) if t is current)
+            return {id(r) for t in self.turns[start:] for r in t.images}
         for turn in reversed(image_turns):
             if self.passive and turn.kind == "observation" and turn is not current:
                 continue

@@ -20,7 +20,9 @@ from pathlib import Path
 from vabench.envs import action_names
 from vabench.vocab import protocol_named
 
-PROMPT_VERSION = "vabench-prompts-v1"
+PROMPT_VERSION = "vabench-prompts-v2"  # v2: observation profiles (paper | explained)
+PAPER, EXPLAINED = "paper", "explained"
+OBSERVATIONS = (PAPER, EXPLAINED)  # what each observation tells the model (harness.observation)
 PASSIVE_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
 CAMERA_CHAIN_LIMIT = 5
 
@@ -42,9 +44,8 @@ RULES = [
     ),
     (
         "world_axes",
-        "World frame: +z is up, the table top is at z = 0.74 m, +x is the robot's right, "
-        "+y points away from the robot across the table. Translations move along these fixed world axes "
-        "whatever the camera shows.",
+        "World frame: +z is up, +x is the robot's right, +y points away from the robot across the table. "
+        "Translations move along these fixed world axes whatever the camera shows.",
     ),
     (
         "local_axes",
@@ -192,15 +193,27 @@ COMPACTED = """Earlier steps were compacted to save context. What happened in st
 (written by the harness from the episode record):"""
 
 
-def _rules() -> str:
-    return "Rules:\n" + "\n".join(f"- [{key}] {text}" for key, text in RULES)
+TABLE_HEIGHT = "The table top is at z = 0.74 m."  # explained only: the paper leaves scene geometry to inference
+
+
+def _rules(observation: str = PAPER) -> str:
+    lines = [
+        f"- [{key}] {text}" + (f" {TABLE_HEIGHT}" if key == "world_axes" and observation != PAPER else "")
+        for key, text in RULES
+    ]
+    return "Rules:\n" + "\n".join(lines)
 
 
 def system_prompt(
-    task: str, arms: tuple[str, ...], protocol: str, summary: str | None = None, transfer: bool = False
+    task: str,
+    arms: tuple[str, ...],
+    protocol: str,
+    summary: str | None = None,
+    transfer: bool = False,
+    observation: str = PAPER,
 ) -> str:
     """The first message of every evaluation episode (summary included once, not every step)."""
-    parts = [HEADER, _rules()]
+    parts = [HEADER, _rules(observation)]
     camera = protocol_named(protocol).camera_actions
     if camera:
         parts.append(ACTIVE_CAMERA + (" " + DUAL_CAMERA if len(arms) == 2 else ""))
@@ -239,21 +252,38 @@ def proprio_text(proprio: dict) -> str:
     return "\n".join(lines)
 
 
-def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 20) -> str:
-    """The text of one observation turn (images follow it)."""
-    lines = [f"Observation step {obs.step} of {obs.budget} ({obs.budget_left} steps left).", f"Task: {obs.instruction}"]
-    if obs.last_action is not None:
+def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 20, observation: str = PAPER) -> str:
+    """The text of one observation turn (images follow it).
+
+    ``paper`` (the default; paper 3.4, D.1-D.2, reference harness 2.2 and 5.6): the step count, the
+    instruction, the previous action's validity and planner outcome as two booleans, each arm's
+    proprioception, the executed actions; no budget, no reason text. ``explained`` (an ablation)
+    adds the budget left, why an action was invalid, clamped, refused or stopped short (texts that
+    may name task objects and distances) and the consecutive-camera count."""
+    explained = observation == EXPLAINED
+    if explained:
+        lines = [f"Observation step {obs.step} of {obs.budget} ({obs.budget_left} steps left)."]
+    else:
+        lines = [f"Observation step {obs.step}."]
+    lines.append(f"Task: {obs.instruction}")
+    if obs.last_action is not None and explained:
         valid = "valid" if obs.action_valid else "INVALID"
         planned = "planner succeeded" if obs.planner_success else "planner FAILED"
         lines.append(f"Last action: {obs.last_action} ({valid}; {planned}).")
         if obs.feedback:
             lines.append(f"Feedback: {obs.feedback}")
+    elif obs.last_action is not None:
+        lines.append(
+            f"last_action_valid: {json.dumps(bool(obs.action_valid))}; "
+            f"last_planner_success: {json.dumps(bool(obs.planner_success))}"
+        )
     lines.append("Robot state (world frame, metres):\n" + proprio_text(obs.proprio))
     shown = executed[-history_steps:]
     more = f" (last {len(shown)} of {len(executed)})" if len(executed) > len(shown) else ""
     lines.append(f"Executed actions{more}: " + (json.dumps(shown) if shown else "none yet"))
     if protocol_named(obs.protocol).camera_actions:
-        lines.append(f"Consecutive camera actions: {camera_chain} of {CAMERA_CHAIN_LIMIT}.")
+        if explained:
+            lines.append(f"Consecutive camera actions: {camera_chain} of {CAMERA_CHAIN_LIMIT}.")
         lines.append("Image: the current camera view.")
     else:
         lines.append("Images: five views in the fixed order " + ", ".join(PASSIVE_VIEWS) + ".")

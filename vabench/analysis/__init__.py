@@ -8,8 +8,9 @@ Reads outcome rows only (``vabench.outcomes``): no simulator, Ray, agent or acto
 
 Every table function returns a tidy DataFrame (rates in %, ``*_pct``; differences in pp,
 ``delta_pp``) with ``attrs['title']`` and ``attrs['notes']`` (family coverage against the paper's
-11 / 3 / 14, excluded infra_error rows, matched runs, privileged rows). The CLI is
-``python -m vabench.analysis RUN_FOLDER ... [--out DIR] [--format md|csv|both] [--figures]``.
+11 / 3 / 14, excluded infra_error rows, matched runs, privileged rows, episodes run without the
+summary their condition names). The CLI is ``python -m vabench.analysis RUN_FOLDER ... [--out DIR]
+[--format md|csv|both] [--figures]``.
 """
 
 from vabench.paper import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM
@@ -21,6 +22,7 @@ from .stats import mean_sd, sign_test, wilson_interval
 from .tables import (
     active_passive,
     checkpoint_progress,
+    feedback_ablation,
     heldout_vs_base,
     infra_summary,
     local_models,
@@ -37,6 +39,7 @@ __all__ = [
     "PAPER_SINGLE_ARM",
     "NoOutcomesError",
     "active_passive",
+    "feedback_ablation",
     "active_passive_bars",
     "available_tables",
     "checkpoint_progress",

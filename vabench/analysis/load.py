@@ -91,10 +91,16 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p["base_task"] = p["base_task"].where(p["base_task"].notna() | (p["track"] != "base"), p["task"])
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
+    old = p["observation"].isna() & (p["prompt_version"] == "vabench-prompts-v1")
+    if old.any():
+        notes.append(
+            f"{int(old.sum())} row(s) predate observation profiles (prompts v1: the model also saw the budget, the "
+            "env's reason texts and up to 4 images, as 'explained' now does); they are read as paper rows."
+        )
+    p["observation"] = p["observation"].fillna("paper")
     no_cond = p["condition"].isna()
-    p.loc[no_cond, "condition"] = [
-        condition_label(*x) for x in p.loc[no_cond, ["model", "protocol", "summary_source"]].itertuples(index=False)
-    ]
+    cols = ["model", "protocol", "summary_source", "observation"]
+    p.loc[no_cond, "condition"] = [condition_label(*x) for x in p.loc[no_cond, cols].itertuples(index=False)]
     for c in ("run_index", "attempt"):
         p[c] = pd.to_numeric(p[c], errors="coerce").fillna(1).astype(int)
     p["seed"] = pd.to_numeric(p["seed"], errors="coerce").astype("Int64")
@@ -168,6 +174,24 @@ def exclusion_note(p: pd.DataFrame) -> str:
     if other:
         text += f"; rows without a judged outcome excluded: {other}"
     return text + "."
+
+
+def summary_note(p: pd.DataFrame) -> str | None:
+    """Judged episodes that ran without the summary their condition names (``summary_learned``
+    false: the model's learning ended without one), per cell: they are counted in their condition's
+    rates, so a reader must see where a condition is not what its label says."""
+    lacking = p[(p["state"] == "judged") & p["summary_learned"].astype("boolean").eq(False).fillna(False)]
+    if lacking.empty:
+        return None
+    judged = p[p["state"] == "judged"].groupby(["condition", "task"]).size()
+    cells = []
+    for c, g in lacking.groupby("condition", sort=True):
+        tasks = ", ".join(f"{t} {len(x)}/{judged[(c, t)]}" for t, x in g.groupby("task", sort=True))
+        cells.append(f"{c}: {tasks}")
+    return (
+        f"Judged episodes that ran without the summary their condition names (summary_learned false; counted "
+        f"in the rates): {len(lacking)} ({'; '.join(cells)})."
+    )
 
 
 def privileged_note(labels) -> list[str]:

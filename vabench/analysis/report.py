@@ -108,6 +108,25 @@ def _active_passive(f):
     )
 
 
+def _feedback(f):
+    return pd.DataFrame(
+        {
+            "model": f["model"],
+            "protocol": f["protocol"],
+            "summary": f["summary_source"],
+            "subset": f["subset"].map(SUBSET_HEAD),
+            "families": f["families"].astype(str) + "/" + f["paper_families"].astype(str),
+            "paper": [count(*x) for x in zip(f["paper_k"], f["paper_n"], f["paper_pct"], strict=True)],
+            "explained": [count(*x) for x in zip(f["explained_k"], f["explained_n"], f["explained_pct"], strict=True)],
+            "Δ (pp)": f["delta_pp"].map(signed),
+            "sign test": [
+                f"explained better on {b} of {w + b} non-tied ({t} tied), p={pvalue(p)}"
+                for w, b, t, p in zip(f["explained_worse"], f["explained_better"], f["ties"], f["sign_p"], strict=True)
+            ],
+        }
+    )
+
+
 def _active_passive_tasks(f):
     return pd.DataFrame(
         {
@@ -224,6 +243,7 @@ _DISPLAY = {
     "macro_averages": _macro_averages,
     "active_passive": _active_passive,
     "active_passive_tasks": _active_passive_tasks,
+    "feedback_ablation": _feedback,
     "heldout_vs_base": _heldout,
     "long_horizon": _long_horizon,
     "summary_sources": _summary_sources,
@@ -299,6 +319,7 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
     candidates = {
         "active_passive": lambda: T.active_passive(df),
         "active_passive_tasks": lambda: T.active_passive(df, per_task=True),
+        "feedback_ablation": lambda: T.feedback_ablation(df),
         "heldout_vs_base": lambda: T.heldout_vs_base(df),
         "long_horizon": lambda: T.long_horizon(df),
         "summary_sources": lambda: T.summary_sources(df),

@@ -3,6 +3,7 @@ table family:
 
 - ``success``: the per-task matrix (Tables 7-9), macro-averages (Table 3, eq. 3), subtask progress (eq. 12);
 - ``protocols``: active vs passive camera protocol (Tables 4, 10);
+- ``feedback``: the observation-profile ablation, paper vs explained (laid out like Table 4);
 - ``transfer``: held-out vs base (Tables 5, 15) and the long-horizon track (Table 5 "Long");
 - ``sources``: demonstration-summary sources (Tables 6, 17, 18);
 - ``local``: local models (Tables 19, 20);
@@ -14,6 +15,7 @@ as Markdown and CSV.
 """
 
 from .common import NAN, SUBSET_NAMES, SUBSETS
+from .feedback import feedback_ablation
 from .infra import infra_summary
 from .local import local_models
 from .protocols import active_passive
@@ -27,6 +29,7 @@ __all__ = [
     "SUBSET_NAMES",
     "active_passive",
     "checkpoint_progress",
+    "feedback_ablation",
     "heldout_vs_base",
     "infra_summary",
     "local_models",

@@ -3,8 +3,8 @@
 Every table function takes the outcome rows (``load_runs``) and returns one DataFrame: numeric
 columns (rates in percent, ``*_pct``; differences in percentage points, ``delta_pp``), and
 ``frame.attrs`` with ``kind`` (which formatter renders it), ``title`` and ``notes`` (family coverage
-against the paper's 11/3/14, excluded infra_error rows, matched runs, privileged rows). ``report``
-renders them as Markdown and CSV.
+against the paper's 11/3/14, excluded infra_error rows, matched runs, privileged rows, episodes run
+without the summary their condition names). ``report`` renders them as Markdown and CSV.
 
 Rules shared by all tables (paper line numbers refer to shared/reference/va-bench-paper.txt):
 - an episode counts only when judged: status ``infra_error`` rows are excluded from every rate and
@@ -40,10 +40,21 @@ def _finish(rows, columns, kind: str, title: str, notes) -> pd.DataFrame:
     return frame
 
 
-def _scope(df: pd.DataFrame, track: str | None) -> tuple[pd.DataFrame, list[str]]:
+def _scope(df: pd.DataFrame, track: str | None, observation: str | None = "paper") -> tuple[pd.DataFrame, list[str]]:
+    """Rows of one track (None: all) and one observation profile (None: all). The paper's tables
+    compare ``paper`` rows only, so an ablation's ``explained`` rows never pool into them (tables
+    per condition keep both: the profile is part of the condition label)."""
     p, notes = prepare(df)
     if track is not None:
         p = p[p["track"] == track]
+    if observation is not None:
+        other = p["observation"] != observation
+        if other.any():
+            kinds = ", ".join(sorted(set(p.loc[other, "observation"])))
+            notes.append(
+                f"{int(other.sum())} row(s) of another observation profile ({kinds}) left out: see feedback_ablation."
+            )
+        p = p[~other]
     return p, notes
 
 

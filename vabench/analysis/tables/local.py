@@ -7,7 +7,7 @@ import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
 
-from ..load import exclusion_note, privileged_note
+from ..load import exclusion_note, privileged_note, summary_note
 from .common import SUBSETS, _arms_of, _coverage, _finish, _in_subset, _judged, _order, _pct, _pooled, _scope
 
 
@@ -42,6 +42,7 @@ def local_models(df: pd.DataFrame, models=None, per_task: bool = False) -> pd.Da
     notes += [
         "Entries pool judged episodes: the denominators are the judged episodes present (paper: 220 / 60 / 280).",
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(p["condition"].unique()),
     ]
     if per_task:

@@ -9,7 +9,7 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 from vabench.vocab import ACTIVE, PASSIVE
 
-from ..load import exclusion_note, privileged_note
+from ..load import exclusion_note, privileged_note, summary_note
 from ..stats import sign_test
 from .common import (
     SUBSETS,
@@ -84,6 +84,7 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
         "Delta = passive - active (pp). Sign test: two-sided binomial test (p = 0.5) over the non-tied families "
         "(paper l.215); a family is tied when both protocols have the same success rate.",
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(j["model"].unique()),
     ]
     common = ["active_k", "active_n", "active_pct", "passive_k", "passive_n", "passive_pct", "delta_pp"]

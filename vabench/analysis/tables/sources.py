@@ -9,7 +9,7 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 from vabench.vocab import summary_mode
 
-from ..load import exclusion_note, privileged_note
+from ..load import exclusion_note, privileged_note, summary_note
 from .common import NAN, SUBSETS, _coverage, _family_rates, _finish, _judged, _macro, _pct, _pooled, _scope
 
 
@@ -116,6 +116,7 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
         if any(r[-1] for r in rows)
         else None,
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(j["model"].unique()),
     ]
     if per_task:
@@ -146,7 +147,7 @@ def summary_source_macro(df: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         notes.append("No model has judged base-track episodes under a summary source other than its own.")
     notes += _coverage(cover)
-    notes += [exclusion_note(p), *privileged_note(j["model"].unique())]
+    notes += [exclusion_note(p), summary_note(p), *privileged_note(j["model"].unique())]
     cols = ["model", "protocol", "source", "subset", "families", "paper_families", "runs", "mean_pct", "delta_pp"]
     title = "Macro-average success (%) per summary source, delta = source - own (Table 17)"
     return _finish(rows, cols, "summary_source_macro", title, notes)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
 
-from ..load import exclusion_note, privileged_note
+from ..load import exclusion_note, privileged_note, summary_note
 from ..stats import mean_sd, wilson_interval
 from .common import (
     SUBSET_NAMES,
@@ -32,7 +32,7 @@ def success_matrix(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
     """Tables 7-9: task x condition. Per cell: mean and sample SD across runs of the per-run
     success rate (%), the number of runs, pooled k/n with its rate and 95% Wilson interval, and
     the infra_error rows excluded. A cell with no judged episode is NaN (k = n = 0), never 0."""
-    p, notes = _scope(df, track)
+    p, notes = _scope(df, track, observation=None)
     j = _judged(p)
     arms = _arms_of(p)
     tasks = _order(p["task"].unique(), arms)
@@ -75,6 +75,7 @@ def success_matrix(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
         f"No judged episode (NaN, not 0): {_empty_cells(empty)}." if empty else None,
         "SD is NaN where a cell has one run." if one_run else None,
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(conds),
     ]
     cols = ["condition", "task", "arms", "runs", "mean_pct", "sd_pct", "k", "n", "rate_pct"]
@@ -88,7 +89,7 @@ def macro_averages(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
     """Table 3 / eq. 3: per condition and run, the single-arm, dual-arm and all-family macro-average
     of per-family success rates (families present); then mean and sample SD across runs (NaN with
     one run). ``families`` is the count covered, ``paper_families`` the paper's 11 / 3 / 14."""
-    p, notes = _scope(df, track)
+    p, notes = _scope(df, track, observation=None)
     j = _judged(p)
     rates = _family_rates(j, ["condition"])
     rows, cover, short = [], {}, []
@@ -109,6 +110,7 @@ def macro_averages(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
         f"Runs covering fewer families than their condition: {'; '.join(short)}." if short else None,
         "SD is the sample SD of run-level macro-averages (NaN with one run); it measures run-to-run variation.",
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(p["condition"].unique()),
     ]
     cols = ["condition", "subset", "families", "paper_families", "runs", "mean_pct", "sd_pct", "per_run", "excluded"]
@@ -124,7 +126,7 @@ def checkpoint_progress(df: pd.DataFrame, track: str | None = "base", run_index:
     A judged episode reporting no checkpoint count (it ended before its first action) is scored
     with its task's checkpoint count and its done count (0), so every episode weighs its checkpoints.
     ``run_index`` restricts to one run (the paper uses one annotated run)."""
-    p, notes = _scope(df, track)
+    p, notes = _scope(df, track, observation=None)
     if run_index is not None:
         p = p[p["run_index"] == run_index]
     j = _judged(p).copy()
@@ -163,6 +165,7 @@ def checkpoint_progress(df: pd.DataFrame, track: str | None = "base", run_index:
         "checkpoint, not by family; not an upper bound on success.",
         f"Run {run_index} only." if run_index is not None else "All runs pooled.",
         exclusion_note(p),
+        summary_note(p),
         *privileged_note(p["condition"].unique()),
     ]
     cols = ["condition", "scope", "task", "arms", "families", "episodes", "done", "total", "progress_pct"]

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vabench.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
 
-from ..load import exclusion_note, prepare, privileged_note
+from ..load import exclusion_note, prepare, privileged_note, summary_note
 from .common import NAN, _finish, _judged, _pct, _pooled, _runs_note, _scope
 
 
@@ -54,7 +54,7 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
         notes.append("No condition has judged episodes on both the transfer and the base track.")
     if rows and fewest < PAPER_MATCHED_TRANSFER:
         notes.append(f"Fewer matched families than the paper's {PAPER_MATCHED_TRANSFER}: the average covers {fewest}+.")
-    notes += [exclusion_note(p), *privileged_note(p["condition"].unique())]
+    notes += [exclusion_note(p), summary_note(p), *privileged_note(p["condition"].unique())]
     cols = ["condition", "scope", "family", "families", "runs", "base_k", "base_n", "base_pct"]
     cols += ["heldout_k", "heldout_n", "heldout_pct", "delta_pp"]
     title = "Held-out transfer vs base on matched families (%), delta = held-out - base (Tables 5, 15)"
@@ -81,7 +81,7 @@ def long_horizon(df: pd.DataFrame, objects_per_episode: int = PAPER_OBJECTS_PER_
         rows.append([c, t, n, total, possible, _pct(total, possible), total / n, k, _pct(k, n)])
     if not rows:
         notes.append("No judged long-horizon episodes.")
-    notes += [exclusion_note(p), *privileged_note(p["condition"].unique())]
+    notes += [exclusion_note(p), summary_note(p), *privileged_note(p["condition"].unique())]
     cols = ["condition", "task", "episodes", "objects_placed", "objects_possible", "placed_pct"]
     cols += ["mean_placed", "successes", "success_pct"]
     title = "Long-horizon composition: objects placed / possible and strict success (Table 5)"

@@ -1,0 +1,83 @@
+"""The observation-profile ablation: the paper's boundary (``paper``: two booleans per step) vs the
+``explained`` profile (+ budget left and the env's reason texts), per (model, protocol, summary
+source) on matched runs and families, pooled per subset with a sign test, laid out like Table 4.
+Not a paper table: it measures how much the richer feedback is worth. Shared rules: ``common``."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from vabench.paper import PAPER_COUNTS
+
+from ..load import exclusion_note, privileged_note, summary_note
+from ..stats import sign_test
+from .common import (
+    SUBSETS,
+    _arms_of,
+    _coverage,
+    _finish,
+    _in_subset,
+    _judged,
+    _order,
+    _pct,
+    _pooled,
+    _runs_note,
+    _scope,
+)
+
+PAPER, EXPLAINED = "paper", "explained"
+
+
+def feedback_ablation(df: pd.DataFrame) -> pd.DataFrame:
+    """Base track: per (model, protocol, summary source) with rows of both profiles, pooled k/n per
+    subset for each, delta = explained - paper (pp), and a two-sided sign test over the families
+    (p = 0.5 on the non-tied ones)."""
+    p, notes = _scope(df, "base", observation=None)
+    j = _judged(p)
+    rows, cover = [], {}
+    for (model, protocol, source), g in j.groupby(["model", "protocol", "summary_source"]):
+        a, b = g[g["observation"] == PAPER], g[g["observation"] == EXPLAINED]
+        if a.empty or b.empty:
+            continue
+        name = f"{model} ({protocol}, {source})"
+        runs = sorted(set(a["run_index"]) & set(b["run_index"]))
+        have = {PAPER: sorted(set(a["run_index"])), EXPLAINED: sorted(set(b["run_index"]))}
+        notes.append(_runs_note(name, have, runs))
+        a, b = a[a["run_index"].isin(runs)], b[b["run_index"].isin(runs)]
+        fams = set(a["task"]) & set(b["task"])
+        dropped = (set(a["task"]) | set(b["task"])) - fams
+        if dropped:
+            notes.append(f"{name}: left out, judged under one profile only: {', '.join(sorted(dropped))}.")
+        arms = _arms_of(g)
+        fam_rows = []
+        for t in _order(fams, arms):
+            ka, na = _pooled(a[a["task"] == t])
+            kb, nb = _pooled(b[b["task"] == t])
+            fam_rows.append([arms.get(t), t, ka, na, kb, nb, _pct(kb, nb) - _pct(ka, na)])
+        fr = pd.DataFrame(fam_rows, columns=["arms", "task", "ka", "na", "kb", "nb", "d"])
+        for s in SUBSETS:
+            sub = _in_subset(fr, s)
+            ka, na, kb, nb = (int(sub[c].sum()) for c in ("ka", "na", "kb", "nb"))
+            worse, better, ties = int((sub["d"] < 0).sum()), int((sub["d"] > 0).sum()), int((sub["d"] == 0).sum())
+            cover.setdefault(name, {})[s] = len(sub)
+            rows.append(
+                [model, protocol, source, s, len(sub), PAPER_COUNTS[s], runs, ka, na, _pct(ka, na), kb, nb]
+                + [_pct(kb, nb), _pct(kb, nb) - _pct(ka, na), worse, better, ties, sign_test(worse, better)]
+            )
+    if not rows:
+        notes.append("No model has judged base-track episodes under both the paper and the explained profile.")
+    notes += _coverage(cover, "total and sign test")
+    notes += [
+        "paper: per step the step count, instruction, proprioception, executed actions, last_action_valid and "
+        "last_planner_success, and the image(s). explained: + the budget left, the env's reason texts and the "
+        "camera-chain count. Delta = explained - paper (pp); sign test: two-sided binomial test (p = 0.5) over "
+        "the non-tied families.",
+        exclusion_note(p),
+        summary_note(p),
+        *privileged_note(j["model"].unique()),
+    ]
+    cols = ["model", "protocol", "summary_source", "subset", "families", "paper_families", "runs"]
+    cols += ["paper_k", "paper_n", "paper_pct", "explained_k", "explained_n", "explained_pct", "delta_pp"]
+    cols += ["explained_worse", "explained_better", "ties", "sign_p"]
+    title = "Observation profile: paper vs explained feedback, pooled success, delta = explained - paper, sign test"
+    return _finish(rows, cols, "feedback_ablation", title, notes)
