@@ -108,8 +108,8 @@ DUAL_CAMERA = """With two arms, view_<name> centres on the midpoint of both grip
 view_right_<name> and view_both_<name> choose the target explicitly."""
 
 PASSIVE_CAMERA = """Camera (passive protocol): every observation carries five images of the same moment, \
-always in this order: 1 topdown, 2 side, 3 front_side_45, 4 side_top_45, 5 oblique_45, all centred on \
-the gripper. There are no camera actions in this protocol."""
+always in this order: 1 topdown (the whole table from above), 2 side, 3 front_side_45, 4 side_top_45, \
+5 oblique_45 (these four follow the gripper). There are no camera actions in this protocol."""
 
 ACTIONS = """Robot actions (JSON):
 {"action": "gripper.move_world", "axis": "x|y|z", "sign": "+|-", "distance_mm": 1..100, "reason": "..."}
