@@ -1,17 +1,19 @@
 """The bottle families (paper Tables 22-23): grasp_single_bottle (lying), grasp_single_bottle_upright
 and place_single_bottle_upright. Thresholds are the paper's, each predicate flips just across each
-tolerance, the expert solves the manifest seeds through env.step, and a lying bottle does not roll."""
+tolerance, the expert solves the manifest seeds through env.step, and a lying bottle does not roll.
+Each base task has the reference's one bottle; the held-out variants keep drawing unseen ones."""
 
 import numpy as np
 import pytest
 
 from tests.staging import teleport
 from vabench.envs import seeds
-from vabench.envs.objects.common import BOTTLE_MODELS, bottle
+from vabench.envs.objects.common import BOTTLE_MODELS, RED, bottle
 from vabench.envs.sim.geometry import angle_between_deg, matrix_to_quat
 from vabench.envs.sim.robot import FINGER_OPEN
 from vabench.envs.sim.scene import TABLE_TOP_Z, World
 from vabench.envs.tasks import TASKS, make_task
+from vabench.envs.tasks.heldout import SLIM_BOTTLE, SQUAT_BOTTLE
 
 FAMILIES = ("grasp_single_bottle", "grasp_single_bottle_upright", "place_single_bottle_upright")
 
@@ -55,6 +57,44 @@ def test_layouts_stay_inside_the_paper_ranges():
                 if i == 2:
                     pad = world.bodies["target_pad"].matrix()[:3, 3]
                     assert task.PAD_X[0] <= pad[0] <= task.PAD_X[1] and task.PAD_Y[0] <= pad[1] <= task.PAD_Y[1]
+    finally:
+        world.close()
+
+
+# the bottle ids each held-out variant drew on eval seeds 1000-1007 when its manifest was screened
+HELDOUT_DRAWS = {
+    "grasp_single_bottle_heldout": (0, 1, 1, 1, 1, 0, 0, 0),
+    "grasp_single_bottle_upright_heldout": (1, 1, 1, 0, 0, 1, 1, 1),
+    "place_single_bottle_upright_heldout": (0,) * 8,
+}
+
+
+def test_base_tasks_use_the_one_reference_bottle_and_held_out_variants_draw_unseen_ones():
+    """As in the reference, each base task has one bottle (BOTTLE_MODELS[0], the cola bottle with
+    a red cap) on every seed; the held-out variants still draw, per seed, the same unseen models
+    as when their manifests were screened. Build only (no settle)."""
+    world = World(render=False)
+
+    def built(name, seed):
+        task = make_task(name)
+        for body in list(world.bodies):
+            world.scene.remove_entity(world.bodies.pop(body).entity)
+        task.build(world, np.random.default_rng(seed))
+        cap = world.bodies["bottle"].spec.parts[-1]
+        assert (cap.size[0], cap.color) == (task.model.cap_radius, task.model.cap_color), (name, seed)
+        return task
+
+    try:
+        for name in FAMILIES:
+            for seed in [*range(1000, 1008), seeds.demo_seed(name)]:
+                task = built(name, seed)
+                assert task.model_id == 0 and task.model is BOTTLE_MODELS[0], (name, seed)
+                assert task.model.cap_color == RED
+        for name, draws in HELDOUT_DRAWS.items():
+            tasks = [built(name, seed) for seed in range(1000, 1008)]
+            assert tuple(t.model_id for t in tasks) == draws, name
+            assert all(t.model is (SQUAT_BOTTLE, SLIM_BOTTLE)[t.model_id] for t in tasks), name
+            assert not {t.model for t in tasks} & set(BOTTLE_MODELS), name
     finally:
         world.close()
 

@@ -31,7 +31,7 @@ class GraspPenLeaningCube(GraspSinglePen):
     def build(self, world: World, rng: np.random.Generator) -> None:
         yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
         x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
-        self.model_id = int(rng.integers(len(PEN_MODELS)))
+        self.model_id = self.MODEL_ID  # grasp_single_pen's one fixed pen
         self.model = m = PEN_MODELS[self.model_id]
         lean = np.radians(self.LEAN_DEG)
         # Rest pose: the back end's lowest edge on the table, the underside on the cube's near top

@@ -9,13 +9,14 @@ from ..privileged import PrivilegedState
 from ..sim.scene import World
 from . import expert
 from .base import SPAWN_Z, GraspAndLift, Task
+from .grasp_single_bottle import pick_model
 from .registry import register_task
 
 
 def add_upright_bottle(task: Task, world: World, rng: np.random.Generator, x_range, y_range, mass: float) -> None:
     """The standing bottle of both upright-bottle tasks (fixed upright orientation, no yaw)."""
     x, y = rng.uniform(*x_range), rng.uniform(*y_range)
-    task.model_id = int(rng.integers(len(task.MODELS)))
+    task.model_id = pick_model(task, rng)
     task.model = task.MODELS[task.model_id]
     world.add(bottle("bottle", task.model, mass), (x, y, SPAWN_Z + task.model.body / 2))
 
@@ -36,6 +37,7 @@ class GraspSingleBottleUpright(GraspAndLift):
     LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
     MASS = 0.05
     MODELS = BOTTLE_MODELS  # held-out variants swap in unseen models
+    MODEL_ID: int | None = 0  # one fixed bottle, as in the reference; None: draw one of MODELS per seed (held-out)
 
     def build(self, world: World, rng: np.random.Generator) -> None:
         add_upright_bottle(self, world, rng, self.X, self.Y, self.MASS)

@@ -20,11 +20,12 @@ class GraspSinglePen(GraspAndLift):
     X, Y, YAW_DEG = (0.18, 0.26), (-0.20, -0.10), 30.0  # the pen's back end; the pen points +y
     LIFT_M = 0.050
     GRASP_AT = 0.45  # grasp point along the pen, as a fraction of its length from the back end
+    MODEL_ID = 0  # one fixed pen, as in the reference (the marker, PEN_MODELS[0]); no per-seed draw
 
     def build(self, world: World, rng: np.random.Generator) -> None:
         x, y = rng.uniform(*self.X), rng.uniform(*self.Y)
         yaw = np.radians(rng.uniform(-self.YAW_DEG, self.YAW_DEG))
-        self.model_id = int(rng.integers(len(PEN_MODELS)))
+        self.model_id = self.MODEL_ID
         self.model = PEN_MODELS[self.model_id]
         world.add(
             pen("pen", self.model_id),

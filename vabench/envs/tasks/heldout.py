@@ -160,26 +160,30 @@ class GraspSingleBottleHeldout(GraspSingleBottle):
     """Unseen bottle geometry. Changes: the lying bottle is one of two models not in the base set
     (per seed): a squat juice bottle (7 cm across its flat faces, 15.2 cm long, orange with a
     purple cap) or a tall slim sports bottle (5 cm across, 22.1 cm long, silver-grey with a
-    magenta label and an orange cap); the base task's three bottles are 5.8-6.4 cm across and
-    18.5-19.3 cm long, with red, white or dark green caps. Unchanged: the bottle lies on a flat
+    magenta label and an orange cap); the base task's one bottle, as in the reference, is the cola
+    bottle (6.4 cm across, 19.2 cm long, red cap), and neither is any of BOTTLE_MODELS (5.8-6.4 cm
+    across, 18.5-19.3 cm long, red, white or dark green caps). Unchanged: the bottle lies on a flat
     face, cap away from the robot, with the base task's position and yaw ranges, mass and friction;
     the expert; the predicate (the bottle lifted > 50 mm, right gripper closed)."""
 
     name = "grasp_single_bottle_heldout"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
+    MODEL_ID = None  # drawn per seed (the base task's bottle is fixed)
 
 
 @register_task("transfer", summary_task="grasp_single_bottle_upright")
 class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     """Unseen bottle geometry. Changes: the standing bottle is, per seed, the squat juice bottle
-    (15.2 cm tall, 7 cm across, a 3.8 cm purple cap about 4 cm lower than the base bottles')
+    (15.2 cm tall, 7 cm across, a 3.8 cm purple cap about 4 cm lower than the base bottle's)
     or the tall slim sports bottle (22.1 cm tall, 5 cm across, a 2.4 cm orange cap about 3 cm
-    higher); none is one of the base task's three models. The expert is the base one, grasping
-    the cap at the unseen model's cap height. Unchanged: the position ranges (upright, no yaw),
-    mass, the predicate (the bottle lifted > 50 mm, right gripper closed)."""
+    higher); the base task always stands its one cola bottle, and neither is any of BOTTLE_MODELS.
+    The expert is the base one, grasping the cap at the unseen model's cap height. Unchanged: the
+    position ranges (upright, no yaw), mass, the predicate (the bottle lifted > 50 mm, right
+    gripper closed)."""
 
     name = "grasp_single_bottle_upright_heldout"
     MODELS = (SQUAT_BOTTLE, SLIM_BOTTLE)
+    MODEL_ID = None  # drawn per seed (the base task's bottle is fixed)
 
 
 @register_task("transfer", summary_task="place_single_bottle_upright")
@@ -196,6 +200,7 @@ class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
     name = "place_single_bottle_upright_heldout"
     labels = {"target_pad": "the green target pad", "decoy_pad": "the blue pad"}
     MODELS = (SQUAT_BOTTLE,)
+    MODEL_ID = None  # drawn per seed, as the other variants (a draw among one uses no randomness)
     DECOY_DX = 0.16
 
     def build(self, world: World, rng: np.random.Generator) -> None:

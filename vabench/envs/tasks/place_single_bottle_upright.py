@@ -18,6 +18,7 @@ class PlaceSingleBottleUpright(PlaceOnPad):
     TARGET = "bottle"
     name, arms, budget = "place_single_bottle_upright", ("right",), 100
     MODELS = GraspSingleBottleUpright.MODELS  # held-out variants swap in unseen models
+    MODEL_ID = GraspSingleBottleUpright.MODEL_ID  # the one fixed bottle; None (held-out): drawn per seed
     instruction = "Use the right arm to pick up the upright bottle and stand it on the green target area."
     labels = {"target_pad": "the green target pad"}
     BOTTLE_X, BOTTLE_Y = GraspSingleBottleUpright.X, GraspSingleBottleUpright.Y  # "as in the upright-grasp task"
