@@ -584,3 +584,14 @@ def test_feedback_ablation_pairs_the_profiles_and_the_paper_tables_leave_explain
     assert (x.active_k, x.active_n, x.passive_k, x.passive_n) == (1, 4, 1, 2)  # paper rows, the shared family
     m = success_matrix(frame(rows))  # per condition: the profiles are two conditions, side by side
     assert {cond("m") + " | observation explained", cond("m")} <= set(m["condition"])
+
+
+def test_rows_from_before_observation_profiles_form_their_own_conditions():
+    old = episodes(3, 4, prompt_version="vabench-prompts-v1") + episodes(
+        1, 4, protocol="passive", prompt_version="vabench-prompts-v1"
+    )
+    new = episodes(1, 4, prompt_version="vabench-prompts-v2", observation="paper")
+    m = success_matrix(frame(old + new))
+    assert {cond("m"), cond("m") + " | observation prompts-v1"} <= set(m["condition"])
+    assert "predate observation profiles" in " ".join(m.attrs["notes"])
+    assert len(active_passive(frame(old + new))) == 0  # v1 rows never enter the paper's comparisons

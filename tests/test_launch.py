@@ -168,3 +168,11 @@ def test_ray_address_none_runs_in_process():
 def test_unknown_model_group_is_refused_by_hydra():
     with pytest.raises(Exception, match="model"):
         composed("model=gpt5")
+
+
+def test_a_run_begun_before_stores_were_shared_keeps_its_own_summaries(tmp_path):
+    (tmp_path / "old" / "_summaries").mkdir(parents=True)
+    cfg = composed("+experiment=smoke", f"results_dir={tmp_path}", "run_id=old")
+    assert from_config(cfg, tmp_path / "old").summary_root == (tmp_path / "old" / "_summaries")
+    fresh = composed("+experiment=smoke", f"results_dir={tmp_path}", "run_id=new")
+    assert from_config(fresh, tmp_path / "new").summary_root == tmp_path / "_summaries"

@@ -109,6 +109,14 @@ def test_paper_requests_carry_the_current_images_two_booleans_and_nothing_the_en
                     )
     system = requests[0]["messages"][0]["content"]
     assert "0.74" not in system and "table top" not in system  # scene geometry is the model's to infer
+    assert "stopped short or refused" not in system and "last_planner_success" in system  # no promise of reasons
+
+
+def test_under_paper_only_the_newest_tool_image_joins_the_current_one(render_env, tmp_path):
+    with ScriptedServer(default=script(HISTORY, HISTORY, HISTORY, STOP)) as server:
+        r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, "active", HarnessConfig())
+        counts = [sum(len(_images(m)) for m in q["messages"]) for q in server.requests]
+    assert r.tool_calls == 3 and counts == [1, 2, 2, 2]
 
 
 def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_images(render_env, tmp_path):
@@ -122,6 +130,7 @@ def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_ima
     text = json.dumps(last)
     assert feedback and all(f in text for f in feedback)
     assert "steps left" in text and prompts.TABLE_HEIGHT in last["messages"][0]["content"]
+    assert prompts.EXPLAINED_FEEDBACK in last["messages"][0]["content"]
     assert sum(len(_images(m)) for m in last["messages"]) == 3  # the current image and the two before it
 
 

@@ -199,13 +199,16 @@ def _seeds(raw) -> int | tuple[int, ...] | None:
     raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
 
 
-def _summary_root(cfg: dict) -> Path:
+def _summary_root(cfg: dict, run_dir: Path) -> Path:
     """``summary_root``, by default ``<results_dir>/_summaries``: one store per results folder, so a
     passive, transfer or long-horizon run (and every job of a multirun) reuses the summaries a base
     run learned (paper 5.1: "its own demonstration summary") instead of learning new ones. Absolute:
     workers may run in another working directory."""
-    root = cfg.get("summary_root") or Path(str(_get(cfg, "results_dir"))) / "_summaries"
-    return Path(root).absolute()
+    if cfg.get("summary_root"):
+        return Path(cfg["summary_root"]).absolute()
+    if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
+        return (run_dir / "_summaries").absolute()
+    return (Path(str(_get(cfg, "results_dir"))) / "_summaries").absolute()
 
 
 def from_config(cfg: dict, run_dir: Path) -> RunConfig:
@@ -270,7 +273,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         camera=camera,
         harness=harness,
         ray=ray_cfg,
-        summary_root=_summary_root(cfg),
+        summary_root=_summary_root(cfg, Path(run_dir)),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         resolved=cfg,
     )

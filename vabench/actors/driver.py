@@ -93,9 +93,19 @@ def _versions() -> dict:
     return out
 
 
-def write_run_info(run: RunConfig) -> None:
-    """The resolved config (no secrets: validated), versions and prompt version, per run folder."""
+def write_run_info(run: RunConfig, log=print) -> None:
+    """The resolved config (no secrets: validated), versions and prompt version, per run folder. A
+    rerun under other prompts says so: its new rows would differ from the old in what the model saw."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        before = json.loads((run.run_dir / "_run.json").read_text()).get("prompt_version")
+    except (OSError, ValueError):
+        before = None
+    if before and before != prompts.PROMPT_VERSION:
+        log(
+            f"warning: run {run.run_id} was started with prompts {before}; episodes run now use "
+            f"{prompts.PROMPT_VERSION}, and their rows say so (prompt_version). Use a new run_id to keep them apart."
+        )
     info = {
         "run_id": run.run_id,
         "experiment": run.experiment,
@@ -126,7 +136,7 @@ class Driver:
     def _execute(self, lock: RunLock) -> pd.DataFrame:
         self.lock = lock
         run = self.run
-        write_run_info(run)
+        write_run_info(run, self.log)
         todo, done = plan(run)
         self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in todo)

@@ -10,8 +10,8 @@ it under two bounds that are the same for every model:
   In the passive protocol earlier bundles are never re-sent (paper D.1: each passive request
   carries only the current bundle). With ``resend=False`` (the ``paper`` observation profile)
   no earlier image is re-sent in either protocol (D.1: "Earlier visual payloads are not re-sent as
-  the current observation"): a request carries the current observation's images and those of tool
-  results that came after it (``camera.history`` is how a model looks back).
+  the current observation"): a request carries the current observation's images and those of the
+  newest tool result after it (``camera.history`` is how a model looks back).
 - a context limit: when the estimated request size exceeds ``context_tokens``, the oldest turns
   (all but the last ``keep_turns`` observations) are replaced by one harness-written digest of
   what happened in them, prepended to the first kept observation (so user and assistant turns
@@ -117,9 +117,8 @@ class Conversation:
         current = observations[-1] if observations else None
         if current is not None:
             keep.update(id(r) for r in current.images)
-        if not self.resend and current is not None:  # the current observation and the tool results after it
-            start = next(i for i, t in enumerate(self.turns) if t is current)
-            return {id(r) for t in self.turns[start:] for r in t.images}
+        if not self.resend and current is not None:
+            return keep  # the current observation, and the newest tool result (which can only follow it)
         for turn in reversed(image_turns):
             if self.passive and turn.kind == "observation" and turn is not current:
                 continue

@@ -84,8 +84,9 @@ RULES = [
     ),
     (
         "read_feedback",
-        "Read the feedback after every action: it says whether the action was valid, "
-        "whether the planner found a motion, and why a motion was clamped, stopped short or refused.",
+        "After every action the next observation says whether it was valid (last_action_valid) and "
+        "whether the planner found and executed a motion (last_planner_success); judge the rest from "
+        "the images and the robot state.",
     ),
     (
         "stop",
@@ -194,13 +195,21 @@ COMPACTED = """Earlier steps were compacted to save context. What happened in st
 
 
 TABLE_HEIGHT = "The table top is at z = 0.74 m."  # explained only: the paper leaves scene geometry to inference
+EXPLAINED_FEEDBACK = (  # explained only: the env's reasons reach the model
+    "Read the feedback after every action: it says whether the action was valid, whether the planner "
+    "found a motion, and why a motion was clamped, stopped short or refused."
+)
 
 
 def _rules(observation: str = PAPER) -> str:
-    lines = [
-        f"- [{key}] {text}" + (f" {TABLE_HEIGHT}" if key == "world_axes" and observation != PAPER else "")
-        for key, text in RULES
-    ]
+    explained = observation != PAPER
+    lines = []
+    for key, text in RULES:
+        if explained and key == "world_axes":
+            text = f"{text} {TABLE_HEIGHT}"
+        elif explained and key == "read_feedback":
+            text = EXPLAINED_FEEDBACK
+        lines.append(f"- [{key}] {text}")
     return "Rules:\n" + "\n".join(lines)
 
 
@@ -298,6 +307,7 @@ def prompt_digest() -> str:
     rendering), recorded with each episode: editing any of them changes the digest."""
     here = Path(__file__).parent
     h = hashlib.sha256()
-    for name in ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py"):
+    sources = ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py")
+    for name in (*sources, "history.py", "harness.py"):  # what a request carries, and the digest lines
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]

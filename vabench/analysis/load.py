@@ -92,10 +92,15 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
     old = p["observation"].isna() & (p["prompt_version"] == "vabench-prompts-v1")
-    if old.any():
+    if old.any():  # before observation profiles the model also saw the budget, reasons and earlier images
         notes.append(
             f"{int(old.sum())} row(s) predate observation profiles (prompts v1: the model also saw the budget, the "
-            "env's reason texts and up to 4 images, as 'explained' now does); they are read as paper rows."
+            "env's reason texts, the table height and up to 4 images); they form their own conditions "
+            "('| observation prompts-v1') and stay out of the paper's comparisons."
+        )
+        p.loc[old, "observation"] = "prompts-v1"
+        p.loc[old & p["condition"].notna(), "condition"] = (
+            p.loc[old & p["condition"].notna(), "condition"] + " | observation prompts-v1"
         )
     p["observation"] = p["observation"].fillna("paper")
     no_cond = p["condition"].isna()

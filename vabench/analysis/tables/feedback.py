@@ -1,5 +1,5 @@
 """The observation-profile ablation: the paper's boundary (``paper``: two booleans per step) vs the
-``explained`` profile (+ budget left and the env's reason texts), per (model, protocol, summary
+``explained`` profile (+ budget left, reason texts, table height, earlier images), per (model, protocol, summary
 source) on matched runs and families, pooled per subset with a sign test, laid out like Table 4.
 Not a paper table: it measures how much the richer feedback is worth. Shared rules: ``common``."""
 
@@ -69,8 +69,8 @@ def feedback_ablation(df: pd.DataFrame) -> pd.DataFrame:
     notes += _coverage(cover, "total and sign test")
     notes += [
         "paper: per step the step count, instruction, proprioception, executed actions, last_action_valid and "
-        "last_planner_success, and the image(s). explained: + the budget left, the env's reason texts and the "
-        "camera-chain count. Delta = explained - paper (pp); sign test: two-sided binomial test (p = 0.5) over "
+        "last_planner_success, and the current image(s). explained: + the budget left, the env's reason texts, the "
+        "camera-chain count, the table height and earlier active images re-sent (so a delta is their joint effect). Delta = explained - paper (pp); sign test: two-sided binomial test (p = 0.5) over "
         "the non-tied families.",
         exclusion_note(p),
         summary_note(p),

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vabench.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
 
-from ..load import exclusion_note, prepare, privileged_note, summary_note
+from ..load import exclusion_note, privileged_note, summary_note
 from .common import NAN, _finish, _judged, _pct, _pooled, _runs_note, _scope
 
 
@@ -18,7 +18,7 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
     A transfer row maps to its family through ``base_task``; base rows are restricted to the
     transfer rows' run(s). Rows with scope ``family`` give both rates and delta = held-out - base;
     the ``average`` row averages the matched families' rates (equal weight) and its delta."""
-    p, notes = prepare(df)
+    p, notes = _scope(df, None)  # paper rows only
     p = p[p["track"].isin(["base", "transfer"])]
     j = _judged(p)
     t_all, b_all = j[j["track"] == "transfer"], j[j["track"] == "base"]
