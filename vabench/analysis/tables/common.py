@@ -25,7 +25,7 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 
 from ..load import prepare
-from ..stats import mean_sd
+from ..stats import mean_sd, sign_test
 
 SUBSETS = ("single", "dual", "all")
 SUBSET_NAMES = {"single": "single-arm", "dual": "dual-arm", "all": "all"}
@@ -140,3 +140,34 @@ def _empty_cells(empty: list[tuple[str, str]]) -> str:
     for c, t in empty:
         by.setdefault(c, []).append(t)
     return "; ".join(f"{c}: {', '.join(ts) if len(ts) <= 3 else f'{len(ts)} tasks'}" for c, ts in by.items())
+
+
+def _paired(g: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, sides: tuple[str, str], what: str, name: str, notes):
+    """One controlled comparison (side a vs side b of ``g``) on matched runs and on the families both
+    sides judged: per-family pooled k/n and delta = b - a (pp), or None when no run is matched. Notes
+    the matched runs and the families left out."""
+    runs = sorted(set(a["run_index"]) & set(b["run_index"]))
+    notes.append(_runs_note(name, {sides[0]: sorted(set(a["run_index"])), sides[1]: sorted(set(b["run_index"]))}, runs))
+    if not runs:
+        return None
+    a, b = a[a["run_index"].isin(runs)], b[b["run_index"].isin(runs)]
+    fams = set(a["task"]) & set(b["task"])
+    dropped = (set(a["task"]) | set(b["task"])) - fams
+    if dropped:
+        notes.append(f"{name}: left out, judged under one {what} only: {', '.join(sorted(dropped))}.")
+    arms = _arms_of(g)
+    rows = []
+    for t in _order(fams, arms):
+        ka, na = _pooled(a[a["task"] == t])
+        kb, nb = _pooled(b[b["task"] == t])
+        rows.append([arms.get(t), t, ka, na, _pct(ka, na), kb, nb, _pct(kb, nb), _pct(kb, nb) - _pct(ka, na)])
+    return pd.DataFrame(rows, columns=["arms", "task", "ka", "na", "ra", "kb", "nb", "rb", "d"]), runs
+
+
+def _paired_subsets(fr: pd.DataFrame):
+    """Per subset of a ``_paired`` frame: (subset, families, ka, na, kb, nb, b_worse, b_better, ties, sign-test p)."""
+    for s in SUBSETS:
+        sub = _in_subset(fr, s)
+        ka, na, kb, nb = (int(sub[c].sum()) for c in ("ka", "na", "kb", "nb"))
+        worse, better, ties = int((sub["d"] < 0).sum()), int((sub["d"] > 0).sum()), int((sub["d"] == 0).sum())
+        yield s, len(sub), ka, na, kb, nb, worse, better, ties, sign_test(worse, better)

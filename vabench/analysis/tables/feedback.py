@@ -10,18 +10,13 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 
 from ..load import exclusion_note, privileged_note, summary_note
-from ..stats import sign_test
 from .common import (
-    SUBSETS,
-    _arms_of,
     _coverage,
     _finish,
-    _in_subset,
     _judged,
-    _order,
+    _paired,
+    _paired_subsets,
     _pct,
-    _pooled,
-    _runs_note,
     _scope,
 )
 
@@ -40,29 +35,15 @@ def feedback_ablation(df: pd.DataFrame) -> pd.DataFrame:
         if a.empty or b.empty:
             continue
         name = f"{model} ({protocol}, {source})"
-        runs = sorted(set(a["run_index"]) & set(b["run_index"]))
-        have = {PAPER: sorted(set(a["run_index"])), EXPLAINED: sorted(set(b["run_index"]))}
-        notes.append(_runs_note(name, have, runs))
-        a, b = a[a["run_index"].isin(runs)], b[b["run_index"].isin(runs)]
-        fams = set(a["task"]) & set(b["task"])
-        dropped = (set(a["task"]) | set(b["task"])) - fams
-        if dropped:
-            notes.append(f"{name}: left out, judged under one profile only: {', '.join(sorted(dropped))}.")
-        arms = _arms_of(g)
-        fam_rows = []
-        for t in _order(fams, arms):
-            ka, na = _pooled(a[a["task"] == t])
-            kb, nb = _pooled(b[b["task"] == t])
-            fam_rows.append([arms.get(t), t, ka, na, kb, nb, _pct(kb, nb) - _pct(ka, na)])
-        fr = pd.DataFrame(fam_rows, columns=["arms", "task", "ka", "na", "kb", "nb", "d"])
-        for s in SUBSETS:
-            sub = _in_subset(fr, s)
-            ka, na, kb, nb = (int(sub[c].sum()) for c in ("ka", "na", "kb", "nb"))
-            worse, better, ties = int((sub["d"] < 0).sum()), int((sub["d"] > 0).sum()), int((sub["d"] == 0).sum())
-            cover.setdefault(name, {})[s] = len(sub)
+        paired = _paired(g, a, b, (PAPER, EXPLAINED), "profile", name, notes)
+        if paired is None:
+            continue
+        fr, runs = paired
+        for s, fams, ka, na, kb, nb, worse, better, ties, p_sign in _paired_subsets(fr):
+            cover.setdefault(name, {})[s] = fams
             rows.append(
-                [model, protocol, source, s, len(sub), PAPER_COUNTS[s], runs, ka, na, _pct(ka, na), kb, nb]
-                + [_pct(kb, nb), _pct(kb, nb) - _pct(ka, na), worse, better, ties, sign_test(worse, better)]
+                [model, protocol, source, s, fams, PAPER_COUNTS[s], runs, ka, na, _pct(ka, na), kb, nb]
+                + [_pct(kb, nb), _pct(kb, nb) - _pct(ka, na), worse, better, ties, p_sign]
             )
     if not rows:
         notes.append("No model has judged base-track episodes under both the paper and the explained profile.")
@@ -70,7 +51,8 @@ def feedback_ablation(df: pd.DataFrame) -> pd.DataFrame:
     notes += [
         "paper: per step the step count, instruction, proprioception, executed actions, last_action_valid and "
         "last_planner_success, and the current image(s). explained: + the budget left, the env's reason texts, the "
-        "camera-chain count, the table height and earlier active images re-sent (so a delta is their joint effect). Delta = explained - paper (pp); sign test: two-sided binomial test (p = 0.5) over "
+        "camera-chain count, the table height and earlier active images re-sent (so a delta is their joint "
+        "effect). Delta = explained - paper (pp); sign test: two-sided binomial test (p = 0.5) over "
         "the non-tied families.",
         exclusion_note(p),
         summary_note(p),

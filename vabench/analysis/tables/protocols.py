@@ -10,18 +10,13 @@ from vabench.paper import PAPER_COUNTS
 from vabench.vocab import ACTIVE, PASSIVE
 
 from ..load import exclusion_note, privileged_note, summary_note
-from ..stats import sign_test
 from .common import (
-    SUBSETS,
-    _arms_of,
     _coverage,
     _finish,
-    _in_subset,
     _judged,
-    _order,
+    _paired,
+    _paired_subsets,
     _pct,
-    _pooled,
-    _runs_note,
     _scope,
 )
 
@@ -42,40 +37,18 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
         a, ps = g[g["protocol"] == ACTIVE.name], g[g["protocol"] == PASSIVE.name]
         if a.empty or ps.empty:
             continue
-        runs = sorted(set(a["run_index"]) & set(ps["run_index"]))
-        notes.append(
-            _runs_note(
-                f"{model} ({source})",
-                {"active": sorted(set(a["run_index"])), "passive": sorted(set(ps["run_index"]))},
-                runs,
-            )
-        )
-        if not runs:
+        paired = _paired(g, a, ps, ("active", "passive"), "protocol", f"{model} ({source})", notes)
+        if paired is None:
             continue
-        a, ps = a[a["run_index"].isin(runs)], ps[ps["run_index"].isin(runs)]
-        fams = set(a["task"]) & set(ps["task"])
-        dropped = (set(a["task"]) | set(ps["task"])) - fams
-        if dropped:
-            notes.append(f"{model} ({source}): left out, judged under one protocol only: {', '.join(sorted(dropped))}.")
-        arms = _arms_of(g)
-        fam_rows = []
-        for t in _order(fams, arms):
-            ka, na = _pooled(a[a["task"] == t])
-            kp, np_ = _pooled(ps[ps["task"] == t])
-            ra, rp = _pct(ka, na), _pct(kp, np_)
-            direction = "tie" if ra == rp else ("passive worse" if rp < ra else "passive better")
-            fam_rows.append([model, source, arms.get(t), t, ka, na, ra, kp, np_, rp, rp - ra, direction])
-        rows_t += fam_rows
-        fr = pd.DataFrame(fam_rows, columns=["m", "s", "arms", "task", "ka", "na", "ra", "kp", "np", "rp", "d", "dir"])
-        for s in SUBSETS:
-            sub = _in_subset(fr, s)
-            ka, na, kp, np_ = (int(sub[c].sum()) for c in ("ka", "na", "kp", "np"))
-            worse, better = int((sub["dir"] == "passive worse").sum()), int((sub["dir"] == "passive better").sum())
-            ties = int((sub["dir"] == "tie").sum())
-            cover.setdefault(f"{model} ({source})", {})[s] = len(sub)
+        fr, runs = paired
+        for f in fr.itertuples(index=False):
+            direction = "tie" if f.ra == f.rb else ("passive worse" if f.rb < f.ra else "passive better")
+            rows_t.append([model, source, f.arms, f.task, f.ka, f.na, f.ra, f.kb, f.nb, f.rb, f.d, direction])
+        for s, fams, ka, na, kp, np_, worse, better, ties, p_sign in _paired_subsets(fr):
+            cover.setdefault(f"{model} ({source})", {})[s] = fams
             rows_s.append(
-                [model, source, s, len(sub), PAPER_COUNTS[s], runs, ka, na, _pct(ka, na), kp, np_, _pct(kp, np_)]
-                + [_pct(kp, np_) - _pct(ka, na), worse, better, ties, sign_test(worse, better)]
+                [model, source, s, fams, PAPER_COUNTS[s], runs, ka, na, _pct(ka, na), kp, np_, _pct(kp, np_)]
+                + [_pct(kp, np_) - _pct(ka, na), worse, better, ties, p_sign]
             )
     if not rows_s:
         notes.append("No model has judged base-track episodes under both the active and the passive protocol.")
