@@ -235,8 +235,7 @@ def run_episode(
         result.end_reason, result.error = INFRA_ERROR, f"{type(e).__name__}: {e}"
         record.event("crash", error=traceback.format_exc(limit=8))
     except BaseException as e:  # Ctrl-C, or the process is told to exit: no result, nothing judged
-        record.event("interrupted", error=type(e).__name__, wall_s=round(time.perf_counter() - started, 3))
-        record.close()
+        record.interrupted(e, time.perf_counter() - started)
         raise
     result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK
     result.success = result.end_reason == "success"

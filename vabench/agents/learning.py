@@ -140,8 +140,7 @@ def _attempt(
     except EpisodeEnd as end:
         result.end_reason, result.error = end.reason, end.error
     except BaseException as e:  # Ctrl-C, or a bug: the record says so, and the exception goes on
-        record.event("interrupted", error=type(e).__name__, wall_s=round(time.perf_counter() - started, 3))
-        record.close()
+        record.interrupted(e, time.perf_counter() - started)
         raise
     result.model_calls, result.cost_usd = dialogue.answered, dialogue.cost
     result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens

@@ -63,6 +63,11 @@ class EpisodeRecord:
     def rel(self, path: Path) -> str:
         return str(Path(path).relative_to(self.root))
 
+    def interrupted(self, exc: BaseException, wall_s: float) -> None:
+        """Close the record of an episode that ends without a result (Ctrl-C, exit): it says so."""
+        self.event("interrupted", error=type(exc).__name__, wall_s=round(wall_s, 3))
+        self.close()
+
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
