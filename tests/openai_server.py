@@ -10,7 +10,8 @@ Replies are scripted in order. Each queued reply is one of:
 - ``{"delay": seconds, "then": reply}``: a slow provider (sleeps, then answers ``then``);
 - ``{"no_choices": True}``: a 200 whose ``choices`` list is empty;
 - ``{"raw": str}``: a 200 whose body is that text as it is (a malformed reply);
-- a callable ``f(request_body) -> reply``: a reply computed from the request (:class:`Faults` is one).
+- a callable ``f(request_body) -> reply``: a reply computed from the request (:class:`Faults` and
+  :class:`RateLimit` are two).
 
 When the queue is empty the ``default`` reply is used; ``None`` answers 500 "script ran out" so a
 test that sends more requests than it scripted fails loudly.
@@ -19,6 +20,7 @@ test that sends more requests than it scripted fails loudly.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -38,15 +40,20 @@ _ERROR_TYPES = {
 
 
 class ScriptedServer:
-    """Context manager: starts on enter, stops on exit. ``url`` ends in ``/v1``."""
+    """Context manager: starts on enter, stops on exit. ``url`` ends in ``/v1``.
 
-    def __init__(self, default: Any = None, host: str = "127.0.0.1", port: int = 0):
+    ``keep_bodies=False`` (long benchmarks): ``requests``, ``raw_bodies``, ``headers`` and
+    ``responses`` stay empty, whose images would fill memory; ``times`` and ``statuses`` are kept."""
+
+    def __init__(self, default: Any = None, host: str = "127.0.0.1", port: int = 0, keep_bodies: bool = True):
         self.default = default
+        self.keep_bodies = keep_bodies
         self.requests: list[dict] = []  # parsed JSON bodies of /v1/chat/completions, in arrival order
         self.raw_bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []  # request headers (lower-cased names), same order
         self.times: list[float] = []  # time.perf_counter() at each request's arrival
         self.responses: list[tuple[int, dict]] = []  # (status, JSON body) sent for each chat request
+        self.statuses: list[int] = []  # the status sent for each chat request, in the order they were sent
         self._queue: deque = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
@@ -68,6 +75,7 @@ class ScriptedServer:
             self.headers.clear()
             self.times.clear()
             self.responses.clear()
+            self.statuses.clear()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> ScriptedServer:
@@ -97,11 +105,18 @@ class ScriptedServer:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         with self._lock:
             self.times.append(time.perf_counter())
-            self.raw_bodies.append(raw)
-            self.requests.append(body)
-            self.headers.append(headers)
+            if self.keep_bodies:
+                self.raw_bodies.append(raw)
+                self.requests.append(body)
+                self.headers.append(headers)
             reply = self._queue.popleft() if self._queue else self.default
         return body, reply
+
+    def _sent(self, status: int, payload: dict) -> None:
+        with self._lock:
+            self.statuses.append(status)
+            if self.keep_bodies:
+                self.responses.append((status, payload))
 
 
 def _completion(model: str, content: str | None, usage: dict | None, no_choices: bool = False) -> dict:
@@ -138,8 +153,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
         def _send_json(self, status: int, payload: dict, headers: dict | None = None, record: bool = False) -> None:
             if record:
-                with server._lock:
-                    server.responses.append((status, payload))
+                server._sent(status, payload)
             data = json.dumps(payload).encode()
             try:
                 self.send_response(status)
@@ -153,8 +167,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (timeout): nothing to answer
 
         def _send_raw(self, data: bytes) -> None:
-            with server._lock:
-                server.responses.append((200, {"_raw": data.decode(errors="replace")}))
+            server._sent(200, {"_raw": data.decode(errors="replace")})
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -239,3 +252,27 @@ class Faults:
         if fate == "malformed":
             return {"raw": '{"id": "chatcmpl-broken", "choices": [{"index": 0, "message": '}
         return self.reply(body)
+
+
+class RateLimit:
+    """A provider's own sliding-window limit: when ``rpm`` requests were already accepted within the
+    last ``window_s`` seconds, a request gets a 429 whose ``Retry-After`` is the time until the oldest
+    of them leaves the window (rounded up to 0.1 s); otherwise it is accepted and ``reply(body)``
+    answers (a callable, or a fixed reply). ``accepted`` and ``rejected`` log ``time.monotonic()``."""
+
+    def __init__(self, reply, rpm: int, window_s: float = 60.0):
+        self.reply, self.rpm, self.window_s = reply, rpm, window_s
+        self._lock = threading.Lock()
+        self.accepted: list[float] = []
+        self.rejected: list[float] = []
+
+    def __call__(self, body: dict):
+        with self._lock:
+            now = time.monotonic()
+            recent = [t for t in self.accepted[-self.rpm :] if t > now - self.window_s]
+            if len(recent) >= self.rpm:
+                self.rejected.append(now)
+                retry_after = math.ceil((recent[0] + self.window_s - now) * 10) / 10
+                return {"status": 429, "body": "rate limit reached", "headers": {"Retry-After": f"{retry_after:.1f}"}}
+            self.accepted.append(now)
+        return self.reply(body) if callable(self.reply) else self.reply

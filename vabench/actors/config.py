@@ -38,6 +38,7 @@ class RayConfig:
     address: str = "local"  # local | auto | ray://host:10001 | host:port | none (no Ray: in this process)
     num_cpus: int | None = None
     env_actors: int = 4
+    episodes_per_actor: int = 8  # episodes one env actor hosts at once (threads; one scene each)
     actor_cpus: float = 0.5
     actor_gpus: float = 0.0
 
@@ -159,6 +160,8 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
         max_tokens=_int(raw.get("max_tokens"), "model.max_tokens", 1),
         temperature=raw.get("temperature"),
         max_concurrency=_int(raw.get("max_concurrency"), "model.max_concurrency", 1),
+        rpm=None if raw.get("rpm") is None else _number(raw["rpm"], "model.rpm", 0, inclusive=False),
+        tpm=None if raw.get("tpm") is None else _number(raw["tpm"], "model.tpm", 0, inclusive=False),
         extra=dict(raw.get("extra") or {}),
     )
     try:
@@ -245,6 +248,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         address=NO_RAY if ray["address"] in (None, NO_RAY) else str(ray["address"]),
         num_cpus=None if ray["num_cpus"] is None else _int(ray["num_cpus"], "ray.num_cpus", 1),
         env_actors=_int(ray["env_actors"], "ray.env_actors", 1),
+        episodes_per_actor=_int(ray["episodes_per_actor"], "ray.episodes_per_actor", 1),
         actor_cpus=_number(ray["actor_cpus"], "ray.actor_cpus", 0, inclusive=False),
         actor_gpus=_number(ray["actor_gpus"], "ray.actor_gpus", 0),
     )

@@ -22,9 +22,11 @@ it under two bounds that are the same for every model:
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from io import BytesIO
 from pathlib import Path
 
 from .models import image_part
@@ -61,6 +63,47 @@ def image_tokens(width: int, height: int) -> int:
 
 def text_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) + 8
+
+
+_UNKNOWN_IMAGE = image_tokens(2048, 2048)  # an image whose size cannot be read: the largest square's estimate
+_HEADER_B64 = 8192  # base64 characters decoded first: enough for a PNG's or a plain JPEG's header
+
+
+def _image_size(url: str) -> tuple[int, int] | None:
+    """Width and height of a base64 data-URL image, from its header (PIL reads no pixels); None if unreadable."""
+    from PIL import Image
+
+    head, sep, b64 = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        return None
+    for chunk in (b64[: _HEADER_B64 - _HEADER_B64 % 4], b64):  # a JPEG's size can sit after large EXIF data
+        try:
+            return Image.open(BytesIO(base64.b64decode(chunk))).size
+        except Exception:  # an estimate: an undecodable image counts as unknown, never fails
+            continue
+    return None
+
+
+def message_tokens(messages: list[dict]) -> int:
+    """Estimated prompt tokens of OpenAI-format messages, by the same rules as :meth:`Conversation.request`
+    (:func:`text_tokens` per text, :func:`image_tokens` per image at its encoded size; ``detail: low`` is 85)."""
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            total += text_tokens(content)
+            continue
+        for part in content or ():
+            if part.get("type") == "text":
+                total += text_tokens(part.get("text") or "")
+            elif part.get("type") == "image_url":
+                image = part.get("image_url") or {}
+                if image.get("detail") == "low":
+                    total += 85
+                    continue
+                size = _image_size(str(image.get("url", "")))
+                total += image_tokens(*size) if size else _UNKNOWN_IMAGE
+    return total
 
 
 class Encoder:

@@ -14,12 +14,15 @@ import functools
 import logging
 import os
 import re
+import threading
 import time
 from typing import Any
 
 import tenacity
 
+from .history import message_tokens
 from .models import Model, ModelConfig, ModelError, Reply
+from .ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,12 @@ _RESERVED_EXTRA: dict[str, str] = {
 
 _SECRETISH = re.compile(r"(?i)\b(sk|pk|rk|api[-_]?key)[-_][A-Za-z0-9_\-*.]{6,}|\bBearer\s+\S+")
 _SHORT = 300  # characters of a provider's error text kept in a ModelError
+# Completion tokens booked per request on the tpm schedule. The booking only paces requests in flight:
+# settle() replaces it with the reply's real usage, so the expected reply (one decision and its reasoning,
+# a few hundred tokens) is the right guess, not max_tokens (4096 by default), which would pace an
+# image-light run several times below its tpm. Longer replies (reasoning models) push later callers back.
+_REPLY_TOKENS = 512
+_LAZY = threading.Lock()  # one process-local limiter per model, however many threads start at once
 
 
 @functools.cache
@@ -91,6 +100,10 @@ def _is_retryable(exc: BaseException) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(exc, litellm.APIError) and isinstance(status, int) and status >= 500
+
+
+def _is_rate_limited(exc: BaseException) -> bool:
+    return isinstance(exc, _litellm().RateLimitError) or getattr(exc, "status_code", None) == 429
 
 
 def _retry_after_s(exc: BaseException | None) -> float | None:
@@ -146,6 +159,11 @@ class LiteLLMModel(Model):
 
     ``Reply.latency_s`` is the duration of the successful HTTP attempt (backoff and failed
     attempts excluded), so it measures the model, not the provider's bad minutes.
+
+    Rate limits (``ModelConfig.rpm``/``tpm``): every HTTP attempt first takes a slot from
+    ``self.limiter`` (the run's, set by the worker; else a process-local one) and sleeps until it
+    (``Reply.limit_wait_s``, never in ``backoff_s`` or ``latency_s``); a 429 with Retry-After
+    pauses the limiter, so every caller of the run waits, not only the one that was refused.
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -209,6 +227,25 @@ class LiteLLMModel(Model):
             return None
         return float(cost) if cost is not None else None
 
+    def _limiter(self) -> Any:
+        """The run's limiter, or a process-local one made on first use when the config sets rpm or tpm
+        (an in-process run or a test honours the limits too); None: unlimited."""
+        if self.limiter is None and (self.cfg.rpm or self.cfg.tpm):
+            with _LAZY:
+                if self.limiter is None:
+                    self.limiter = RateLimiter(self.cfg.rpm, self.cfg.tpm)
+        return self.limiter
+
+    def _limit(self, limiter: Any, method: str, *args: Any) -> float:
+        """Call the limiter; one that fails (a lost actor) is logged and skipped: a limit never ends an episode."""
+        try:
+            return float(getattr(limiter, method)(*args) or 0.0)
+        except Exception as exc:
+            log.warning(
+                "%s: rate limiter %s failed (%s: %s); going on without it", self.name, method, type(exc).__name__, exc
+            )
+            return 0.0
+
     # -- the call -------------------------------------------------------------------------------
     def complete(self, messages: list[dict]) -> Reply:
         litellm = _litellm()
@@ -217,16 +254,26 @@ class LiteLLMModel(Model):
         key = self._api_key()
         kwargs = self._kwargs(messages, key)
         attempts = 0
-        latency = backoff = 0.0
+        latency = backoff = limit_wait = 0.0
+        limiter = self._limiter()
+        est = message_tokens(messages) + min(self.cfg.max_tokens, _REPLY_TOKENS) if limiter is not None else 0
 
         def attempt() -> Any:
-            nonlocal attempts, latency
+            nonlocal attempts, latency, limit_wait
+            if limiter is not None:  # every attempt is a request the provider counts, retries included
+                wait = self._limit(limiter, "acquire", est)
+                if wait > 0:
+                    time.sleep(wait)
+                    limit_wait += wait
             attempts += 1
             t0 = time.perf_counter()
             try:
                 response = litellm.completion(**kwargs)
             except Exception as exc:
                 if _is_retryable(exc):
+                    asked = _retry_after_s(exc) if limiter is not None and _is_rate_limited(exc) else None
+                    if asked is not None:  # capped like the backoff: one knob bounds a provider's say-so
+                        self._limit(limiter, "pause", min(asked, self.cfg.backoff_max_s))
                     raise
                 if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
                     status = getattr(exc, "status_code", None)
@@ -262,7 +309,7 @@ class LiteLLMModel(Model):
         try:
             response = retrying(attempt)
         except ModelError as e:
-            e.attempts, e.backoff_s = attempts, backoff
+            e.attempts, e.backoff_s, e.limit_wait_s = attempts, backoff, limit_wait
             raise
         except Exception as exc:
             if not _is_retryable(exc):
@@ -271,7 +318,13 @@ class LiteLLMModel(Model):
                 f"{self.name}: gave up after {attempts} attempts: {type(exc).__name__}: {self._short(exc, key)}",
                 attempts=attempts,
                 backoff_s=backoff,
+                limit_wait_s=limit_wait,
             ) from None
+
+        usage = getattr(response, "usage", None)
+        used = int(getattr(usage, "prompt_tokens", 0) or 0) + int(getattr(usage, "completion_tokens", 0) or 0)
+        if limiter is not None and used > 0:  # no usage reported: the estimate stands
+            self._limit(limiter, "settle", est, used)
 
         choices = getattr(response, "choices", None) or []
         if not choices:
@@ -279,9 +332,9 @@ class LiteLLMModel(Model):
                 f"{self.name}: the provider returned no choices (request {getattr(response, 'id', None)})",
                 attempts=attempts,
                 backoff_s=backoff,
+                limit_wait_s=limit_wait,
             )
         text = getattr(choices[0].message, "content", None) or ""
-        usage = getattr(response, "usage", None)
         return Reply(
             text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -291,4 +344,5 @@ class LiteLLMModel(Model):
             attempts=attempts,
             request_id=getattr(response, "id", None),
             backoff_s=backoff,
+            limit_wait_s=limit_wait,
         )

@@ -24,6 +24,7 @@ class Reply:
     attempts: int = 1  # HTTP attempts, retries included
     request_id: str | None = None
     backoff_s: float = 0.0  # time spent waiting between failed attempts and their retries
+    limit_wait_s: float = 0.0  # seconds waited on the run's rate limits before sending; never an error
 
 
 class ModelError(RuntimeError):
@@ -32,10 +33,18 @@ class ModelError(RuntimeError):
     ``permanent``: retrying cannot help (bad key, unknown model, a rejected request), so a driver
     should stop and say so instead of burning every episode's attempts."""
 
-    def __init__(self, message: str, permanent: bool = False, attempts: int = 0, backoff_s: float = 0.0):
+    def __init__(
+        self,
+        message: str,
+        permanent: bool = False,
+        attempts: int = 0,
+        backoff_s: float = 0.0,
+        limit_wait_s: float = 0.0,
+    ):
         super().__init__(message)
         self.permanent = permanent
         self.attempts, self.backoff_s = attempts, backoff_s  # what the unanswered call cost (HTTP attempts, waits)
+        self.limit_wait_s = limit_wait_s  # seconds of it spent waiting on the run's rate limits
 
 
 @dataclass
@@ -52,6 +61,9 @@ class EpisodeContext:
 class Model(ABC):
     name: str  # the id written to records and outcome tables
     privileged: bool = False  # True: reads simulator state (the oracle); labelled in every output
+    # The run's rate limiter (anything with acquire/settle/pause, see vabench.agents.ratelimit), set by
+    # the worker so every caller of the run shares it; None: the model has none, or makes its own.
+    limiter = None
 
     def start_episode(self, ctx: EpisodeContext) -> None:  # noqa: B027 (optional hook)
         """Called before the first request of each episode."""
@@ -81,6 +93,10 @@ class ModelConfig:
     max_tokens: int = 4096
     temperature: float | None = None
     max_concurrency: int = 8  # episodes in flight for this model at once (a provider's rate limit)
+    # requests / tokens (prompt + completion) per minute for this model across the whole run, all workers and
+    # nodes (vabench.agents.ratelimit); None: unlimited
+    rpm: float | None = None
+    tpm: float | None = None
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
 
 
