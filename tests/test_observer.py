@@ -42,13 +42,15 @@ def proprio_ees(obs) -> dict[str, np.ndarray]:
 def test_observer_lens_is_the_papers_and_the_active_camera_keeps_its_own(render_env):
     env = render_env
     env.reset("grasp_single_cube", 1000, protocol="passive")
-    obs_cam, active = env.camera.observer, env.camera.camera
-    assert obs_cam is not active
-    assert np.degrees(obs_cam.fovy) == pytest.approx(55.0, abs=1e-4)
-    assert obs_cam.near == pytest.approx(0.05) and obs_cam.far == pytest.approx(100.0)
-    assert (obs_cam.width, obs_cam.height) == (active.width, active.height) == (640, 480)
-    assert np.degrees(active.fovy) == pytest.approx(37.0, abs=1e-4)
-    assert active.near == pytest.approx(0.01) and active.far == pytest.approx(10.0)
+    with env.camera.lens("observer") as obs_cam, env.camera.lens("active") as active:
+        assert obs_cam is not active
+        lenses = [(c.fovy, c.near, c.far, c.width, c.height) for c in (obs_cam, active)]
+    (fovy, near, far, w, h), (afovy, anear, afar, aw, ah) = lenses
+    assert np.degrees(fovy) == pytest.approx(55.0, abs=1e-4)
+    assert near == pytest.approx(0.05) and far == pytest.approx(100.0)
+    assert (w, h) == (aw, ah) == (640, 480)
+    assert np.degrees(afovy) == pytest.approx(37.0, abs=1e-4)
+    assert anear == pytest.approx(0.01) and afar == pytest.approx(10.0)
 
 
 @pytest.mark.parametrize(
@@ -66,10 +68,10 @@ def test_views_sit_at_the_spec_poses_from_the_control_ee(render_env, task, side)
         pose = observer_pose(view, ees, env.controlled)
         assert np.allclose(pose, spec_pose(view, ee, side), atol=1e-9), view
         # the bundle is that pose, through the observer camera
-        assert np.array_equal(obs.images[view], env.camera.render(pose, env.camera.observer)), view
+        assert np.array_equal(obs.images[view], env.camera.render(pose, "observer")), view
     gcs = {a: env.world.arms[a].gc() for a in env.controlled}
     gc_pose = observer_pose("side", gcs, env.controlled)
-    assert not np.array_equal(obs.images["side"], env.camera.render(gc_pose, env.camera.observer))
+    assert not np.array_equal(obs.images["side"], env.camera.render(gc_pose, "observer"))
 
 
 def test_topdown_is_absolute_and_the_others_follow_the_gripper(render_env):
@@ -105,4 +107,4 @@ def test_observer_views_are_never_clamped(render_env):
     assert np.allclose(pose[:3, 3], eye, atol=1e-12)
     at_box = pose.copy()
     at_box[:3, 3] = clamped
-    assert not np.array_equal(obs.images["side"], env.camera.render(at_box, env.camera.observer))
+    assert not np.array_equal(obs.images["side"], env.camera.render(at_box, "observer"))

@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
 
-SCHEMA_VERSION = 3  # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation
+# 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s
+SCHEMA_VERSION = 4
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -71,6 +72,7 @@ class OutcomeRow:
     provider_attempts: int = _col(INT, 0, "HTTP attempts to the provider, failed and retried ones included")
     provider_retries: int = _col(INT, 0, "attempts that repeated a failed one (rate limit, timeout, 5xx, ...)")
     backoff_s: float = _col(FLT, 0.0, "seconds spent waiting before retries (Retry-After honoured)")
+    limit_wait_s: float = _col(FLT, 0.0, "seconds waited on the run's rate limits (model.rpm/tpm); never an error")
     checkpoints_done: int = _col(INT, 0)
     checkpoints_total: int = _col(INT, 0)
     objects_placed: int | None = _col(INT, about="long-horizon track only")

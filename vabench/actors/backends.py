@@ -1,9 +1,13 @@
-"""Where the driver's workers run: on Ray (one actor per env worker, on this machine or a cluster),
-or in this process (``ray.address=none``: one worker, one episode at a time, no Ray at all).
+"""Where the driver's workers run: on Ray (one threaded actor per env worker, each hosting up to
+``ray.episodes_per_actor`` episodes at once, on this machine or a cluster), or in this process
+(``ray.address=none``: one worker, one episode at a time, no Ray at all).
 
-Both give the driver the same small interface (start a worker, submit an episode or a summary
+Both give the driver the same small interface (start workers, submit an episode or a summary
 learning job, wait, collect, kill), so the driver, its run folder, resume and retries are the same
-whichever runs the episodes. Ray is imported only by :class:`RayBackend`.
+whichever runs the episodes. Both share one rate limiter per run among all episodes of the model
+(``model.rpm``/``model.tpm``): on Ray a small actor on the driver's node, which every worker on
+every node asks before each request. Ray is imported only by :class:`RayBackend` and
+:class:`RemoteLimiter`.
 """
 
 from __future__ import annotations
@@ -12,7 +16,13 @@ import os
 from concurrent.futures import Future
 from dataclasses import asdict
 
+from vabench.agents.ratelimit import RateLimiter
+from vabench.agents.registry import is_offline
+
 from .config import RunConfig
+
+CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
+ASK_S = 10.0  # a worker that cannot answer a ping in this long is hung (e.g. a native call holding the GIL)
 
 
 class WorkerDied(RuntimeError):
@@ -35,7 +45,7 @@ def check_local_key(run: RunConfig) -> None:
         raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
 
 
-def worker_args(run: RunConfig, lock: tuple[str, str] | None = None) -> tuple:
+def worker_args(run: RunConfig, lock=None, slots: int = 1, limiter=None, timeout: bool = True) -> tuple:
     return (
         run.camera,
         asdict(run.harness),
@@ -44,7 +54,42 @@ def worker_args(run: RunConfig, lock: tuple[str, str] | None = None) -> tuple:
         str(run.summary_root),
         run.identity,
         lock,
+        slots,
+        limiter,
+        run.episode_timeout_s if timeout else None,
     )
+
+
+def spread(slots: int, actors: int) -> list[int]:
+    """Slots per worker: as many workers as allowed first (each is a process: CPU parallelism for
+    the simulator), then episodes stacked on them, as evenly as possible."""
+    n = max(1, min(actors, slots))
+    base, extra = divmod(slots, n)
+    return [base + (i < extra) for i in range(n)]
+
+
+def make_limiter(run: RunConfig) -> RateLimiter | None:
+    """The run's limiter: offline agents call no provider and get none."""
+    return None if is_offline(run.model.model) else RateLimiter(run.model.rpm, run.model.tpm)
+
+
+class RemoteLimiter:
+    """A worker's view of the run's limiter actor: asks it for a slot (one round trip, ~1 ms) and
+    tells it real usage and provider pauses without waiting."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def acquire(self, tokens: int) -> float:
+        import ray
+
+        return ray.get(self.actor.acquire.remote(tokens))
+
+    def settle(self, reserved: int, used: int) -> None:
+        self.actor.settle.remote(reserved, used)
+
+    def pause(self, seconds: float) -> None:
+        self.actor.pause.remote(seconds)
 
 
 def _demo_root(run: RunConfig) -> str | None:
@@ -63,13 +108,26 @@ class InProcessBackend:
         check_local_key(run)
         self.run = run
         self._worker = None
+        self.limiter = make_limiter(run)
 
-    def new_worker(self):
+    def start(self, slots: int) -> list:
+        return [self.new_worker()]
+
+    def new_worker(self, slots: int = 1):
         if self._worker is None:
             from .worker import EpisodeWorker
 
-            self._worker = EpisodeWorker(*worker_args(self.run))
+            self._worker = EpisodeWorker(*worker_args(self.run, limiter=self.limiter, timeout=False))
         return self._worker
+
+    def slots_of(self, worker) -> int:
+        return 1
+
+    def limit_stats(self) -> dict | None:
+        return self.limiter.stats() if self.limiter is not None else None
+
+    def overdue(self, worker, limit_s: float) -> list[str] | None:
+        return []  # episodes run inside submit(): nothing is ever in flight while the driver looks
 
     @staticmethod
     def _now(fn, *args) -> Future:
@@ -101,15 +159,16 @@ class InProcessBackend:
 
     def kill(self, worker) -> None:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
-        worker.env.close()
+        worker.close()
         self._worker = None
 
 
 class RayBackend:
-    """One Ray actor per env worker (``ray.env_actors``), each keeping its env across episodes.
+    """Up to ``ray.env_actors`` threaded Ray actors, each hosting up to ``ray.episodes_per_actor``
+    episodes at once on envs it keeps across episodes.
 
     Ray never re-runs anything by itself (max_restarts = max_task_retries = 0): the driver decides
-    what a dead worker's episode becomes, so no episode is judged twice behind its back."""
+    what a dead worker's episodes become, so no episode is judged twice behind its back."""
 
     catches_ctrl_c = True  # Ray's blocking calls may swallow a KeyboardInterrupt: the driver polls a flag
 
@@ -126,7 +185,19 @@ class RayBackend:
             else:  # never a runtime_env with the key: Ray logs runtime environments in plain text
                 ray.init(address=run.ray.address, log_to_driver=False)
         self.check_nodes()
-        self.slots = run.ray.env_actors
+        self.slots = run.ray.env_actors * run.ray.episodes_per_actor
+        self._slots: dict[int, int] = {}  # id(worker) -> its slots
+        self.limiter = None
+        local = make_limiter(run)
+        if local is not None:  # one per run, on the driver's node; owned by the driver, so it ends with it
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+            self.limiter = (
+                ray.remote(RateLimiter)
+                .options(num_cpus=0, max_restarts=0, scheduling_strategy=here)
+                .remote(run.model.rpm, run.model.tpm)
+            )
 
     def check_nodes(self) -> None:
         """Before any work, every alive node must see the run folder (at the same path) and, when the
@@ -168,13 +239,47 @@ class RayBackend:
                 f"Ray, which writes runtime environments to its logs in plain text."
             )
 
-    def new_worker(self):
+    def start(self, slots: int) -> list:
+        """Workers for ``slots`` episodes at once; each worker appears once per slot it hosts."""
+        out = []
+        for k in spread(slots, self.run.ray.env_actors):
+            out += [self.new_worker(k)] * k
+        return out
+
+    def new_worker(self, slots: int = 1):
         from .worker import EpisodeWorker
 
-        options = {"num_cpus": self.run.ray.actor_cpus, "max_restarts": 0, "max_task_retries": 0}
+        options = {
+            "num_cpus": self.run.ray.actor_cpus,
+            "max_restarts": 0,
+            "max_task_retries": 0,
+            "max_concurrency": slots,  # the default group: one thread per episode slot
+        }
         if self.run.ray.actor_gpus > 0 and self.gpus() > 0:
             options["num_gpus"] = self.run.ray.actor_gpus
-        return self.ray.remote(EpisodeWorker).options(**options).remote(*worker_args(self.run, self.lock))
+        limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
+        args = worker_args(self.run, self.lock, slots, limiter)
+        worker = self.ray.remote(concurrency_groups={CONTROL: 1})(EpisodeWorker).options(**options).remote(*args)
+        self._slots[id(worker)] = slots
+        return worker
+
+    def slots_of(self, worker) -> int:
+        return self._slots.get(id(worker), 1)
+
+    def limit_stats(self) -> dict | None:
+        if self.limiter is None:
+            return None
+        try:
+            return self.ray.get(self.limiter.stats.remote(), timeout=ASK_S)
+        except Exception:  # progress display only
+            return None
+
+    def overdue(self, worker, limit_s: float) -> list[str] | None:
+        """Keys of the worker's episodes past ``limit_s`` of work, or None if it did not answer."""
+        try:
+            return self.ray.get(worker.overdue.options(concurrency_group=CONTROL).remote(limit_s), timeout=ASK_S)
+        except Exception:
+            return None
 
     def submit(self, worker, spec: dict, attempt: int):
         return worker.run.remote(spec, attempt)
@@ -199,7 +304,7 @@ class RayBackend:
 
     def alive(self, worker) -> bool:
         try:
-            self.ray.get(worker.pid.remote(), timeout=30)
+            self.ray.get(worker.pid.options(concurrency_group=CONTROL).remote(), timeout=30)
             return True
         except Exception:
             return False

@@ -1,8 +1,8 @@
 """The driver, the one way episodes run: expand a run into episodes, learn missing summaries, and
 keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`).
 
-Model latency dominates an episode, so throughput comes from many episodes in flight: one Ray
-actor per env worker, each running one episode at a time and writing its own outcome file; without
+Model latency dominates an episode, so throughput comes from many episodes in flight: Ray actors
+(env workers), each hosting several episodes at once and writing each one's outcome file; without
 Ray (``ray.address=none``) one worker runs them one after another into the same run folder.
 Correctness rules:
 
@@ -11,9 +11,12 @@ Correctness rules:
   budget of ``max_attempts`` (``retry_infra=false``: keeps them);
 - an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
   kill -9, timeout) is replaced and its episode re-queued with ``attempt + 1`` unless its file
-  already holds that attempt's judged outcome; an interrupted driver costs nothing (the worker sets
-  the stale record folder aside and runs the same attempt afresh); the backend never re-runs
-  anything by itself, so no episode is judged twice;
+  already holds that attempt's judged outcome (a dead worker's episodes each get this, once); an
+  interrupted driver costs nothing (the worker sets the stale record folder aside and runs the
+  same attempt afresh); the backend never re-runs anything by itself, so no episode is judged twice;
+- an episode that works longer than ``episode_timeout_s`` (waits on rate limits excluded) ends
+  itself as an infra error at its next model call; one stuck inside the simulator is caught by the
+  driver's backstop, which kills its worker (its other episodes are re-queued as after a crash);
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
 """
 
@@ -45,6 +48,9 @@ from .runlock import RunLock, RunLocked
 from .specs import EpisodeSpec, expand
 
 POLL_S = 2.0
+BACKSTOP_S = 120.0  # past episode_timeout_s an episode is stuck where it cannot end itself
+BACKSTOP_EVERY_S = 15.0  # how often the driver asks workers about overdue episodes
+STARTUP_S = 600.0  # more slack for a worker that has never answered yet (still starting: Ray, shaders)
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 
 
@@ -203,10 +209,13 @@ class Driver:
         run = self.run
         slots = max(1, min(backend.slots, run.model.max_concurrency, len(todo)))
         queue = deque(todo)
-        idle = [backend.new_worker() for _ in range(slots)]
-        inflight: dict = {}  # ref -> (worker, spec, attempt, started)
+        idle = backend.start(slots)  # one entry per episode slot
+        inflight: dict = {}  # ref -> (worker, spec, attempt, submitted)
+        self._replaced: dict[int, tuple] = {}  # id(dead worker) -> (it, its replacement)
+        self._answered: dict[int, object] = {}  # workers that have answered a backstop check
         bar = tqdm(total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True)
         previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
+        checked = time.monotonic()
         try:
             while queue or inflight:
                 if self._stop:
@@ -216,43 +225,82 @@ class Driver:
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
-                    inflight[backend.submit(worker, spec.as_dict(), attempt)] = (
-                        worker,
-                        spec,
-                        attempt,
-                        time.monotonic(),
-                    )
+                    ref = backend.submit(worker, spec.as_dict(), attempt)
+                    inflight[ref] = (worker, spec, attempt, time.monotonic())
                 for ref in backend.wait(list(inflight), POLL_S):
                     worker, spec, attempt, _ = inflight.pop(ref)
                     if self._collect(backend, ref, spec, attempt, queue):
                         bar.update(1)
-                    idle.append(worker if backend.alive(worker) else backend.new_worker())
-                for ref, (worker, spec, attempt, started) in list(inflight.items()):
-                    if time.monotonic() - started > run.episode_timeout_s:
-                        inflight.pop(ref)
-                        backend.kill(worker)
-                        if self._retry(spec, attempt, f"episode exceeded {run.episode_timeout_s:g} s", queue):
-                            bar.update(1)
-                        idle.append(backend.new_worker())
-                bar.set_postfix(
-                    ok=self.counts["ok"],
-                    failed=self.counts["failed"],
-                    infra=self.counts["infra"],
-                    retried=self.counts["retried"],
-                    refresh=False,
-                )
+                    idle.append(self._seat(backend, worker))
+                if time.monotonic() - checked > BACKSTOP_EVERY_S:
+                    checked = time.monotonic()
+                    bar.update(self._backstop(backend, inflight, idle, queue))
+                self._show(bar, backend)
         except (KeyboardInterrupt, RunAborted, RunLocked) as stop:
             what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped"
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
-            for worker, *_ in inflight.values():
+            for worker in _distinct(w for w, *_ in inflight.values()):
                 backend.kill(worker)
             raise
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
             bar.close()
-            for worker in idle:
+            for worker in _distinct(idle):
                 backend.kill(worker)
+
+    def _seat(self, backend, worker):
+        """The worker for a slot that just came free: the same one, or the replacement of a dead
+        one (made once, with as many slots, however many of its episodes come back)."""
+        if id(worker) in self._replaced:
+            return self._replaced[id(worker)][1]
+        if backend.alive(worker):
+            return worker
+        new = backend.new_worker(backend.slots_of(worker))
+        self._replaced[id(worker)] = (worker, new)
+        return new
+
+    def _backstop(self, backend, inflight: dict, idle: list, queue) -> int:
+        """Kill a worker that holds an episode far past the time limit (stuck in native code), or that
+        no longer answers while one of its episodes has been out that long (a worker still starting
+        up does not answer either); each of its episodes is retried as after a crash. Returns
+        episodes finished."""
+        finished = 0
+        limit = self.run.episode_timeout_s + BACKSTOP_S
+        for worker in _distinct(w for w, *_ in inflight.values()):
+            late = backend.overdue(worker, limit)
+            if late is None:
+                oldest = min(t for w, *_, t in inflight.values() if w is worker)
+                if time.monotonic() - oldest <= limit + (0 if id(worker) in self._answered else STARTUP_S):
+                    continue
+            else:
+                self._answered[id(worker)] = worker
+                if not late:
+                    continue
+            why = "worker did not answer" if late is None else f"episode exceeded {limit:g} s"
+            backend.kill(worker)
+            self.counts["worker_crashes"] += 1
+            for ref, (w, spec, attempt, _) in list(inflight.items()):
+                if w is worker:
+                    inflight.pop(ref)
+                    error = why if late is None or spec.key in late else f"worker killed ({why} in another episode)"
+                    finished += self._retry(spec, attempt, error, queue)
+                    idle.append(self._seat(backend, worker))
+        return finished
+
+    def _show(self, bar, backend) -> None:
+        stats = backend.limit_stats() if self.progress else None
+        extra = {}
+        if stats:
+            extra = {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
+        bar.set_postfix(
+            ok=self.counts["ok"],
+            failed=self.counts["failed"],
+            infra=self.counts["infra"],
+            retried=self.counts["retried"],
+            **extra,
+            refresh=False,
+        )
 
     def _catch_ctrl_c(self):
         """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
@@ -307,6 +355,14 @@ class Driver:
         if not self.lock.held():  # never write into a folder another driver has taken over
             raise RunLocked(f"{self.lock.path}: another driver took this run folder over; stopping")
         write_row(spec.outcome_path(self.run.run_dir), row)
+
+
+def _distinct(workers) -> list:
+    """Each worker once (a worker appears once per slot it hosts)."""
+    seen: dict[int, object] = {}
+    for w in workers:
+        seen.setdefault(id(w), w)
+    return list(seen.values())
 
 
 def run_experiment(run: RunConfig, log=print, progress: bool = True) -> pd.DataFrame:

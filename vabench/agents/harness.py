@@ -11,12 +11,18 @@ never scored as a task failure.
 
 Only the env API is used; the one privileged call (the task expert) is handed to models that
 declare ``privileged = True`` (the oracle), and their results say so.
+
+Several episodes may run at once in one process (threads, one env each): ``sim`` is then the
+process's simulator lock, held around every env call (reset, step, checker, expert) and never
+while the model is asked, so one episode steps while the others wait for their models.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +30,14 @@ from vabench.outcomes import OutcomeRow
 from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
 
 from . import prompts
-from .history import ASSISTANT, USER, Conversation, ImageRef
-from .models import EpisodeContext, Model, ModelError, Reply
-from .protocol import CAMERA, STOP, TOOL, Decision, ProtocolError, parse_decision
+from .dialogue import PERMANENT, Dialogue, EpisodeEnd, _rels
+from .history import USER, Conversation, ImageRef
+from .models import EpisodeContext, Model
+from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
 from .records import RECORD_FORMAT, EpisodeRecord
-from .tools import EpisodeTools, ToolResult
+from .tools import EpisodeTools
+
+__all__ = ["PERMANENT", "EpisodeEnd", "HarnessConfig", "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -60,128 +69,20 @@ class HarnessConfig:
             raise ValueError(f"harness.jpeg_quality must be in [1, 100], got {self.jpeg_quality}")
 
 
-PERMANENT = "model (permanent): "  # prefix of an infra error that retrying cannot fix
+def _serialised(expert: Callable, sim) -> Callable:
+    """The privileged expert reads live simulator state as it is iterated (inside the oracle's
+    reply): each step of it runs under the simulator lock."""
 
-
-class EpisodeEnd(Exception):
-    """Ends an episode (or a learning exchange) with an end_reason."""
-
-    def __init__(self, reason: str, error: str | None = None):
-        super().__init__(reason)
-        self.reason, self.error = reason, error
-
-
-class Dialogue:
-    """Calls the model for one decision: repairs, tool calls and the per-step call limit.
-
-    Shared by evaluation episodes and summary learning."""
-
-    def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config: HarnessConfig):
-        self.model, self.conv, self.record, self.config = model, conv, record, config
-        self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
-        self.answered = self.attempts = self.retries = 0  # answered calls; HTTP attempts; attempts after a failure
-        self.backoff_s = 0.0
-        self.cost: float | None = 0.0
-
-    def ask(self, step: int, parse, tools, until=None) -> Decision:
-        """Return the next non-tool decision. ``parse(text) -> Decision`` may raise ProtocolError;
-        ``tools(decision) -> ToolResult`` answers tool calls; ``until()``, if given, is checked
-        after each tool call and ends the exchange with that tool decision when true."""
-        calls = repairs = 0
+    def run():
+        actions, end = iter(expert()), object()
         while True:
-            if calls >= self.config.max_calls_per_step:
-                raise EpisodeEnd("call_limit", f"{calls} model calls in step {step} without an action")
-            calls += 1
-            reply = self._call(step)
-            try:
-                decision = parse(reply.text)
-            except ProtocolError as e:
-                self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
-                if repairs >= self.config.max_repairs:
-                    raise EpisodeEnd("repairs_exhausted", str(e)) from None
-                repairs += 1
-                self.repairs += 1  # repair prompts sent
-                self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
-                continue
-            self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
-            if decision.kind != TOOL:
-                return decision
-            self.tool_calls += 1
-            try:
-                result = tools(decision)
-            except Exception as e:  # untrusted arguments must never crash the episode
-                result = ToolResult(f"{decision.tool} failed on these arguments: {type(e).__name__}", ok=False)
-            self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
-            refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
-            self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
-            if until is not None and until():
-                return decision
+            with sim:
+                action = next(actions, end)
+            if action is end:
+                return
+            yield action
 
-    def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
-        self.conv.add(USER, text, kind, step, images)
-        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=_rels(self.record, images))
-
-    def _call(self, step: int) -> Reply:
-        messages, info = self.conv.request()
-        self.calls += 1
-        self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
-        started = time.perf_counter()
-        try:
-            reply = self.model.complete(messages)
-        except ModelError as e:
-            self.attempts += e.attempts
-            self.retries += max(0, e.attempts - 1)
-            self.backoff_s += e.backoff_s
-            self.record.event(
-                "model_error",
-                step=step,
-                error=str(e),
-                permanent=e.permanent,
-                attempts=e.attempts,
-                backoff_s=round(e.backoff_s, 4),
-            )
-            raise EpisodeEnd(INFRA_ERROR, f"{PERMANENT if e.permanent else 'model: '}{e}") from None
-        except Exception as e:  # a broken agent is infrastructure, not a model's answer
-            self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
-            raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
-        self.answered += 1
-        self.attempts += reply.attempts
-        self.retries += max(0, reply.attempts - 1)
-        self.backoff_s += reply.backoff_s
-        self.prompt_tokens += reply.prompt_tokens
-        self.completion_tokens += reply.completion_tokens
-        self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
-        self.record.event(
-            "reply",
-            step=step,
-            call=self.calls,
-            text=reply.text,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            cost_usd=reply.cost_usd,
-            attempts=reply.attempts,
-            backoff_s=round(reply.backoff_s, 4),
-            model_latency_s=round(reply.latency_s, 4),  # the answering attempt
-            call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
-            request_id=reply.request_id,
-        )
-        self.conv.add(ASSISTANT, reply.text, "reply", step)
-        return reply
-
-
-def _ref(path: Path, label: str) -> ImageRef:
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return ImageRef(Path(path), label, im.width, im.height)
-
-
-def _rels(record: EpisodeRecord, images) -> list[str]:
-    return [record.rel(r.path) for r in images or []]
-
-
-def _relinfo(record: EpisodeRecord, info: dict) -> dict:
-    return {**info, "images": [record.rel(Path(p)) for p in info["images"]]}
+    return run
 
 
 def run_episode(
@@ -196,12 +97,16 @@ def run_episode(
     summary_source: str = "none",
     transfer: bool = False,
     identity: dict | None = None,
+    sim=None,
+    overdue: Callable[[], str | None] | None = None,
 ) -> OutcomeRow:
     """Run one episode of ``model`` on (task, seed) and return its outcome row.
 
     ``summary`` is a :class:`vabench.agents.summary_store.Summary` (or None); ``identity`` holds
     the row's run identity (run_id, experiment, condition, track, base_task, run_index, attempt;
     see :class:`vabench.outcomes.OutcomeRow`), which the driver takes from the episode spec.
+    ``sim``: a lock held around every env call (episodes sharing a process); ``overdue()``: a
+    reason once the episode has run out of time, checked before every model call (an infra error).
     """
     config = config or HarnessConfig()
     protocol = protocol_named(protocol).name  # a Protocol or its name; ValueError names the allowed ones
@@ -226,7 +131,7 @@ def run_episode(
     )
     dialogue = None
     try:
-        episode = _Episode(env, model, record, config, result)
+        episode = _Episode(env, model, record, config, result, sim or contextlib.nullcontext(), overdue)
         dialogue = episode.dialogue
         episode.run(task, seed, protocol, summary, transfer)
     except EpisodeEnd as end:
@@ -247,6 +152,7 @@ def run_episode(
         )
         result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
         result.provider_retries = dialogue.retries
+        result.limit_wait_s = round(dialogue.limit_wait_s, 3)
         result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
         result.cost_usd = dialogue.cost
         result.compactions = dialogue.conv.compactions if dialogue.conv else 0
@@ -257,21 +163,25 @@ def run_episode(
 
 
 class _Episode:
-    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: OutcomeRow):
+    def __init__(
+        self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: OutcomeRow, sim, overdue
+    ):
         self.env, self.model, self.record, self.config, self.result = env, model, record, config, result
+        self.sim = sim
         self.tools = EpisodeTools()
-        self.dialogue = Dialogue(model, None, record, config)
+        self.dialogue = Dialogue(model, None, record, config, overdue)
         self.executed: list[str] = []
         self.digest_lines: list[tuple[int, str]] = []
         self.chain = 0
 
     def run(self, task: str, seed: int, protocol: str, summary, transfer: bool) -> None:
         record, result, config = self.record, self.result, self.config
-        obs = self.env.reset(task, seed, protocol)
+        with self.sim:
+            obs = self.env.reset(task, seed, protocol)
+            result.checkpoints_total = len(self.env.checkpoints())
         arms = tuple(obs.arms)
         result.arms = arms_label(arms)
         result.budget = obs.budget
-        result.checkpoints_total = len(self.env.checkpoints())
         paper = config.observation == prompts.PAPER
         summary_text = summary.text() if summary else None
         system = prompts.system_prompt(obs.task, arms, protocol, summary_text, transfer, config.observation)
@@ -296,7 +206,7 @@ class _Episode:
             config=config.__dict__,
         )
         record.event("turn", role="system", kind="system", step=0, text=system, images=[])
-        expert = self.env.expert if self.model.privileged else None
+        expert = _serialised(self.env.expert, self.sim) if self.model.privileged else None
         self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
         camera = proto.camera_actions
         names = EpisodeTools.NAMES
@@ -319,9 +229,11 @@ class _Episode:
             if decision.kind == STOP:
                 record.event("stop", step=obs.step, reason=decision.reason)
                 raise EpisodeEnd("stop", None)
-            step = self.env.step(decision.obj)
+            with self.sim:
+                step = self.env.step(decision.obj)
+                self._count(decision, step)
+                checkpoints, placement = self.env.checkpoints(), self._placement()
             obs = step.observation
-            self._count(decision, step)
             record.event(
                 "action",
                 step=step.step,
@@ -333,8 +245,8 @@ class _Episode:
                 planner_success=step.planner_success,
                 feedback=step.feedback,
                 success=step.success,
-                checkpoints=self.env.checkpoints(),  # evaluator-side only: never sent to the model
-                **self._placement(),
+                checkpoints=checkpoints,  # evaluator-side only: never sent to the model
+                **placement,
             )
             if step.done:
                 raise EpisodeEnd("success" if step.success else "budget", None)

@@ -20,7 +20,8 @@ from vabench.vocab import INFRA_ERROR
 
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
-from .harness import Dialogue, EpisodeEnd, HarnessConfig
+from .dialogue import Dialogue, EpisodeEnd
+from .harness import HarnessConfig
 from .history import USER, Conversation
 from .models import Model
 from .protocol import TOOL, Decision, ProtocolError, parse_decision

@@ -308,6 +308,6 @@ def prompt_digest() -> str:
     here = Path(__file__).parent
     h = hashlib.sha256()
     sources = ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py")
-    for name in (*sources, "history.py", "harness.py"):  # what a request carries, and the digest lines
+    for name in (*sources, "history.py", "harness.py", "dialogue.py"):  # what a request carries, and the digest lines
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]

@@ -86,6 +86,7 @@ class StepResult:
 class EnvConfig:
     camera: CameraConfig = field(default_factory=CameraConfig)
     render: bool = True  # False: no images at all (physics-only screening and tests)
+    hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
     stability_window: int = STABILITY_WINDOW
 
@@ -147,7 +148,7 @@ class VABenchEnv:
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         if self.config.render:
-            self.camera = CameraRig(self.world.scene, self.config.camera)
+            self.camera = CameraRig(self.world.scene, self.config.camera, self.config.hold_cameras)
             self.camera.reset(self._gcs(), self.controlled)
         self.steps = self.robot_actions = 0
         self.done = self.success = False

@@ -10,6 +10,7 @@ env: feedback for camera actions is qualitative.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,33 +129,39 @@ def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, 
 
 
 class CameraRig:
-    def __init__(self, scene: sapien.Scene, config: CameraConfig):
-        self.config = config
-        self.scene = scene
-        self.camera = add_camera(
-            scene,
-            "active",
-            config.width,
-            config.height,
-            np.deg2rad(config.fovy_deg),
-            config.near,
-            config.far,
-            config.shader,
-        )
-        self.pose = np.eye(4)
-        self._observer = None
+    """The episode's cameras: the model's active camera and the passive observer (C.7).
 
-    @property
-    def observer(self):
-        """The passive bundle's camera, made on first use (active episodes never pay for it). Same
-        size and shader as the active camera: C.7 fixes the lens, not the resolution."""
-        if self._observer is None:
-            c = self.config
-            fovy = np.deg2rad(OBSERVER_FOVY_DEG)
-            self._observer = add_camera(
-                self.scene, "observer", c.width, c.height, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader
-            )
-        return self._observer
+    ``hold=False`` keeps no camera between renders: each render makes its camera and removes it
+    after, so a scene holds no render targets (about 100 bytes per pixel: ~31 MB at 640x480,
+    ~120 MB at 1280x960) while its episode waits for a model. A worker hosting many episodes
+    uses it; it costs a few ms per render and gives the same pixels."""
+
+    def __init__(self, scene: sapien.Scene, config: CameraConfig, hold: bool = True):
+        self.config, self.scene, self.hold = config, scene, hold
+        self.pose = np.eye(4)
+        self._held: dict[str, object] = {}
+
+    def _make(self, kind: str):
+        c = self.config
+        if kind == "active":
+            return add_camera(self.scene, "active", c.width, c.height, np.deg2rad(c.fovy_deg), c.near, c.far, c.shader)
+        # the passive bundle's lens: same size and shader as the active camera (C.7 fixes the lens, not the resolution)
+        fovy = np.deg2rad(OBSERVER_FOVY_DEG)
+        return add_camera(self.scene, "observer", c.width, c.height, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader)
+
+    @contextlib.contextmanager
+    def lens(self, kind: str):
+        """The active or observer camera, made on first use (active episodes never make an observer)."""
+        if self.hold:
+            if kind not in self._held:
+                self._held[kind] = self._make(kind)
+            yield self._held[kind]
+            return
+        camera = self._make(kind)
+        try:
+            yield camera
+        finally:
+            self.scene.remove_entity(camera.entity)
 
     def reset(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> None:
         if len(controlled) == 1:
@@ -193,11 +200,14 @@ class CameraRig:
         note = " (position clamped to the camera workspace)" if not np.allclose(clamped_eye, eye) else ""
         return f"camera {name.replace('_', ' ')} done{note}"
 
-    def render(self, pose: np.ndarray | None = None, camera=None) -> np.ndarray:
-        """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose) with ``camera``
-        (default: the active camera)."""
-        camera = self.camera if camera is None else camera
-        camera.entity.set_pose(sapien.Pose(self.pose if pose is None else pose))
+    def render(self, pose: np.ndarray | None = None, kind: str = "active") -> np.ndarray:
+        """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose) with the ``active``
+        or the ``observer`` camera."""
+        with self.lens(kind) as camera:
+            return self._picture(camera, self.pose if pose is None else pose)
+
+    def _picture(self, camera, pose: np.ndarray) -> np.ndarray:
+        camera.entity.set_pose(sapien.Pose(pose))
         self.scene.update_render()
         camera.take_picture()
         rgba = camera.get_picture("Color")  # uint8: see scene._process_setup
@@ -205,4 +215,5 @@ class CameraRig:
 
     def passive_bundle(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
         """The five observer views (C.7) in the paper's order, anchored on the control EE positions ``ees``."""
-        return {view: self.render(observer_pose(view, ees, controlled), self.observer) for view in PASSIVE_ORDER}
+        with self.lens("observer") as camera:
+            return {view: self._picture(camera, observer_pose(view, ees, controlled)) for view in PASSIVE_ORDER}

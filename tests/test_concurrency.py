@@ -1,0 +1,231 @@
+"""Issue 13: a worker hosts several episodes at once (threads, one scene each, one simulator lock),
+with per-episode outcomes, retries and time limits exactly as one episode per worker, and one
+rate limiter per run shared by every worker process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.openai_server import RateLimit, ScriptedServer
+from tests.test_driver import KEY, _worker_pids, smoke, table
+from vabench.actors import driver as driver_mod
+from vabench.actors.backends import spread
+from vabench.actors.driver import Driver
+from vabench.envs import EnvConfig, VABenchEnv
+
+pytestmark = pytest.mark.xdist_group("ray")  # one Ray at a time: the kill test looks for any worker process
+
+ONE_WORKER = ("ray.env_actors=1", "ray.episodes_per_actor=4")
+KEY_VAR = "VABENCH_TEST_KEY"
+MOVE_UP = json.dumps({"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10})
+STOP = json.dumps({"stop": True})
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ[KEY_VAR] = "sk-test"  # before Ray starts: its workers inherit this environment, never a runtime_env
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def quiet(run) -> Driver:
+    return Driver(run, log=lambda *_: None, progress=False)
+
+
+def events(run_dir: Path, record: str) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / record).read_text().splitlines()]
+
+
+def labels(run_dir: Path, df: pd.DataFrame) -> dict:
+    """Per episode: the executed action labels, in order, from its record."""
+    return {
+        tuple(r[k] for k in KEY): [e["label"] for e in events(run_dir, r["record"]) if e["type"] == "action"]
+        for _, r in df.iterrows()
+    }
+
+
+def span(run_dir: Path, record: str) -> tuple[datetime, datetime]:
+    ev = events(run_dir, record)
+    return datetime.fromisoformat(ev[0]["time"]), datetime.fromisoformat(ev[-1]["time"])
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time(tmp_path_factory):
+    """The smoke episodes (2 tasks x 2 seeds), one at a time in this process."""
+    results = tmp_path_factory.mktemp("serial")
+    run = smoke(results, "serial", "ray.address=none")
+    return run, quiet(run).execute()
+
+
+def test_slots_spread_over_workers_first_then_stack():
+    assert spread(64, 2) == [32, 32]
+    assert spread(8, 4) == [2, 2, 2, 2]
+    assert spread(5, 2) == [3, 2]
+    assert spread(3, 8) == [1, 1, 1]  # never an idle worker process
+
+
+def test_four_episodes_in_one_worker_run_at_once_and_match_one_at_a_time(ray_session, one_at_a_time, tmp_path):
+    serial_run, serial = one_at_a_time
+    run = smoke(tmp_path, "packed", *ONE_WORKER)
+    df = quiet(run).execute()
+    assert len(df) == 4 and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
+    assert table(df).equals(table(serial))  # same success, steps, end reasons, robot actions, checkpoints
+    assert labels(run.run_dir, df) == labels(serial_run.run_dir, serial)  # and the same actions, in order
+    spans = sorted(span(run.run_dir, r) for r in df["record"])
+    assert all(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))  # they overlapped
+
+
+def test_a_killed_worker_hosting_four_episodes_re_queues_each_once(ray_session, one_at_a_time, tmp_path):
+    _, serial = one_at_a_time
+    run = smoke(tmp_path, "kill", *ONE_WORKER)
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            started = list((run.run_dir / "_records").rglob("events.jsonl")) if run.run_dir.exists() else []
+            pids = _worker_pids()
+            if len(started) >= 4 and pids:  # every episode is in flight on the one worker
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    driver = quiet(run)
+    df = driver.execute()
+    thread.join()
+    assert killed and driver.counts["worker_crashes"] == 4  # one death, seen by each of its episodes
+    assert len(df) == 4 and (df["status"] == "ok").all()
+    assert sorted(df["attempt"]) == [2, 2, 2, 2]  # each re-run exactly once, as its next attempt
+    assert table(df).equals(table(serial))
+    files = list((run.run_dir / "outcomes").rglob("*.parquet"))
+    assert len(files) == 4  # one outcome file per episode: nothing judged twice
+
+
+def llm_run(tmp_path, server, run_id: str, *more: str):
+    return smoke(
+        tmp_path,
+        run_id,
+        "model=openai",
+        "model.id=openai/test-model",
+        f"model.api_key_env={KEY_VAR}",
+        f"model.api_base={server.url}",
+        "model.max_retries=0",
+        *more,
+    )
+
+
+def by_task(slow: str, slow_reply, fast_reply):
+    """Replies chosen by the task named in the request (each observation states the task)."""
+
+    def reply(body: dict):
+        return slow_reply if slow in json.dumps(body["messages"]) else fast_reply
+
+    return reply
+
+
+def test_an_episode_over_its_time_limit_ends_itself_and_spares_its_neighbours(ray_session, tmp_path):
+    """The cube episodes answer slowly and run past episode_timeout_s; the bowl episodes stop at
+    once. The overdue ones end at their next call as infra errors; the worker is never killed."""
+    slow = {"delay": 1.5, "then": MOVE_UP}
+    with ScriptedServer(default=by_task("red cube and lift it", slow, STOP)) as server:
+        run = llm_run(tmp_path, server, "late", *ONE_WORKER, "episode_timeout_s=2", "max_attempts=1")
+        driver = quiet(run)
+        df = driver.execute()
+    rows = df.set_index("task")
+    assert driver.counts["worker_crashes"] == 0
+    cube, bowl = rows.loc["grasp_single_cube"], rows.loc["place_cube_in_bowl"]
+    assert (cube["status"] == "infra_error").all()
+    assert cube["error"].str.contains("episode exceeded 2 s").all()
+    for record in cube["record"]:  # ended by its own time limit, before a model call
+        assert [e["error"] for e in events(run.run_dir, record) if e["type"] == "timeout"] == list(cube["error"])[:1]
+    assert (bowl["status"] == "ok").all() and (bowl["end_reason"] == "stop").all()
+
+
+def test_an_episode_stuck_past_the_backstop_gets_its_worker_killed_once(ray_session, tmp_path, monkeypatch):
+    """A call that never returns cannot end itself: the driver's backstop kills the worker (once,
+    whether one or both of its episodes are stuck; one may end itself first, its reset having
+    waited on the other's) and the run ends instead of hanging."""
+    monkeypatch.setattr(driver_mod, "BACKSTOP_S", 1.0)
+    monkeypatch.setattr(driver_mod, "BACKSTOP_EVERY_S", 0.5)
+    stuck = {"delay": 120, "then": STOP}
+    with ScriptedServer(default=stuck) as server:
+        run = llm_run(
+            tmp_path,
+            server,
+            "stuck",
+            *ONE_WORKER,
+            "tasks=[grasp_single_cube]",
+            "episode_timeout_s=3",
+            "max_attempts=1",
+            "model.timeout_s=300",
+        )
+        driver = quiet(run)
+        started = time.monotonic()
+        df = driver.execute()
+        took = time.monotonic() - started
+    assert took < 90  # not the server's 120 s
+    assert driver.counts["worker_crashes"] == 1
+    assert len(df) == 2 and (df["status"] == "infra_error").all()
+    assert df["error"].str.contains("episode exceeded").all()
+    assert df["error"].str.contains("episode exceeded 4 s").any()  # timeout + BACKSTOP_S: the backstop's
+
+
+def test_one_rate_limit_holds_across_two_worker_processes(ray_session, tmp_path):
+    """Four episodes in two worker processes, model.rpm=120 (one request every ~0.51 s), against a
+    server that refuses a third request within any second: not one 429, and the waits are in the rows."""
+
+    def three_moves_then_stop(body: dict) -> str:
+        answered = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+        return MOVE_UP if answered < 3 else STOP
+
+    limit = RateLimit(three_moves_then_stop, rpm=3, window_s=1.0)
+    with ScriptedServer(default=limit) as server:
+        run = llm_run(tmp_path, server, "limited", "ray.env_actors=2", "ray.episodes_per_actor=2", "model.rpm=120")
+        df = quiet(run).execute()
+    assert len(df) == 4 and (df["status"] == "ok").all() and (df["end_reason"] == "stop").all()
+    assert limit.rejected == [] and len(limit.accepted) == 16
+    gaps = np.diff(sorted(limit.accepted))
+    assert np.median(gaps) == pytest.approx(60 / 120 / 0.98, rel=0.15)  # evenly paced, not in bursts
+    assert df["limit_wait_s"].sum() > 1.0 and (df["backoff_s"] == 0).all() and (df["provider_retries"] == 0).all()
+
+
+def cameras(env) -> int:
+    import sapien
+
+    kind = sapien.render.RenderCameraComponent
+    return sum(e.find_component_by_type(kind) is not None for e in env.world.scene.entities)
+
+
+@pytest.mark.parametrize("protocol", ["active", "passive"])
+def test_scenes_that_keep_no_render_targets_give_the_same_pixels(render_env, protocol):
+    """hold_cameras=False (many scenes per worker) makes each camera for one render and removes it:
+    the same images, and no camera (no render targets) left in the scene between renders."""
+    light = VABenchEnv(EnvConfig(camera=render_env.config.camera, hold_cameras=False))
+    act = {"action": "gripper.move_world", "axis": "x", "sign": "+", "distance_mm": 30}
+    try:
+        first = [env.reset("grasp_single_cube", 1000, protocol=protocol).images for env in (render_env, light)]
+        then = [env.step(act).observation.images for env in (render_env, light)]
+        for held, made in (first, then):
+            assert held.keys() == made.keys() and len(held) == (1 if protocol == "active" else 5)
+            for view in held:
+                assert np.array_equal(held[view], made[view]), view
+        assert cameras(light) == 0 and cameras(render_env) >= 1
+    finally:
+        light.close()

@@ -1,0 +1,157 @@
+"""One decision from the model: repairs of bad replies, tool calls answered in the same thread,
+the per-step call limit, and the provider's usage and retries counted per call. Shared by
+evaluation episodes (:mod:`vabench.agents.harness`) and summary learning."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from vabench.vocab import INFRA_ERROR
+
+from . import prompts
+from .history import ASSISTANT, USER, Conversation, ImageRef
+from .models import Model, ModelError, Reply
+from .protocol import TOOL, Decision, ProtocolError
+from .records import EpisodeRecord
+from .tools import ToolResult
+
+PERMANENT = "model (permanent): "  # prefix of an infra error that retrying cannot fix
+
+
+class EpisodeEnd(Exception):
+    """Ends an episode (or a learning exchange) with an end_reason."""
+
+    def __init__(self, reason: str, error: str | None = None):
+        super().__init__(reason)
+        self.reason, self.error = reason, error
+
+
+class Dialogue:
+    """Calls the model for one decision: repairs, tool calls and the per-step call limit.
+
+    Shared by evaluation episodes and summary learning."""
+
+    def __init__(
+        self,
+        model: Model,
+        conv: Conversation,
+        record: EpisodeRecord,
+        config,  # a HarnessConfig (max_repairs, max_calls_per_step)
+        overdue: Callable[[], str | None] | None = None,
+    ):
+        self.model, self.conv, self.record, self.config = model, conv, record, config
+        self.overdue = overdue  # a reason when the episode ran out of time (checked before each call)
+        self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.answered = self.attempts = self.retries = 0  # answered calls; HTTP attempts; attempts after a failure
+        self.backoff_s = self.limit_wait_s = 0.0
+        self.cost: float | None = 0.0
+
+    def ask(self, step: int, parse, tools, until=None) -> Decision:
+        """Return the next non-tool decision. ``parse(text) -> Decision`` may raise ProtocolError;
+        ``tools(decision) -> ToolResult`` answers tool calls; ``until()``, if given, is checked
+        after each tool call and ends the exchange with that tool decision when true."""
+        calls = repairs = 0
+        while True:
+            if calls >= self.config.max_calls_per_step:
+                raise EpisodeEnd("call_limit", f"{calls} model calls in step {step} without an action")
+            calls += 1
+            reply = self._call(step)
+            try:
+                decision = parse(reply.text)
+            except ProtocolError as e:
+                self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
+                if repairs >= self.config.max_repairs:
+                    raise EpisodeEnd("repairs_exhausted", str(e)) from None
+                repairs += 1
+                self.repairs += 1  # repair prompts sent
+                self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
+                continue
+            self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
+            if decision.kind != TOOL:
+                return decision
+            self.tool_calls += 1
+            try:
+                result = tools(decision)
+            except Exception as e:  # untrusted arguments must never crash the episode
+                result = ToolResult(f"{decision.tool} failed on these arguments: {type(e).__name__}", ok=False)
+            self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
+            refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
+            self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
+            if until is not None and until():
+                return decision
+
+    def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
+        self.conv.add(USER, text, kind, step, images)
+        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=_rels(self.record, images))
+
+    def _call(self, step: int) -> Reply:
+        late = self.overdue() if self.overdue is not None else None
+        if late:
+            self.record.event("timeout", step=step, error=late)
+            raise EpisodeEnd(INFRA_ERROR, late)
+        messages, info = self.conv.request()
+        self.calls += 1
+        self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
+        started = time.perf_counter()
+        try:
+            reply = self.model.complete(messages)
+        except ModelError as e:
+            self.attempts += e.attempts
+            self.retries += max(0, e.attempts - 1)
+            self.backoff_s += e.backoff_s
+            self.limit_wait_s += getattr(e, "limit_wait_s", 0.0)
+            self.record.event(
+                "model_error",
+                step=step,
+                error=str(e),
+                permanent=e.permanent,
+                attempts=e.attempts,
+                backoff_s=round(e.backoff_s, 4),
+            )
+            raise EpisodeEnd(INFRA_ERROR, f"{PERMANENT if e.permanent else 'model: '}{e}") from None
+        except Exception as e:  # a broken agent is infrastructure, not a model's answer
+            self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
+            raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
+        self.answered += 1
+        self.attempts += reply.attempts
+        self.retries += max(0, reply.attempts - 1)
+        self.backoff_s += reply.backoff_s
+        self.limit_wait_s += getattr(reply, "limit_wait_s", 0.0)
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
+        self.record.event(
+            "reply",
+            step=step,
+            call=self.calls,
+            text=reply.text,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+            attempts=reply.attempts,
+            backoff_s=round(reply.backoff_s, 4),
+            limit_wait_s=round(getattr(reply, "limit_wait_s", 0.0), 4),
+            model_latency_s=round(reply.latency_s, 4),  # the answering attempt
+            call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
+            request_id=reply.request_id,
+        )
+        self.conv.add(ASSISTANT, reply.text, "reply", step)
+        return reply
+
+
+def _ref(path: Path, label: str) -> ImageRef:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return ImageRef(Path(path), label, im.width, im.height)
+
+
+def _rels(record: EpisodeRecord, images) -> list[str]:
+    return [record.rel(r.path) for r in images or []]
+
+
+def _relinfo(record: EpisodeRecord, info: dict) -> dict:
+    return {**info, "images": [record.rel(Path(p)) for p in info["images"]]}
