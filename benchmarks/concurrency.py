@@ -162,6 +162,22 @@ class Background:
         self.thread.join(timeout=120)
 
 
+def cpu_s() -> dict:
+    """CPU seconds used so far by the env workers and by every process of the run (this one, which
+    also serves the fake provider, and Ray's own included)."""
+    out = {"workers": 0.0, "all": 0.0}
+    for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            t, cmd = p.cpu_times(), " ".join(p.cmdline()[:1])
+        except psutil.Error:
+            continue
+        used = t.user + t.system
+        out["all"] += used
+        if cmd.startswith("ray::EpisodeWorker"):
+            out["workers"] += used
+    return out
+
+
 def _count(server: ScriptedServer, status: int = 200) -> int:
     return sum(s == status for s in list(server.statuses))
 
@@ -183,11 +199,12 @@ def decisions(latency: float, in_flight: int, actors: int, window: float, window
         with Background(run) as bg:
             _wait_for(lambda: _count(server) >= in_flight, bg)  # every episode answered once: steady state
             time.sleep(latency)
-            rates = []
+            rates, first, cpu0 = [], _count(server), cpu_s()
             for _ in range(windows):
                 before, t0 = _count(server), time.monotonic()
                 time.sleep(window)
                 rates.append((_count(server) - before) / (time.monotonic() - t0))
+            done, cpu1 = _count(server) - first, cpu_s()
             bad = [s for s in server.statuses if s != 200]
     rate, ideal = statistics.median(rates), in_flight / latency
     return {
@@ -201,6 +218,7 @@ def decisions(latency: float, in_flight: int, actors: int, window: float, window
         "non_200": len(bad),
         "peak_rss_mb": {k: round(v) for k, v in mem.peak.items()},
         "rss_per_episode_mb": round(mem.peak["workers"] / in_flight, 1),
+        "cpu_s_per_decision": {k: round((cpu1[k] - cpu0[k]) / max(done, 1), 4) for k in cpu0},
     }
 
 

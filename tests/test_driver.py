@@ -282,7 +282,7 @@ def _worker_pids() -> list[int]:
                 cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if cmd.startswith("ray::EpisodeWorker.run"):
+            if cmd.startswith("ray::EpisodeWorker"):  # idle, or running episodes (.run)
                 pids.append(int(proc.name))
     return pids
 

@@ -229,7 +229,7 @@ def test_concurrent_callers_stay_under_a_sliding_window_limit(key):
     assert all(r.text == "ok" and r.attempts == 1 and r.backoff_s == 0 for r in replies)
     gap = spacing(600)
     offsets = [t - i * gap for i, t in enumerate(limit.accepted[1:])]  # on one line when evenly spaced
-    assert max(offsets) - min(offsets) < 0.15, offsets  # a burst would spread them over n * gap = 2.4 s
+    assert max(offsets) - min(offsets) < 0.8, offsets  # a burst would spread them over n * gap = 2.4 s
     assert sum(r.limit_wait_s > 0 for r in replies) >= n - 1  # all but the first wait for a slot
     assert max(r.limit_wait_s for r in replies) > 0.5 * n_threads * gap
     assert model.limiter.stats()["requests"] == n + 1
@@ -276,13 +276,13 @@ def test_the_pause_is_capped_like_the_backoff(key):
 
 def test_every_retry_takes_a_slot_and_an_exhausted_call_reports_its_limit_wait(key):
     with ScriptedServer(default={"status": 500}) as server:
-        model = make(server, rpm=120, max_retries=1)  # slots 0.51 s apart
+        model = make(server, rpm=30, max_retries=1)  # slots 2.04 s apart
         with pytest.raises(ModelError) as info:
             model.complete(USER)
     e = info.value
     assert e.attempts == 2 and e.backoff_s <= 0.05 and not e.permanent
-    assert e.limit_wait_s >= spacing(120) - 0.05 - 0.1
-    assert server.times[1] - server.times[0] >= spacing(120) - 0.05
+    assert e.limit_wait_s >= spacing(30) - 1.0  # the retry waited for its own slot (a round trip < 1 s)
+    assert server.times[1] - server.times[0] >= spacing(30) - 0.05
 
 
 def test_a_limiter_is_made_per_process_when_the_config_sets_a_limit(key):
@@ -321,7 +321,7 @@ def test_the_estimate_is_booked_then_settled_and_the_wait_is_not_latency(key):
         t0 = time.perf_counter()
         reply = model.complete(messages)
         elapsed = time.perf_counter() - t0
-    est = text_tokens("what is this?") + image_tokens(800, 600) + 512
+    est = text_tokens("what is this?") + image_tokens(800, 600) + 4096  # max_tokens: what providers count
     assert model.limiter.calls == [("acquire", est), ("settle", est, 960)]
     assert reply.limit_wait_s == 0.25 and reply.backoff_s == 0.0
     assert reply.latency_s < elapsed - 0.2  # the wait is before the timed attempt

@@ -45,7 +45,7 @@ def check_local_key(run: RunConfig) -> None:
         raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
 
 
-def worker_args(run: RunConfig, lock=None, slots: int = 1, limiter=None, timeout: bool = True) -> tuple:
+def worker_args(run: RunConfig, lock: tuple[str, str] | None = None, slots: int = 1, limiter=None) -> tuple:
     return (
         run.camera,
         asdict(run.harness),
@@ -56,7 +56,7 @@ def worker_args(run: RunConfig, lock=None, slots: int = 1, limiter=None, timeout
         lock,
         slots,
         limiter,
-        run.episode_timeout_s if timeout else None,
+        run.episode_timeout_s,
     )
 
 
@@ -99,7 +99,8 @@ def _demo_root(run: RunConfig) -> str | None:
 class InProcessBackend:
     """One :class:`EpisodeWorker` in the driver's process: episodes run one at a time, inside
     :meth:`submit`. For a laptop or a debugger; there is no isolation (a segfault ends the run,
-    which then resumes on rerun) and no episode timeout. Ctrl-C interrupts at once."""
+    which then resumes on rerun) and no backstop for an episode stuck in the simulator (the time
+    limit still ends an episode at its next model call). Ctrl-C interrupts at once."""
 
     slots = 1
     catches_ctrl_c = False
@@ -117,7 +118,7 @@ class InProcessBackend:
         if self._worker is None:
             from .worker import EpisodeWorker
 
-            self._worker = EpisodeWorker(*worker_args(self.run, limiter=self.limiter, timeout=False))
+            self._worker = EpisodeWorker(*worker_args(self.run, limiter=self.limiter))
         return self._worker
 
     def slots_of(self, worker) -> int:
@@ -126,7 +127,7 @@ class InProcessBackend:
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
 
-    def overdue(self, worker, limit_s: float) -> list[str] | None:
+    def stuck(self, worker, limit_s: float) -> list[str] | None:
         return []  # episodes run inside submit(): nothing is ever in flight while the driver looks
 
     @staticmethod
@@ -144,8 +145,9 @@ class InProcessBackend:
     def submit_learn(self, task: str, learn_dir: str) -> Future:
         from .worker import learn
 
+        run = self.run
         return self._now(
-            learn, asdict(self.run.model), task, str(self.run.summary_root), learn_dir, _demo_root(self.run)
+            learn, asdict(run.model), task, str(run.summary_root), learn_dir, _demo_root(run), self.limiter
         )
 
     def wait(self, refs: list, timeout: float) -> list:
@@ -188,8 +190,7 @@ class RayBackend:
         self.slots = run.ray.env_actors * run.ray.episodes_per_actor
         self._slots: dict[int, int] = {}  # id(worker) -> its slots
         self.limiter = None
-        local = make_limiter(run)
-        if local is not None:  # one per run, on the driver's node; owned by the driver, so it ends with it
+        if not is_offline(run.model.model):  # one per run, on the driver's node; owned by the driver: ends with it
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -270,14 +271,15 @@ class RayBackend:
         if self.limiter is None:
             return None
         try:
-            return self.ray.get(self.limiter.stats.remote(), timeout=ASK_S)
-        except Exception:  # progress display only
+            return self.ray.get(self.limiter.stats.remote(), timeout=2.0)
+        except Exception:  # progress display only: never hold the driver up
             return None
 
-    def overdue(self, worker, limit_s: float) -> list[str] | None:
-        """Keys of the worker's episodes past ``limit_s`` of work, or None if it did not answer."""
+    def stuck(self, worker, limit_s: float) -> list[str] | None:
+        """Keys of the worker's episodes inside one simulator call for over ``limit_s``, or None
+        if the worker did not answer within :data:`ASK_S`."""
         try:
-            return self.ray.get(worker.overdue.options(concurrency_group=CONTROL).remote(limit_s), timeout=ASK_S)
+            return self.ray.get(worker.stuck.options(concurrency_group=CONTROL).remote(limit_s), timeout=ASK_S)
         except Exception:
             return None
 
@@ -287,8 +289,10 @@ class RayBackend:
     def submit_learn(self, task: str, learn_dir: str):
         from .worker import learn
 
-        remote = self.ray.remote(learn).options(num_cpus=min(1.0, self.run.ray.actor_cpus))
-        return remote.remote(asdict(self.run.model), task, str(self.run.summary_root), learn_dir, _demo_root(self.run))
+        run = self.run
+        limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
+        remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
+        return remote.remote(asdict(run.model), task, str(run.summary_root), learn_dir, _demo_root(run), limiter)
 
     def wait(self, refs: list, timeout: float) -> list:
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)

@@ -15,8 +15,9 @@ Correctness rules:
   interrupted driver costs nothing (the worker sets the stale record folder aside and runs the
   same attempt afresh); the backend never re-runs anything by itself, so no episode is judged twice;
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits excluded) ends
-  itself as an infra error at its next model call; one stuck inside the simulator is caught by the
-  driver's backstop, which kills its worker (its other episodes are re-queued as after a crash);
+  itself as an infra error at its next model call; one stuck inside a simulator call, or a worker
+  that stops answering, is caught by the driver's backstop, which kills that worker (its episodes
+  are then collected as after a crash);
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
 """
 
@@ -48,9 +49,10 @@ from .runlock import RunLock, RunLocked
 from .specs import EpisodeSpec, expand
 
 POLL_S = 2.0
-BACKSTOP_S = 120.0  # past episode_timeout_s an episode is stuck where it cannot end itself
-BACKSTOP_EVERY_S = 15.0  # how often the driver asks workers about overdue episodes
-STARTUP_S = 600.0  # more slack for a worker that has never answered yet (still starting: Ray, shaders)
+STUCK_S = 600.0  # one simulator call this long is stuck (they take < 5 s): the episode cannot end itself
+BACKSTOP_EVERY_S = 15.0  # how often the driver asks workers about stuck episodes
+MISSES = 3  # checks in a row a worker failed to answer: it is hung (a native call holding the GIL)
+STARTUP_S = 600.0  # a worker that has never answered yet may still be starting (Ray, shaders)
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 
 
@@ -213,6 +215,8 @@ class Driver:
         inflight: dict = {}  # ref -> (worker, spec, attempt, submitted)
         self._replaced: dict[int, tuple] = {}  # id(dead worker) -> (it, its replacement)
         self._answered: dict[int, object] = {}  # workers that have answered a backstop check
+        self._misses: dict[int, int] = {}  # id(worker) -> checks it failed to answer, in a row
+        self._shown = 0.0
         bar = tqdm(total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True)
         previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
         checked = time.monotonic()
@@ -231,7 +235,7 @@ class Driver:
                     worker, spec, attempt, _ = inflight.pop(ref)
                     if self._collect(backend, ref, spec, attempt, queue):
                         bar.update(1)
-                    idle.append(self._seat(backend, worker))
+                    idle.append(self._seat(backend, worker, idle))
                 if time.monotonic() - checked > BACKSTOP_EVERY_S:
                     checked = time.monotonic()
                     bar.update(self._backstop(backend, inflight, idle, queue))
@@ -249,47 +253,57 @@ class Driver:
             for worker in _distinct(idle):
                 backend.kill(worker)
 
-    def _seat(self, backend, worker):
-        """The worker for a slot that just came free: the same one, or the replacement of a dead
-        one (made once, with as many slots, however many of its episodes come back)."""
+    def _seat(self, backend, worker, idle: list):
+        """The worker for a slot that just came free: the same one, or the replacement of a dead one."""
         if id(worker) in self._replaced:
             return self._replaced[id(worker)][1]
-        if backend.alive(worker):
-            return worker
+        return worker if backend.alive(worker) else self._replace(backend, worker, idle)
+
+    def _replace(self, backend, worker, idle: list):
+        """One replacement per dead worker, with as many slots, however many of its episodes come
+        back; its free slots in ``idle`` move to the replacement (never a submit to a dead worker)."""
+        if id(worker) in self._replaced:
+            return self._replaced[id(worker)][1]
+        backend.kill(worker)  # dead, or judged so: never left running beside its replacement
         new = backend.new_worker(backend.slots_of(worker))
         self._replaced[id(worker)] = (worker, new)
+        idle[:] = [new if w is worker else w for w in idle]
+        self.counts["worker_crashes"] += 1
         return new
 
     def _backstop(self, backend, inflight: dict, idle: list, queue) -> int:
-        """Kill a worker that holds an episode far past the time limit (stuck in native code), or that
-        no longer answers while one of its episodes has been out that long (a worker still starting
-        up does not answer either); each of its episodes is retried as after a crash. Returns
-        episodes finished."""
+        """Kill a worker with an episode stuck inside one simulator call for over :data:`STUCK_S`
+        (it cannot end itself there), or one that failed :data:`MISSES` checks in a row (hung; one
+        that has never answered gets :data:`STARTUP_S` to start). Its episodes are then collected
+        as after a crash: judged if their outcome was written, else retried. Returns episodes finished."""
         finished = 0
-        limit = self.run.episode_timeout_s + BACKSTOP_S
         for worker in _distinct(w for w, *_ in inflight.values()):
-            late = backend.overdue(worker, limit)
-            if late is None:
+            stuck = backend.stuck(worker, STUCK_S)
+            if stuck is None:
+                misses = self._misses[id(worker)] = self._misses.get(id(worker), 0) + 1
                 oldest = min(t for w, *_, t in inflight.values() if w is worker)
-                if time.monotonic() - oldest <= limit + (0 if id(worker) in self._answered else STARTUP_S):
+                starting = id(worker) not in self._answered and time.monotonic() - oldest <= STARTUP_S
+                if misses < MISSES or starting:
                     continue
+                why = f"worker did not answer {misses} checks in a row"
             else:
-                self._answered[id(worker)] = worker
-                if not late:
+                self._answered[id(worker)], self._misses[id(worker)] = worker, 0
+                if not stuck:
                     continue
-            why = "worker did not answer" if late is None else f"episode exceeded {limit:g} s"
-            backend.kill(worker)
-            self.counts["worker_crashes"] += 1
+                why = f"an episode was inside one simulator call for over {STUCK_S:g} s"
+            new = self._replace(backend, worker, idle)
             for ref, (w, spec, attempt, _) in list(inflight.items()):
                 if w is worker:
                     inflight.pop(ref)
-                    error = why if late is None or spec.key in late else f"worker killed ({why} in another episode)"
-                    finished += self._retry(spec, attempt, error, queue)
-                    idle.append(self._seat(backend, worker))
+                    finished += self._collect(backend, ref, spec, attempt, queue, died=why)
+                    idle.append(new)
         return finished
 
     def _show(self, bar, backend) -> None:
-        stats = backend.limit_stats() if self.progress else None
+        if not self.progress or time.monotonic() - self._shown < POLL_S:
+            return
+        self._shown = time.monotonic()
+        stats = backend.limit_stats()
         extra = {}
         if stats:
             extra = {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
@@ -314,17 +328,17 @@ class Driver:
 
         return signal.signal(signal.SIGINT, request_stop)
 
-    def _collect(self, backend, ref, spec: EpisodeSpec, attempt: int, queue) -> bool:
-        """Take one finished episode; True when it is final (judged, or out of attempts)."""
+    def _collect(self, backend, ref, spec: EpisodeSpec, attempt: int, queue, died: str | None = None) -> bool:
+        """Take one finished episode; True when it is final (judged, or out of attempts). ``died``:
+        why the driver killed its worker (the retry's error)."""
         try:
             row = backend.get(ref)
         except WorkerDied as e:  # the worker died (crash, kill -9): was the episode already written?
-            self.counts["worker_crashes"] += 1
             state = _read_status(spec.outcome_path(self.run.run_dir))
             if state == (OK, attempt):
                 row = pd.read_parquet(spec.outcome_path(self.run.run_dir)).iloc[0].to_dict()
             else:
-                return self._retry(spec, attempt, f"worker died: {e}", queue)
+                return self._retry(spec, attempt, died or f"worker died: {e}", queue)
         except Exception as e:  # a bug or a missing summary inside the worker: infra, with the reason
             return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue)
         if row["status"] != OK:

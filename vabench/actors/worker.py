@@ -44,17 +44,34 @@ WATCH_S = 0.5  # how often a worker checks that its driver still holds the run f
 @dataclass
 class Seat:
     """One episode place in a worker: an env and a model client of its own (offline agents keep
-    per-episode state), and the running episode's clock."""
+    per-episode state), and the running episode's clocks."""
 
     env: VABenchEnv
     model: Model
     key: str | None = None  # the running episode (its folder key), None when free
     started: float = 0.0
     limiter_s: float = 0.0  # limit waits granted to this episode so far
+    in_sim: float | None = None  # since when it holds the simulator lock (None: it does not)
 
     def active_s(self) -> float:
         """Seconds the running episode has worked: wall time less its waits on the run's rate limits."""
         return time.monotonic() - self.started - self.limiter_s
+
+
+class _SeatSim:
+    """The worker's simulator lock as one seat takes it: the seat notes since when it holds it, so
+    the driver can tell an episode stuck inside the simulator from one waiting for its model."""
+
+    def __init__(self, lock: threading.RLock, seat: Seat):
+        self.lock, self.seat = lock, seat
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.seat.in_sim = time.monotonic()
+
+    def __exit__(self, *exc) -> None:
+        self.seat.in_sim = None
+        self.lock.release()
 
 
 class _SeatLimiter:
@@ -103,20 +120,26 @@ class EpisodeWorker:
         self.watch = DriverWatch(*lock) if lock is not None else None
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
-        self.camera, self.slots, self.limiter, self.timeout_s = camera, slots, limiter, timeout_s
+        self.limiter, self.timeout_s = limiter, timeout_s
         self.harness = HarnessConfig(**harness)
-        self.model_cfg = ModelConfig(**model)
         self.run_dir, self.meta = Path(run_dir), meta
         self.store = SummaryStore(Path(summary_root))
         self.sim = threading.RLock()  # one simulator call at a time in this process
-        self.seats: list[Seat] = []
+        # every seat now (building an env is cheap: its scene comes with the first reset), so no
+        # episode's clock runs while another seat is being made
+        cfg = EnvConfig(camera=CAMERA_PRESETS[camera], hold_cameras=slots == 1)
+        self.seats = [self._seat(VABenchEnv(cfg), make_model(ModelConfig(**model))) for _ in range(slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
-        self._seat_lock = threading.Lock()
-        first = self._new_seat()
-        with self.sim:
-            first.env.reset("grasp_single_cube", 0)  # compile shaders now, not inside the first timed episode
-        first.model.warm()
-        self.free.put(first)
+        for seat in self.seats:
+            self.free.put(seat)
+        self.seats[0].env.reset("grasp_single_cube", 0)  # compile shaders now, not inside the first timed episode
+        self.seats[0].model.warm()
+
+    def _seat(self, env: VABenchEnv, model: Model) -> Seat:
+        seat = Seat(env, model)
+        if self.limiter is not None:
+            model.limiter = _SeatLimiter(self.limiter, seat)
+        return seat
 
     def close(self) -> None:
         """Free every scene (the in-process backend, when its run is over)."""
@@ -124,31 +147,19 @@ class EpisodeWorker:
             for seat in self.seats:
                 seat.env.close()
 
-    def _new_seat(self) -> Seat:
-        with self.sim:  # building an env touches SAPIEN
-            env = VABenchEnv(EnvConfig(camera=CAMERA_PRESETS[self.camera], hold_cameras=self.slots == 1))
-        seat = Seat(env, make_model(self.model_cfg))
-        if self.limiter is not None:
-            seat.model.limiter = _SeatLimiter(self.limiter, seat)
-        self.seats.append(seat)
-        return seat
-
-    def _take_seat(self) -> Seat:
-        with self._seat_lock:
-            try:
-                return self.free.get_nowait()
-            except queue.Empty:
-                if len(self.seats) < self.slots:
-                    return self._new_seat()
-        return self.free.get()  # more calls than slots: wait for one (the driver never does this)
-
     def pid(self) -> int:
         return os.getpid()
 
-    def overdue(self, limit_s: float) -> list[str]:
-        """Keys of the running episodes that have worked longer than ``limit_s`` (the driver's
-        backstop for an episode stuck inside the simulator, where its own time limit cannot act)."""
-        return [s.key for s in self.seats if s.key is not None and s.active_s() > limit_s]
+    def stuck(self, limit_s: float) -> list[str]:
+        """Keys of the running episodes that have been inside one simulator call for longer than
+        ``limit_s`` (the driver's backstop: such an episode cannot end itself; one waiting for its
+        model can, at its next call)."""
+        now, out = time.monotonic(), []
+        for seat in self.seats:
+            key, since = seat.key, seat.in_sim  # read once: the episode thread may change them
+            if key is not None and since is not None and now - since > limit_s:
+                out.append(key)
+        return out
 
     def _check_driver(self) -> None:
         why = self.watch.gone() if self.watch is not None else None
@@ -169,8 +180,9 @@ class EpisodeWorker:
         missing here is one whose learning ended without a summary (not infra): the episode runs
         without it and its row says ``summary_learned`` false, so the analysis can count it."""
         s = EpisodeSpec(**spec)
-        seat = self._take_seat()
-        seat.key, seat.started, seat.limiter_s = s.key, time.monotonic(), 0.0
+        seat = self.free.get()  # the driver never runs more episodes on a worker than it has seats
+        seat.started, seat.limiter_s = time.monotonic(), 0.0
+        seat.key = s.key  # last: a clock read by stuck() is this episode's
         try:
             return self._run(seat, s, attempt)
         finally:
@@ -204,7 +216,7 @@ class EpisodeWorker:
             summary_source=s.summary_source,
             transfer=s.track == TRANSFER,
             identity={**self.meta, **s.identity(), **told, "attempt": attempt},
-            sim=self.sim,
+            sim=_SeatSim(self.sim, seat),
             overdue=self._overdue(seat),
         )
         result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
@@ -213,9 +225,14 @@ class EpisodeWorker:
         return result.row()
 
 
-def learn(model: dict, task: str, summary_root: str, learn_dir: str, demo_root: str | None = None) -> dict:
-    """Summary learning for one (model, task): no simulator unless a demo must be recorded."""
+def learn(
+    model: dict, task: str, summary_root: str, learn_dir: str, demo_root: str | None = None, limiter=None
+) -> dict:
+    """Summary learning for one (model, task): no simulator unless a demo must be recorded. Its
+    requests go through the run's ``limiter`` like the episodes'."""
     m = make_model(ModelConfig(**model))
+    if limiter is not None:
+        m.limiter = limiter
     demos = Path(demo_root) if demo_root else None
     result = learn_summary(m, task, SummaryStore(Path(summary_root)), Path(learn_dir), demos)
     return {"task": task, "end_reason": result.end_reason, "error": result.error, "learned": result.summary is not None}

@@ -85,7 +85,7 @@ class Dialogue:
 
     def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
         self.conv.add(USER, text, kind, step, images)
-        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=_rels(self.record, images))
+        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images))
 
     def _call(self, step: int) -> Reply:
         late = self.overdue() if self.overdue is not None else None
@@ -149,7 +149,7 @@ def _ref(path: Path, label: str) -> ImageRef:
         return ImageRef(Path(path), label, im.width, im.height)
 
 
-def _rels(record: EpisodeRecord, images) -> list[str]:
+def record_paths(record: EpisodeRecord, images) -> list[str]:
     return [record.rel(r.path) for r in images or []]
 
 

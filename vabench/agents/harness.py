@@ -30,7 +30,7 @@ from vabench.outcomes import OutcomeRow
 from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
 
 from . import prompts
-from .dialogue import PERMANENT, Dialogue, EpisodeEnd, _rels
+from .dialogue import PERMANENT, Dialogue, EpisodeEnd, record_paths
 from .history import USER, Conversation, ImageRef
 from .models import EpisodeContext, Model
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
@@ -74,7 +74,9 @@ def _serialised(expert: Callable, sim) -> Callable:
     reply): each step of it runs under the simulator lock."""
 
     def run():
-        actions, end = iter(expert()), object()
+        end = object()
+        with sim:
+            actions = iter(expert())
         while True:
             with sim:
                 action = next(actions, end)
@@ -296,5 +298,5 @@ class _Episode:
         text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions, self.config.observation)
         self.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(
-            "turn", role=USER, kind="observation", step=obs.step, text=text, images=_rels(self.record, refs)
+            "turn", role=USER, kind="observation", step=obs.step, text=text, images=record_paths(self.record, refs)
         )

@@ -46,11 +46,9 @@ _RESERVED_EXTRA: dict[str, str] = {
 
 _SECRETISH = re.compile(r"(?i)\b(sk|pk|rk|api[-_]?key)[-_][A-Za-z0-9_\-*.]{6,}|\bBearer\s+\S+")
 _SHORT = 300  # characters of a provider's error text kept in a ModelError
-# Completion tokens booked per request on the tpm schedule. The booking only paces requests in flight:
-# settle() replaces it with the reply's real usage, so the expected reply (one decision and its reasoning,
-# a few hundred tokens) is the right guess, not max_tokens (4096 by default), which would pace an
-# image-light run several times below its tpm. Longer replies (reasoning models) push later callers back.
-_REPLY_TOKENS = 512
+# A request is booked on the tpm schedule as its prompt estimate plus ``max_tokens``: providers (OpenAI
+# among them) count ``max_tokens`` against the limit when they accept a request, and settle() gives back
+# what the reply did not use as soon as it arrives, so only requests in flight are over-booked.
 _LAZY = threading.Lock()  # one process-local limiter per model, however many threads start at once
 
 
@@ -256,7 +254,7 @@ class LiteLLMModel(Model):
         attempts = 0
         latency = backoff = limit_wait = 0.0
         limiter = self._limiter()
-        est = message_tokens(messages) + min(self.cfg.max_tokens, _REPLY_TOKENS) if limiter is not None else 0
+        est = message_tokens(messages) + self.cfg.max_tokens if limiter is not None else 0
 
         def attempt() -> Any:
             nonlocal attempts, latency, limit_wait

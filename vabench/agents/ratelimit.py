@@ -12,7 +12,8 @@ Headroom: the effective rates are ``rpm * (1 - headroom)`` and ``tpm * (1 - head
 spacing at exactly ``rpm`` puts rpm + 1 requests into a closed 60 s window, and network jitter
 can move two requests closer than their slots; at rpm=120 the default 2 % (about 117.6/min)
 leaves 1.2 s of slack per window. Tokens are paced the same way, so any 60 s window carries at
-most ``tpm * (1 - headroom)`` tokens plus one request's.
+most ``tpm * (1 - headroom)`` tokens plus one request's, as long as the estimates booked are not
+below the real usage (the client books ``max_tokens`` for the reply and settles it on arrival).
 
 The caller sleeps, not the limiter: :meth:`RateLimiter.acquire` books the slot at once (so
 concurrent callers get increasing slots) and returns how long to wait, which also works through
