@@ -101,14 +101,14 @@ def test_four_episodes_in_one_worker_run_at_once_and_match_one_at_a_time(ray_ses
 def test_a_killed_worker_hosting_four_episodes_re_queues_each_once(ray_session, one_at_a_time, tmp_path):
     _, serial = one_at_a_time
     run = smoke(tmp_path, "kill", *ONE_WORKER)
-    killed = []
+    killed, old = [], frozenset(_worker_pids())
 
     def killer():
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
             started = list((run.run_dir / "_records").rglob("events.jsonl")) if run.run_dir.exists() else []
             done = list((run.run_dir / "outcomes").rglob("*.parquet")) if run.run_dir.exists() else []
-            pids = _worker_pids()
+            pids = _worker_pids(old)
             if len(started) >= 4 and not done and pids:  # every episode in flight on the one worker, none done
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
@@ -179,12 +179,12 @@ def test_a_hung_worker_is_killed_once_and_its_episodes_rerun(ray_session, tmp_pa
     with ScriptedServer(default=slow) as server:
         run = llm_run(tmp_path, server, "hung", *ONE_WORKER, "tasks=[grasp_single_cube]", "max_attempts=2")
         driver = quiet(run)
-        stopped = []
+        stopped, old = [], frozenset(_worker_pids())
 
         def stopper():
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and not stopped:
-                pids = _worker_pids()
+                pids = _worker_pids(old)
                 if driver.__dict__.get("_answered") and len(server.times) >= 2 and pids:  # both calls out
                     os.kill(pids[0], signal.SIGSTOP)
                     stopped.append(pids[0])

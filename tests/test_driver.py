@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from tests.openai_server import ScriptedServer
@@ -24,6 +25,7 @@ from vabench.actors.backends import InProcessBackend, backend_for
 from vabench.actors.config import from_config
 from vabench.actors.driver import Driver, infra_row, plan
 from vabench.actors.specs import expand
+from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.summary_store import SummaryStore
 from vabench.analysis import success_matrix
 from vabench.outcomes import read_rows, write_row
@@ -160,11 +162,17 @@ def summary_block(request: dict) -> str:
 
 def test_own_summaries_are_learned_once_over_http_and_reach_the_episode(tmp_path, demo_root, monkeypatch):
     monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
+    limiters = []  # the run's limiter: learning and the episode both ask it (model.rpm)
+    monkeypatch.setattr(
+        backends, "make_limiter", lambda run: limiters.append(RateLimiter(run.model.rpm, None)) or limiters[-1]
+    )
     stop = json.dumps({"stop": True})
     with ScriptedServer() as server:
         server.script(tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY))
         server.script(stop)
-        first = Driver(learner_run(tmp_path, server, demo_root, "a"), log=lambda *_: None, progress=False).execute()
+        run = learner_run(tmp_path, server, demo_root, "a", "model.rpm=6000")
+        first = Driver(run, log=lambda *_: None, progress=False).execute()
+        assert len(limiters) == 1 and limiters[0].stats()["requests"] == len(server.requests) == 4
         learned = len(server.requests)
         server.script(stop)  # a second run with the same summary root learns nothing new
         second = Driver(learner_run(tmp_path, server, demo_root, "b"), log=lambda *_: None, progress=False).execute()
@@ -274,29 +282,26 @@ def test_an_own_summary_never_learned_runs_without_it_and_the_analysis_counts_it
     assert "1 (openai/learner | active | summary own: grasp_single_cube 1/1)" in notes
 
 
-def _worker_pids() -> list[int]:
+def _worker_pids(old: frozenset[int] = frozenset()) -> list[int]:
+    """Env worker processes (idle, or running episodes), less ``old`` ones: a previous run's workers
+    may still be exiting. Ray hands actors pre-started processes, so age cannot tell them apart."""
     pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if cmd.startswith("ray::EpisodeWorker"):  # idle, or running episodes (.run)
-                pids.append(int(proc.name))
+    for proc in psutil.process_iter(["cmdline"]):
+        if " ".join(proc.info["cmdline"] or []).startswith("ray::EpisodeWorker") and proc.pid not in old:
+            pids.append(proc.pid)
     return pids
 
 
 def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference, tmp_path):
     _, ref = reference
     run = smoke(tmp_path, "kill")
-    killed = []
+    killed, old = [], frozenset(_worker_pids())
 
     def killer():
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
             started = list((run.run_dir / "_records").rglob("events.jsonl")) if run.run_dir.exists() else []
-            pids = _worker_pids()
+            pids = _worker_pids(old)
             if started and pids:
                 os.kill(pids[0], signal.SIGKILL)  # mid-episode
                 killed.append(pids[0])

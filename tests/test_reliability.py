@@ -203,10 +203,11 @@ def test_workers_of_a_killed_driver_stop_at_once_and_write_no_outcome(tmp_path):
         cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]"]
         cmd += ["seeds=1", "ray.env_actors=1", f"results_dir={tmp_path}", "run_id=orphans"]
         env = {**ENV, KEY_VAR: "sk-test-not-a-secret-123"}
+        old = frozenset(_worker_pids())
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL)
         try:
-            _wait_for(lambda: len(server.requests) >= 7 and _worker_pids(), proc)  # 2 calls to go
-            workers = _worker_pids()
+            _wait_for(lambda: len(server.requests) >= 7 and _worker_pids(old), proc)  # 2 calls to go
+            workers = _worker_pids(old)
             os.kill(proc.pid, signal.SIGKILL)  # the driver only: the Ray it started lives on for a while
             proc.wait()
             killed = time.monotonic()
