@@ -40,10 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
+from tests.test_launch import composed  # noqa: E402
 from vabench.actors.config import from_config  # noqa: E402
 from vabench.actors.driver import Driver  # noqa: E402
 
@@ -74,12 +73,25 @@ def cycle_after(latency: float):
     return reply
 
 
+def by_role(measure) -> dict:
+    """``measure(process)`` summed over the run's processes by role: ``driver`` (this process, which
+    also serves the fake provider), ``workers`` (``ray::EpisodeWorker``) and ``ray`` (Ray's own)."""
+    me = psutil.Process()
+    out = {"driver": measure(me), "workers": 0.0, "ray": 0.0}
+    for p in me.children(recursive=True):
+        try:
+            value, cmd = measure(p), " ".join(p.cmdline()[:1])
+        except psutil.Error:
+            continue
+        out["workers" if cmd.startswith("ray::EpisodeWorker") else "ray"] += value
+    return out
+
+
 class Memory:
     """Peak resident memory of this process and all its descendants (Ray's included), by role."""
 
     def __init__(self):
         self.peak = {"workers": 0.0, "driver": 0.0, "ray": 0.0, "workers+driver": 0.0, "all": 0.0}
-        self.workers_at_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -92,24 +104,10 @@ class Memory:
         self._thread.join()
 
     def _sample(self) -> None:
-        me = psutil.Process()
         while not self._stop.wait(0.5):
-            now = {"workers": 0.0, "driver": me.memory_info().rss / 2**20, "ray": 0.0}
-            n = 0
-            for p in me.children(recursive=True):
-                try:
-                    rss, cmd = p.memory_info().rss / 2**20, " ".join(p.cmdline()[:1])
-                except psutil.Error:
-                    continue
-                if cmd.startswith("ray::EpisodeWorker"):
-                    now["workers"] += rss
-                    n += 1
-                else:
-                    now["ray"] += rss
+            now = by_role(lambda p: p.memory_info().rss / 2**20)
             now["workers+driver"] = now["workers"] + now["driver"]
             now["all"] = now["workers+driver"] + now["ray"]
-            if now["workers+driver"] > self.peak["workers+driver"]:
-                self.workers_at_peak = n
             for k, v in now.items():
                 self.peak[k] = max(self.peak[k], v)
 
@@ -132,8 +130,7 @@ def _config(server: ScriptedServer, root: Path, run_id: str, in_flight: int, act
         f"run_id={run_id}",
         *more,
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+    cfg = composed(*overrides)
     return from_config(cfg, root / run_id)
 
 
@@ -163,19 +160,9 @@ class Background:
 
 
 def cpu_s() -> dict:
-    """CPU seconds used so far by the env workers and by every process of the run (this one, which
-    also serves the fake provider, and Ray's own included)."""
-    out = {"workers": 0.0, "all": 0.0}
-    for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-        try:
-            t, cmd = p.cpu_times(), " ".join(p.cmdline()[:1])
-        except psutil.Error:
-            continue
-        used = t.user + t.system
-        out["all"] += used
-        if cmd.startswith("ray::EpisodeWorker"):
-            out["workers"] += used
-    return out
+    """CPU seconds used so far by the env workers and by every process of the run."""
+    used = by_role(lambda p: sum(p.cpu_times()[:2]))  # user + system
+    return {"workers": used["workers"], "all": sum(used.values())}
 
 
 def _count(server: ScriptedServer, status: int = 200) -> int:

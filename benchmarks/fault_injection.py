@@ -30,10 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from tests.openai_server import Faults, ScriptedServer  # noqa: E402
+from tests.test_launch import composed  # noqa: E402
 from vabench.actors.config import from_config  # noqa: E402
 from vabench.actors.driver import Driver  # noqa: E402
 
@@ -68,8 +67,7 @@ def _run(server: ScriptedServer, root: Path, episodes: int, address: str, max_at
         f"results_dir={root}",
         "run_id=flaky",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+    cfg = composed(*overrides)
     run = from_config(cfg, root / "flaky")
     driver = Driver(run, log=lambda *_: None, progress=False)
     return driver.execute(), driver.counts

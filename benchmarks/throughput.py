@@ -25,10 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from tests.openai_server import ScriptedServer  # noqa: E402
+from tests.test_launch import composed  # noqa: E402
 from vabench.actors.config import from_config  # noqa: E402
 from vabench.actors.driver import Driver  # noqa: E402
 
@@ -52,8 +51,7 @@ def run_level(server: ScriptedServer, n: int, root: Path) -> float:
         f"results_dir={root}",
         f"run_id=n{n}-{time.time_ns()}",
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+    cfg = composed(*overrides)
     run = from_config(cfg, root / cfg["run_id"])
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     assert (df["status"] == "ok").all(), df["error"].tolist()

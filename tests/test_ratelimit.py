@@ -11,26 +11,24 @@ import pickle
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 
 import pytest  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.actors.config import ConfigError, from_config  # noqa: E402
+from vabench.actors.config import ConfigError  # noqa: E402
 from vabench.agents.history import image_tokens, message_tokens, text_tokens  # noqa: E402
 from vabench.agents.llm import LiteLLMModel  # noqa: E402
-from vabench.agents.models import ModelConfig, ModelError, image_part  # noqa: E402
+from vabench.agents.models import ModelError, image_part  # noqa: E402
 from vabench.agents.ratelimit import RateLimiter  # noqa: E402
 
 from .openai_server import RateLimit, ScriptedServer  # noqa: E402
+from .test_launch import validate as validate_config  # noqa: E402
+from .test_models import KEY_VAR  # noqa: E402
+from .test_models import make as make_model_client  # noqa: E402
 
-KEY_VAR = "VABENCH_TEST_KEY"
 USER = [{"role": "user", "content": "pick up the red cube"}]
-CONF = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 class Clock:
@@ -193,16 +191,7 @@ def key(monkeypatch):
 
 
 def make(server: ScriptedServer, **kw) -> LiteLLMModel:
-    base = dict(
-        model="openai/test-model",
-        api_base=server.url,
-        api_key_env=KEY_VAR,
-        timeout_s=5.0,
-        max_retries=3,
-        backoff_initial_s=0.01,
-        backoff_max_s=0.05,
-    )
-    model = LiteLLMModel(ModelConfig(**{**base, **kw}))
+    model = make_model_client(server, **kw)
     model.warm()  # LiteLLM's first-call set-up, so it does not land inside a timed slot
     return model
 
@@ -347,9 +336,7 @@ def test_a_failing_limiter_never_fails_the_call(key, caplog):
 
 
 def validate(*overrides: str):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["+experiment=smoke", "model=openai", *overrides])
-    return from_config(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True), Path("/tmp/vabench-test-run"))
+    return validate_config("+experiment=smoke", "model=openai", *overrides)
 
 
 def test_config_accepts_positive_limits_and_none():

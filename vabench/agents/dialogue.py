@@ -102,7 +102,7 @@ class Dialogue:
             self.attempts += e.attempts
             self.retries += max(0, e.attempts - 1)
             self.backoff_s += e.backoff_s
-            self.limit_wait_s += getattr(e, "limit_wait_s", 0.0)
+            self.limit_wait_s += e.limit_wait_s
             self.record.event(
                 "model_error",
                 step=step,
@@ -119,7 +119,7 @@ class Dialogue:
         self.attempts += reply.attempts
         self.retries += max(0, reply.attempts - 1)
         self.backoff_s += reply.backoff_s
-        self.limit_wait_s += getattr(reply, "limit_wait_s", 0.0)
+        self.limit_wait_s += reply.limit_wait_s
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
@@ -133,7 +133,7 @@ class Dialogue:
             cost_usd=reply.cost_usd,
             attempts=reply.attempts,
             backoff_s=round(reply.backoff_s, 4),
-            limit_wait_s=round(getattr(reply, "limit_wait_s", 0.0), 4),
+            limit_wait_s=round(reply.limit_wait_s, 4),
             model_latency_s=round(reply.latency_s, 4),  # the answering attempt
             call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
             request_id=reply.request_id,
