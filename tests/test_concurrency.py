@@ -240,13 +240,17 @@ def test_episodes_per_actor_must_be_a_positive_integer(tmp_path):
 
 def test_one_rate_limit_holds_across_two_worker_processes(ray_session, tmp_path):
     """Four episodes in two worker processes, model.rpm=120 (one request every ~0.51 s), against a
-    server that refuses a fourth request within any second: not one 429, and the waits are in the rows."""
+    server that refuses an eleventh request within any 3.5 s: not one 429, and the waits are in the rows.
+
+    One shared pace puts at most 7 requests in 3.5 s, so the server's rule leaves over 1 s for the
+    delay between a grant and the server's clock (a loaded 2-core CI delays single requests by
+    ~0.5 s); a limiter per worker process would put about 14 there and be refused."""
 
     def three_moves_then_stop(body: dict) -> str:
         answered = sum(m.get("role") == "assistant" for m in body.get("messages", []))
         return MOVE_UP if answered < 3 else STOP
 
-    limit = RateLimit(three_moves_then_stop, rpm=3, window_s=1.0)
+    limit = RateLimit(three_moves_then_stop, rpm=10, window_s=3.5)
     with ScriptedServer(default=limit) as server:
         run = llm_run(tmp_path, server, "limited", "ray.env_actors=2", "ray.episodes_per_actor=2", "model.rpm=120")
         df = quiet(run).execute()
