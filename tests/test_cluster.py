@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -14,9 +15,12 @@ import sys
 import uuid
 from pathlib import Path
 
+import pandas as pd
+import psutil
 import pytest
 
 from tests.openai_server import ScriptedServer
+from vabench.actors.scratch import SCRATCH_ENV
 from vabench.outcomes import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,16 +48,25 @@ def _free_port() -> int:
 
 
 class Cluster:
-    """Two raylets (1 CPU each) in their own process groups, so stopping them touches no other Ray."""
+    """Two raylets (1 CPU each) in their own process groups, so stopping them touches no other Ray.
 
-    def __init__(self, env: dict, temp_dir: Path):
+    ``private``: folders the second raylet sees as empty tmpfs mounts of its own (a mount namespace:
+    what a separate machine without a shared filesystem sees there); the head then gets no CPU, so
+    every worker runs on that node. ``worker_env``: extra variables for the second raylet only."""
+
+    def __init__(self, env: dict, temp_dir: Path, private: tuple[Path, ...] = (), worker_env: dict | None = None):
         self.port, self.temp_dir, self.groups = _free_port(), temp_dir, []
         self.env = {**env, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        self.private, self.worker_env = private, worker_env or {}
 
-    def _start(self, *args: str) -> None:
+    def _start(self, *args: str, cpus: int = 1, private: tuple[Path, ...] = (), env: dict | None = None) -> None:
+        cmd = [RAY, "start", "--num-cpus", str(cpus), *args]
+        if private:
+            mounts = " && ".join(f"mount -t tmpfs tmpfs {shlex.quote(str(p))}" for p in private)
+            cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f"{mounts} && exec {shlex.join(cmd)}"]
         proc = subprocess.Popen(
-            [RAY, "start", "--num-cpus", "1", *args],
-            env=self.env,
+            cmd,
+            env={**self.env, **(env or {})},
             start_new_session=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -64,9 +77,23 @@ class Cluster:
         assert proc.returncode == 0, out[-2000:]
 
     def __enter__(self) -> Cluster:
-        self._start("--head", "--port", str(self.port), "--temp-dir", str(self.temp_dir), "--include-dashboard=false")
-        self._start("--address", f"127.0.0.1:{self.port}")
+        head = ("--head", "--port", str(self.port), "--temp-dir", str(self.temp_dir), "--include-dashboard=false")
+        self._start(*head, cpus=0 if self.private else 1)
+        self._start("--address", f"127.0.0.1:{self.port}", private=self.private, env=self.worker_env)
         return self
+
+    def on_worker_node(self, *cmd: str) -> str:
+        """Run ``cmd`` in the second raylet's mount namespace (as its workers see the files)."""
+        ours = os.readlink("/proc/self/ns/mnt")
+        for proc in psutil.process_iter(["name"]):
+            try:
+                if proc.info["name"] == "raylet" and os.readlink(f"/proc/{proc.pid}/ns/mnt") != ours:
+                    done = subprocess.run(["nsenter", "--target", str(proc.pid), "--mount", *cmd], capture_output=True)
+                    assert done.returncode == 0, done.stderr.decode()
+                    return done.stdout.decode()
+            except (psutil.Error, OSError):
+                continue
+        raise AssertionError("no raylet in a mount namespace of its own")
 
     def __exit__(self, *exc) -> None:
         for group in self.groups:
@@ -80,10 +107,12 @@ class Cluster:
         return f"127.0.0.1:{self.port}"
 
 
-def launch(tmp_path: Path, cluster: Cluster, server: ScriptedServer, env: dict) -> subprocess.CompletedProcess:
+def launch(
+    tmp_path: Path, cluster: Cluster, server: ScriptedServer, env: dict, *more: str
+) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/cluster"]
     cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]", "seeds=2"]
-    cmd += [f"ray.address={cluster.address}", "ray.env_actors=2", f"results_dir={tmp_path}", "run_id=cluster"]
+    cmd += [f"ray.address={cluster.address}", "ray.env_actors=2", f"results_dir={tmp_path}", "run_id=cluster", *more]
     env = {**env, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -128,5 +157,50 @@ def test_a_cluster_whose_workers_lack_the_key_is_refused_before_any_work(tmp_pat
             assert f"names {KEY_VAR}, which is not set for Ray's workers on 2 of 2 node(s)" in done.stderr
             assert "Traceback" not in done.stderr
             assert server.requests == [] and not (tmp_path / "cluster" / "outcomes").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
+
+
+def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_driver(tmp_path, demo_root):
+    """The second raylet has its own (empty) results folder and scratch, as a separate machine without
+    a shared filesystem: the summary it learns and each episode's row, record and frames end up in
+    the driver's run folder, nothing stays on the worker's side, and a rerun skips every episode."""
+    from tests.test_learning import SUMMARY, tool
+
+    results, scratch = tmp_path / "results", tmp_path / "scratch"
+    results.mkdir(), scratch.mkdir()
+    env = {**os.environ, KEY_VAR: "sk-test-cluster"}
+    ray_tmp = Path(f"/tmp/vbr{uuid.uuid4().hex[:6]}")
+    node = {SCRATCH_ENV: str(scratch)}
+    try:
+        with (
+            ScriptedServer(default=stop_after(2)) as server,
+            Cluster(env, ray_tmp, (results, scratch), node) as cluster,
+        ):
+            assert cluster.on_worker_node("ls", "-A", str(results)) == ""  # its own, empty, results folder
+            (results / "driver-side").write_text("only the driver sees this\n")
+            assert cluster.on_worker_node("ls", "-A", str(results)) == ""
+            server.script(
+                tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY)
+            )
+            more = ("summary=own", f"demo_root={demo_root}")
+            done = launch(results, cluster, server, env, *more)
+            assert done.returncode == 0, done.stderr[-3000:]
+            run_dir = results / "cluster"
+            df = pd.read_parquet(run_dir)
+            assert len(df) == 2 and (df["status"] == "ok").all() and (df["end_reason"] == "stop").all()
+            assert df["summary_learned"].all() and set(df["steps"]) == {2}
+            for rel in df["record"]:
+                events = [json.loads(line) for line in (run_dir / rel).read_text().splitlines()]
+                shown = {image for e in events for image in e.get("images", [])}
+                assert events[-1]["type"] == "result" and len(shown) >= 3
+                assert all(((run_dir / rel).parent / image).is_file() for image in shown)
+            assert (results / "_summaries" / "openai_cluster" / "grasp_single_cube.json").is_file()
+            assert len(list((run_dir / "_learning").rglob("events.jsonl"))) == 1
+            assert cluster.on_worker_node("find", str(results), str(scratch), "-type", "f") == ""
+            asked = len(server.requests)
+            again = launch(results, cluster, server, env, *more)
+            assert again.returncode == 0, again.stderr[-3000:]
+            assert "2 already done, 0 to run" in again.stdout and len(server.requests) == asked
     finally:
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)

@@ -13,6 +13,7 @@ every node asks before each request. Ray is imported only by :class:`RayBackend`
 from __future__ import annotations
 
 import os
+import uuid
 from concurrent.futures import Future
 from dataclasses import asdict
 
@@ -30,12 +31,12 @@ class WorkerDied(RuntimeError):
 
 
 class NodeCheckFailed(RuntimeError):
-    """A worker's node lacks the model's key variable or the run folder, or did not answer."""
+    """A worker's node lacks the model's key variable, or did not answer."""
 
 
-def _node_sees(var: str | None, run_dir: str) -> tuple[bool, bool]:
-    """(the key variable is set, the run folder exists), as seen by a worker on its node."""
-    return (not var or bool(os.environ.get(var))), os.path.isdir(run_dir)
+def _node_has(var: str | None) -> bool:
+    """The key variable is set, as a worker on its node sees it (only yes or no comes back)."""
+    return not var or bool(os.environ.get(var))
 
 
 def check_local_key(run: RunConfig) -> None:
@@ -45,18 +46,20 @@ def check_local_key(run: RunConfig) -> None:
         raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
 
 
-def worker_args(run: RunConfig, lock: tuple[str, str] | None = None, slots: int = 1, limiter=None) -> tuple:
+def worker_args(
+    run: RunConfig, lock: tuple[str, str] | None = None, slots: int = 1, limiter=None, worker_id: str | None = None
+) -> tuple:
     return (
         run.camera,
         asdict(run.harness),
         asdict(run.model),
         str(run.run_dir),
-        str(run.summary_root),
         run.identity,
         lock,
         slots,
         limiter,
         run.episode_timeout_s,
+        worker_id,
     )
 
 
@@ -139,16 +142,13 @@ class InProcessBackend:
             future.set_exception(e)
         return future
 
-    def submit(self, worker, spec: dict, attempt: int) -> Future:
-        return self._now(worker.run, spec, attempt)
+    def submit(self, worker, spec: dict, attempt: int, summary=None) -> Future:
+        return self._now(worker.run, spec, attempt, summary)
 
-    def submit_learn(self, task: str, learn_dir: str) -> Future:
+    def submit_learn(self, task: str) -> Future:
         from .worker import learn
 
-        run = self.run
-        return self._now(
-            learn, asdict(run.model), task, str(run.summary_root), learn_dir, _demo_root(run), self.limiter
-        )
+        return self._now(learn, asdict(self.run.model), task, _demo_root(self.run), self.limiter)
 
     def wait(self, refs: list, timeout: float) -> list:
         return [r for r in refs if r.done()]
@@ -163,6 +163,8 @@ class InProcessBackend:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
         worker.close()
         self._worker = None
+
+    release = kill
 
 
 class RayBackend:
@@ -189,6 +191,7 @@ class RayBackend:
         self.check_nodes()
         self.slots = run.ray.env_actors * run.ray.episodes_per_actor
         self._slots: dict[int, int] = {}  # id(worker) -> its slots
+        self._prefix, self._made = uuid.uuid4().hex[:8], 0  # worker ids: their scratch folders
         self.limiter = None
         if not is_offline(run.model.model):  # one per run, on the driver's node; owned by the driver: ends with it
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -201,20 +204,21 @@ class RayBackend:
             )
 
     def check_nodes(self) -> None:
-        """Before any work, every alive node must see the run folder (at the same path) and, when the
-        model names a key variable, have it in its workers' own environment (that of ``ray start``
-        there): vabench never sends a key through Ray. Only yes or no comes back, never a value."""
+        """Before any work, when the model names a key variable, every alive node must have it in its
+        workers' own environment (that of ``ray start`` there): vabench never sends a key through Ray.
+        Only yes or no comes back, never a value. Nodes need not see the run folder: results travel
+        back to the driver."""
         from ray.exceptions import GetTimeoutError, RayError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        var, run_dir = self.run.model.api_key_env, str(self.run.run_dir)
+        var = self.run.model.api_key_env
         nodes = [n for n in self.ray.nodes() if n.get("Alive")]
         names = [f"{n.get('NodeManagerHostname')} ({n.get('NodeManagerAddress')})" for n in nodes]
-        probe = self.ray.remote(_node_sees)
+        probe = self.ray.remote(_node_has)
         refs = [
             probe.options(
                 num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-            ).remote(var, run_dir)
+            ).remote(var)
             for n in nodes
         ]
         try:
@@ -224,14 +228,7 @@ class RayBackend:
                 f"could not check the cluster's nodes ({', '.join(names)}) within 120 s: {type(e).__name__}: "
                 f"{str(e)[:300]}. Every node needs this repository and its environment (README, Scaling out)."
             ) from None
-        no_dir = [name for name, (_, has_dir) in zip(names, seen, strict=True) if not has_dir]
-        if no_dir:
-            raise NodeCheckFailed(
-                f"the run folder {run_dir} is not visible on {len(no_dir)} of {len(nodes)} node(s): "
-                f"{', '.join(no_dir)}. Workers write outcomes there: put results_dir on a filesystem every node "
-                f"mounts at the same path."
-            )
-        no_key = [name for name, (has_key, _) in zip(names, seen, strict=True) if not has_key]
+        no_key = [name for name, has_key in zip(names, seen, strict=True) if not has_key]
         if no_key:
             raise NodeCheckFailed(
                 f"model.api_key_env names {var}, which is not set for Ray's workers on {len(no_key)} of "
@@ -259,7 +256,8 @@ class RayBackend:
         if self.run.ray.actor_gpus > 0 and self.gpus() > 0:
             options["num_gpus"] = self.run.ray.actor_gpus
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
-        args = worker_args(self.run, self.lock, slots, limiter)
+        self._made += 1
+        args = worker_args(self.run, self.lock, slots, limiter, f"{self._prefix}-{self._made}")
         worker = self.ray.remote(concurrency_groups={CONTROL: 1})(EpisodeWorker).options(**options).remote(*args)
         self._slots[id(worker)] = slots
         return worker
@@ -283,16 +281,16 @@ class RayBackend:
         except Exception:
             return None
 
-    def submit(self, worker, spec: dict, attempt: int):
-        return worker.run.remote(spec, attempt)
+    def submit(self, worker, spec: dict, attempt: int, summary=None):
+        return worker.run.remote(spec, attempt, summary)
 
-    def submit_learn(self, task: str, learn_dir: str):
+    def submit_learn(self, task: str):
         from .worker import learn
 
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(asdict(run.model), task, str(run.summary_root), learn_dir, _demo_root(run), limiter)
+        return remote.remote(asdict(run.model), task, _demo_root(run), limiter)
 
     def wait(self, refs: list, timeout: float) -> list:
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
@@ -315,6 +313,14 @@ class RayBackend:
 
     def kill(self, worker) -> None:
         self.ray.kill(worker, no_restart=True)
+
+    def release(self, worker) -> None:
+        """An idle worker at the end of a run: it frees its scenes and scratch folder, then ends."""
+        try:
+            self.ray.get(worker.close.options(concurrency_group=CONTROL).remote(), timeout=ASK_S)
+        except Exception:  # dead or hung: killing it is all that is left; a later worker clears its scratch
+            pass
+        self.kill(worker)
 
     def gpus(self) -> float:
         return self.ray.cluster_resources().get("GPU", 0)

@@ -6,12 +6,15 @@ Model latency dominates an episode, so throughput comes from many episodes in fl
 Ray (``ray.address=none``) one worker runs them one after another into the same run folder.
 Correctness rules:
 
+- results reach the run folder through the driver, from any node: a worker returns an episode's
+  row (and, where it cannot see the run folder, its record) and the driver writes them, so a
+  cluster needs no shared filesystem; summaries are learned anywhere and stored by the driver,
+  which hands each episode its summary;
 - every episode has one outcome file at a deterministic path; a rerun of the same run folder
   skips episodes whose file says ``ok`` and retries those that say ``infra_error`` with a fresh
   budget of ``max_attempts`` (``retry_infra=false``: keeps them);
 - an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
-  kill -9, timeout) is replaced and its episode re-queued with ``attempt + 1`` unless its file
-  already holds that attempt's judged outcome (a dead worker's episodes each get this, once); an
+  kill -9, timeout) is replaced and its episodes re-queued with ``attempt + 1`` (once each); an
   interrupted driver costs nothing (the worker sets the stale record folder aside and runs the
   same attempt afresh); the backend never re-runs anything by itself, so no episode is judged twice;
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits excluded) ends
@@ -23,30 +26,27 @@ Correctness rules:
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import threading
 import time
 from collections import deque
-from importlib import metadata
-from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
-from vabench.agents import prompts
 from vabench.agents.harness import PERMANENT
 from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
-from vabench.agents.summary_store import SummaryStore, resolve_summary
+from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
 from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.vocab import INFRA_ERROR, OK
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
 from .config import RunConfig
+from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
-from .specs import EpisodeSpec, expand
+from .scratch import land
+from .specs import EpisodeSpec
 
 POLL_S = 2.0
 STUCK_S = 600.0  # one simulator call this long is stuck (they take < 5 s): the episode cannot end itself
@@ -60,81 +60,13 @@ class RunAborted(RuntimeError):
     """Every episode so far hit a permanent provider error (bad key, unknown model, ...)."""
 
 
-def _read_status(path: Path) -> tuple[str, int] | None:
-    """(status, attempt) of an existing outcome file, or None."""
-    if not path.exists():
-        return None
-    row = pd.read_parquet(path, columns=["status", "attempt"]).iloc[0]
-    return str(row["status"]), int(row["attempt"])
-
-
-def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
-    """Episodes still to run, with their attempt number, and how many are already done.
-
-    An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
-    (attempt numbers count on), unless ``retry_infra`` is false: a provider outage needs a rerun,
-    not surgery on the run folder."""
-    todo, done = [], 0
-    for spec in expand(run):
-        state = _read_status(spec.outcome_path(run.run_dir))
-        if state is None:
-            todo.append((spec, 1))
-        elif state[0] == OK or not run.retry_infra:
-            done += 1
-        else:
-            todo.append((spec, state[1] + 1))
-    return todo, done
-
-
-def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str) -> OutcomeRow:
-    """The row of an episode that could not be judged (0 steps; excluded from rates; retried)."""
-    return OutcomeRow.infra(error, **run.identity, **spec.identity(), attempt=attempt, privileged=run.privileged)
-
-
-def _versions() -> dict:
-    out = {}
-    for pkg in ("vabench", "sapien", "mplib", "litellm", "ray", "hydra-core"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def write_run_info(run: RunConfig, log=print) -> None:
-    """The resolved config (no secrets: validated), versions and prompt version, per run folder. A
-    rerun under other prompts says so: its new rows would differ from the old in what the model saw."""
-    run.run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        before = json.loads((run.run_dir / "_run.json").read_text()).get("prompt_version")
-    except (OSError, ValueError):
-        before = None
-    if before and before != prompts.PROMPT_VERSION:
-        log(
-            f"warning: run {run.run_id} was started with prompts {before}; episodes run now use "
-            f"{prompts.PROMPT_VERSION}, and their rows say so (prompt_version). Use a new run_id to keep them apart."
-        )
-    info = {
-        "run_id": run.run_id,
-        "experiment": run.experiment,
-        "config": run.resolved,
-        "summary_root": str(run.summary_root),  # the store this run read (shared by default: <results_dir>/_summaries)
-        "versions": _versions(),
-        "prompt_version": prompts.PROMPT_VERSION,
-        "prompt_digest": prompts.prompt_digest(),
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    tmp = run.run_dir / ".run.json.tmp"
-    tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
-    os.replace(tmp, run.run_dir / "_run.json")
-
-
 class Driver:
     def __init__(self, run: RunConfig, log=print, progress: bool = True):
         self.run, self.log, self.progress = run, log, progress
         self.store = SummaryStore(run.summary_root)
         self.counts = {"ok": 0, "failed": 0, "infra": 0, "retried": 0, "worker_crashes": 0, "permanent": 0}
         self._stop = False
+        self._told: dict[tuple[str, str], Summary | None] = {}  # (summary source, task) -> what episodes get
 
     # -- stages ---------------------------------------------------------------------------
     def execute(self) -> pd.DataFrame:
@@ -185,13 +117,12 @@ class Driver:
         while queue or inflight:
             while queue and len(inflight) < run.model.max_concurrency:
                 task = queue.popleft()
-                learn_dir = run.run_dir / "_learning" / task / time.strftime("%Y%m%d-%H%M%S")  # a rerun learns anew
-                inflight[backend.submit_learn(task, str(learn_dir))] = task
+                inflight[backend.submit_learn(task)] = task
             ready = backend.wait(list(inflight), None)
             task = inflight.pop(ready[0])
             try:
-                out = backend.get(ready[0])
-            except Exception as e:  # the learner crashed: infra
+                out = self._keep_learning(task, backend.get(ready[0]))
+            except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
                 out = {"end_reason": INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
             if out["end_reason"] == INFRA_ERROR:
@@ -206,6 +137,23 @@ class Driver:
             else:
                 keep.append((spec, attempt))
         return keep
+
+    def _keep_learning(self, task: str, out: dict) -> dict:
+        """Land a learning's record in ``_learning/<task>/<time>/`` (a rerun learns anew) and its
+        summary in the store; returns ``out``."""
+        self._hold()
+        land(out.pop("files"), self.run.run_dir / "_learning" / task / time.strftime("%Y%m%d-%H%M%S"))
+        text = out.pop("summary")
+        if text is not None:
+            self.store.adopt(self.run.model_name, task, text)
+        return out
+
+    def _summary(self, spec: EpisodeSpec) -> Summary | None:
+        """The summary an episode is given, read once per (source, task) from the driver's store."""
+        key = (spec.summary_source, spec.task)
+        if key not in self._told:
+            self._told[key] = resolve_summary(self.store, spec.summary_source, self.run.model_name, spec.task)
+        return self._told[key]
 
     def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
         run = self.run
@@ -224,12 +172,11 @@ class Driver:
             while queue or inflight:
                 if self._stop:
                     raise KeyboardInterrupt
-                if not self.lock.held():
-                    raise RunLocked(f"{self.lock.path}: another driver took this run folder over; stopping")
+                self._hold()
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
-                    ref = backend.submit(worker, spec.as_dict(), attempt)
+                    ref = backend.submit(worker, spec.as_dict(), attempt, self._summary(spec))
                     inflight[ref] = (worker, spec, attempt, time.monotonic())
                 for ref in backend.wait(list(inflight), POLL_S):
                     worker, spec, attempt, _ = inflight.pop(ref)
@@ -251,7 +198,7 @@ class Driver:
                 signal.signal(signal.SIGINT, previous)
             bar.close()
             for worker in _distinct(idle):
-                backend.kill(worker)
+                backend.release(worker)
 
     def _seat(self, backend, worker, idle: list):
         """The worker for a slot that just came free: the same one, or the replacement of a dead one."""
@@ -332,15 +279,16 @@ class Driver:
         """Take one finished episode; True when it is final (judged, or out of attempts). ``died``:
         why the driver killed its worker (the retry's error)."""
         try:
-            row = backend.get(ref)
-        except WorkerDied as e:  # the worker died (crash, kill -9): was the episode already written?
-            state = _read_status(spec.outcome_path(self.run.run_dir))
-            if state == (OK, attempt):
-                row = pd.read_parquet(spec.outcome_path(self.run.run_dir)).iloc[0].to_dict()
-            else:
-                return self._retry(spec, attempt, died or f"worker died: {e}", queue)
-        except Exception as e:  # a bug or a missing summary inside the worker: infra, with the reason
+            out = backend.get(ref)
+        except WorkerDied as e:  # the worker died (crash, kill -9): nothing of this attempt was written
+            return self._retry(spec, attempt, died or f"worker died: {e}", queue)
+        except Exception as e:  # a bug inside the worker: infra, with the reason
             return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue)
+        row = out["row"]
+        if out["files"] is not None:  # the record of a worker that cannot see the run folder
+            self._hold()
+            land(out["files"], spec.record_dir(self.run.run_dir) / f"attempt{attempt}")
+        self._write(spec, row)
         if row["status"] != OK:
             error = row.get("error") or INFRA_ERROR
             if error.startswith(PERMANENT):  # retrying cannot help; the row stays infra_error
@@ -365,9 +313,13 @@ class Driver:
         self.counts["infra"] += 1
         return True
 
-    def _write(self, spec: EpisodeSpec, row: OutcomeRow) -> None:
-        if not self.lock.held():  # never write into a folder another driver has taken over
+    def _hold(self) -> None:
+        """Never write into a folder another driver has taken over."""
+        if not self.lock.held():
             raise RunLocked(f"{self.lock.path}: another driver took this run folder over; stopping")
+
+    def _write(self, spec: EpisodeSpec, row: OutcomeRow | dict) -> None:
+        self._hold()
         write_row(spec.outcome_path(self.run.run_dir), row)
 
 

@@ -1,7 +1,13 @@
 """One simulator worker: a process that hosts up to ``slots`` episodes at once, each on its own
-env (scene) and model client, and writes each outcome file before that episode's call returns.
-The driver's backend runs it as a threaded Ray actor, or in the driver's process
-(``ray.address=none``, one slot).
+env (scene) and model client. The driver's backend runs it as a threaded Ray actor, or in the
+driver's process (``ray.address=none``, one slot).
+
+Results reach the run folder through the driver, from any node: an episode returns its outcome
+row, and the driver writes it. Its record (events and frames) goes straight into the run folder
+where the worker sees the driver's run folder (the same machine, or a shared filesystem: checked
+by the lock's token, so an unrelated folder at the same path never counts), live, so an
+interrupted episode keeps its partial record; elsewhere it is written to node-local scratch and
+travels back with the row (:mod:`vabench.actors.scratch`).
 
 Model latency dominates an episode (seconds per call, against ~0.1 s of simulator work per
 decision), so the episodes of a worker run as threads: while some wait for their models, one
@@ -19,6 +25,7 @@ import queue
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +34,12 @@ from vabench.agents.learning import learn_summary
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
-from vabench.agents.summary_store import SummaryStore, resolve_summary, summary_identity
+from vabench.agents.summary_store import Summary, SummaryStore, summary_identity
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
-from vabench.outcomes import write_row
 from vabench.vocab import TRANSFER
 
-from .runlock import DriverWatch
+from .runlock import DriverWatch, _snapshot
+from .scratch import Scratch, pack
 from .specs import EpisodeSpec
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
@@ -93,11 +100,23 @@ class _SeatLimiter:
         self.shared.pause(seconds)
 
 
+def sees_run_folder(lock: tuple[str, str] | None) -> bool:
+    """This process sees its driver's run folder: the lock file there holds the driver's token
+    (None: the worker runs in the driver's process)."""
+    if lock is None:
+        return True
+    snap = _snapshot(Path(lock[0]))
+    return snap is not None and snap[0] is not None and snap[0].get("token") == lock[1]
+
+
 class EpisodeWorker:
     """``lock`` (path, token): the driver's run-folder lock. A worker in its own process (Ray)
-    ends itself once that driver is gone (within :data:`WATCH_S` where the driver's pid can be
-    checked, after the lock's stale time elsewhere) or another driver took the folder over, and
-    never writes an outcome after that; in the driver's process it is None.
+    that sees the run folder ends itself once that driver is gone (within :data:`WATCH_S` where the
+    driver's pid can be checked, after the lock's stale time elsewhere) or another driver took the
+    folder over, and never writes a record event after that; in the driver's process it is None. A
+    worker that cannot see the run folder writes nothing there, and Ray ends it with its driver.
+
+    ``ship``: send records back with the row (None: exactly when the run folder is not visible here).
 
     ``slots``: episodes this worker runs at once (:meth:`run` called from that many threads);
     ``limiter``: the run's shared rate limiter (acquire/settle/pause), or None; ``timeout_s``: an
@@ -110,20 +129,22 @@ class EpisodeWorker:
         harness: dict,
         model: dict,
         run_dir: str,
-        summary_root: str,
         meta: dict,
         lock: tuple[str, str] | None = None,
         slots: int = 1,
         limiter=None,
         timeout_s: float | None = None,
+        worker_id: str | None = None,
+        ship: bool | None = None,
     ):
-        self.watch = DriverWatch(*lock) if lock is not None else None
+        self.ship = not sees_run_folder(lock) if ship is None else ship
+        self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if self.ship else None
+        self.watch = DriverWatch(*lock) if lock is not None and not self.ship else None
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.limiter, self.timeout_s = limiter, timeout_s
         self.harness = HarnessConfig(**harness)
         self.run_dir, self.meta = Path(run_dir), meta
-        self.store = SummaryStore(Path(summary_root))
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
         # episode's clock runs while another seat is being made
@@ -142,10 +163,12 @@ class EpisodeWorker:
         return seat
 
     def close(self) -> None:
-        """Free every scene (the in-process backend, when its run is over)."""
+        """Free every scene and the scratch folder (the in-process backend, when its run is over)."""
         with self.sim:
             for seat in self.seats:
                 seat.env.close()
+        if self.scratch is not None:
+            self.scratch.close()
 
     def pid(self) -> int:
         return os.getpid()
@@ -175,16 +198,17 @@ class EpisodeWorker:
                 print(f"vabench worker {os.getpid()}: driver watch: {type(e).__name__}: {e}", file=sys.stderr)
             time.sleep(WATCH_S)
 
-    def run(self, spec: dict, attempt: int) -> dict:
-        """Run one episode on a free seat and write its row; returns the row. An ``own`` summary
-        missing here is one whose learning ended without a summary (not infra): the episode runs
-        without it and its row says ``summary_learned`` false, so the analysis can count it."""
+    def run(self, spec: dict, attempt: int, summary: Summary | None = None) -> dict:
+        """Run one episode on a free seat: ``{"row": its outcome row, "files": its record folder's
+        files, or None when written in place}``. ``summary``: the one the driver resolved for it; an
+        ``own`` episode given none is one whose learning ended without a summary (not infra): it runs
+        without, and its row says ``summary_learned`` false, so the analysis can count it."""
         s = EpisodeSpec(**spec)
         seat = self.free.get()  # the driver never runs more episodes on a worker than it has seats
         seat.started, seat.limiter_s = time.monotonic(), 0.0
         seat.key = s.key  # last: a clock read by stuck() is this episode's
         try:
-            return self._run(seat, s, attempt)
+            return self._run(seat, s, attempt, summary)
         finally:
             seat.key = None
             self.free.put(seat)
@@ -199,11 +223,14 @@ class EpisodeWorker:
             else None
         )
 
-    def _run(self, seat: Seat, s: EpisodeSpec, attempt: int) -> dict:
-        summary = resolve_summary(self.store, s.summary_source, seat.model.name, s.task)
+    def _run(self, seat: Seat, s: EpisodeSpec, attempt: int, summary: Summary | None) -> dict:
         told = summary_identity(summary, s.summary_source)
-        folder = s.record_dir(self.run_dir) / f"attempt{attempt}"
-        set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
+        rel = s.record_dir(Path()) / f"attempt{attempt}"
+        if self.scratch is not None:
+            folder = self.scratch.folder(rel)
+        else:
+            folder = self.run_dir / rel
+            set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         result = run_episode(
             seat.env,
             seat.model,
@@ -219,20 +246,32 @@ class EpisodeWorker:
             sim=_SeatSim(self.sim, seat),
             overdue=self._overdue(seat),
         )
-        result.record = str(s.record_dir(self.run_dir).relative_to(self.run_dir) / f"attempt{attempt}" / result.record)
+        result.record = (rel / result.record).as_posix()
         self._check_driver()
-        write_row(s.outcome_path(self.run_dir), result)
-        return result.row()
+        return {"row": result.row(), "files": pack(folder) if self.scratch is not None else None}
 
 
-def learn(
-    model: dict, task: str, summary_root: str, learn_dir: str, demo_root: str | None = None, limiter=None
-) -> dict:
-    """Summary learning for one (model, task): no simulator unless a demo must be recorded. Its
-    requests go through the run's ``limiter`` like the episodes'."""
+def learn(model: dict, task: str, demo_root: str | None = None, limiter=None) -> dict:
+    """Summary learning for one (model, task), on any node: no simulator unless a demo must be
+    recorded. Its requests go through the run's ``limiter`` like the episodes'. The summary and the
+    learning record come back as text and files for the driver to store (workers never write the
+    run's summary store, which another node may not see)."""
     m = make_model(ModelConfig(**model))
     if limiter is not None:
         m.limiter = limiter
     demos = Path(demo_root) if demo_root else None
-    result = learn_summary(m, task, SummaryStore(Path(summary_root)), Path(learn_dir), demos)
-    return {"task": task, "end_reason": result.end_reason, "error": result.error, "learned": result.summary is not None}
+    scratch = Scratch(f"learn-{uuid.uuid4().hex[:12]}")
+    try:
+        store = SummaryStore(scratch.folder("summaries"))
+        result = learn_summary(m, task, store, scratch.folder("record"), demos)
+        saved = store.path(m.name, task)
+        return {
+            "task": task,
+            "end_reason": result.end_reason,
+            "error": result.error,
+            "learned": result.summary is not None,
+            "summary": saved.read_text(encoding="utf-8") if result.summary is not None else None,
+            "files": pack(scratch.root / "record"),
+        }
+    finally:
+        scratch.close()

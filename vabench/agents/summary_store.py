@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -149,6 +149,22 @@ class SummaryStore:
         _atomic_write(path, json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         return path
 
+    def adopt(self, model: str, task: str, text: str) -> Summary:
+        """Store a summary file written by :meth:`save` elsewhere (a worker on another node): the
+        text as it was, validated first, so a bad one never replaces a good one."""
+        path = self.path(model, task)
+        other = self._owner(path)
+        if other not in (None, model):
+            raise SummaryError(f"{path} holds the summary of model {other!r}, not {model!r}")
+        tmp = path.with_name(f".{path.name}.adopt")
+        _atomic_write(tmp, text)
+        try:
+            found = self._read(tmp, model, task)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return replace(found, path=path)
+
     @staticmethod
     def _owner(path: Path) -> str | None:
         """The summary_model recorded in an existing file (None if absent or unreadable)."""
@@ -160,10 +176,12 @@ class SummaryStore:
 
     def load(self, model: str, task: str) -> Summary | None:
         """``model``'s summary of ``task`` (re-validated), or None when none was stored."""
-        base = summary_task(task)
         path = self.path(model, task)
-        if not path.is_file():
-            return None
+        return self._read(path, model, task) if path.is_file() else None
+
+    @staticmethod
+    def _read(path: Path, model: str, task: str) -> Summary:
+        base = summary_task(task)
         try:
             record = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
             if not isinstance(record, dict):
