@@ -370,6 +370,49 @@ def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
     assert "Per-task success" in done.stdout
 
 
+class AllAtOnce:
+    """Holds each model's first request until every one of ``models`` has sent one (or ``wait_s``
+    passed, which it notes in ``waited_out``): jobs run one after another could never all be here."""
+
+    def __init__(self, models: set[str], reply, wait_s: float = 180.0):
+        self.models, self.reply, self.wait_s = models, reply, wait_s
+        self.seen: set[str] = set()
+        self.waited_out: list[str] = []
+        self._cv = threading.Condition()
+
+    def __call__(self, body: dict):
+        with self._cv:
+            self.seen.add(body["model"])
+            self._cv.notify_all()
+            if not self._cv.wait_for(lambda: self.seen >= self.models, timeout=self.wait_s):
+                self.waited_out.append(body["model"])
+        return self.reply(body)
+
+
+def test_a_parallel_sweep_runs_three_models_at_once_and_loads_as_one_table(tmp_path):
+    """``-m`` over three models with the joblib launcher: every model's first request is in flight
+    while the others' are (sequential jobs would each wait out the server), one run folder per job,
+    and the sweep folder loads as one table with each row's condition."""
+    from tests.test_cluster import stop_after
+    from vabench.analysis import load_runs
+
+    server_models = {"a", "b", "c"}
+    gate = AllAtOnce(server_models, stop_after(1))
+    with ScriptedServer(default=gate) as server:
+        cmd = [sys.executable, "-m", "vabench.launch", "-m", "+experiment=smoke", "model=openai"]
+        cmd += ["model.id=openai/a,openai/b,openai/c", "model.api_key_env=VABENCH_TEST_KEY", "model.max_retries=0"]
+        cmd += [f"model.api_base={server.url}", "tasks=[grasp_single_cube]", "seeds=1", "ray.address=none"]
+        cmd += ["hydra/launcher=joblib", "hydra.launcher.n_jobs=3", f"results_dir={tmp_path}", "run_id=sweep"]
+        env = {**os.environ, "VABENCH_TEST_KEY": "sk-test-sweep", "RAY_USAGE_STATS_ENABLED": "0"}
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert gate.seen == server_models and gate.waited_out == []
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["job0", "job1", "job2"]
+    df = load_runs(tmp_path / "sweep")
+    assert sorted(df["model"]) == ["openai/a", "openai/b", "openai/c"] and (df["status"] == "ok").all()
+    assert sorted(df["condition"]) == [f"openai/{m} | active | summary none" for m in "abc"]
+
+
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     cmd = [
         sys.executable,
