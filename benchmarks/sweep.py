@@ -6,7 +6,9 @@ A local Ray cluster (``ray start --head``) stands for the cluster; a local OpenA
 stop per episode. Each launch is the real launcher in its own process, connected to that cluster
 (``ray.address=127.0.0.1:P``), with the same seeds. Target: the sweep takes about as long as one
 model (ratio near 1), not three times as long. Printed: median wall time of ``--repeats`` launches
-of each, alternated, and their ratio.
+of each, alternated, and their ratio; and the same for the model phase (the server's first request
+to its last), which leaves out start-up (Python, Ray connection, worker start, shader compile). The
+start-up of three jobs at once contends for this machine's 2 cores; a cluster's nodes do not.
 
     python benchmarks/sweep.py [--latency 3] [--moves 8] [--seeds 4] [--repeats 3]
 """
@@ -34,6 +36,7 @@ KEY_VAR = "VABENCH_BENCH_KEY"
 RAY = str(Path(sys.executable).with_name("ray"))
 MOVE = json.dumps({"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10})
 STOP = json.dumps({"stop": True, "reason": "benchmark"})
+MODELS = "openai/a,openai/b,openai/c"
 
 
 def replies(latency: float, moves: int):
@@ -55,12 +58,13 @@ def launch(env: dict, results: Path, run_id: str, server: ScriptedServer, addres
     cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]"]
     cmd += [f"seeds={seeds}", f"ray.address={address}", "ray.env_actors=1", f"ray.episodes_per_actor={seeds}"]
     cmd += [f"results_dir={results}", f"run_id={run_id}"]
-    started = time.perf_counter()
+    first, started = len(server.times), time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{run_id} failed:\n{done.stderr[-3000:]}")
-    return wall
+    times = server.times[first:]
+    return wall, times[-1] - times[0]  # the launch, and its model phase (first request to last)
 
 
 def main() -> None:
@@ -82,26 +86,33 @@ def main() -> None:
     )
     head.wait(timeout=120)
     address = f"127.0.0.1:{port}"
-    singles, sweeps = [], []
+    singles, sweeps, single_spans, sweep_spans = [], [], [], []
     try:
         with tempfile.TemporaryDirectory() as results, ScriptedServer(default=replies(args.latency, args.moves)) as srv:
             for i in range(args.repeats):
-                singles.append(launch(env, Path(results), f"one{i}", srv, address, args.seeds, "model.id=openai/a"))
-                sweep = ("-m", "model.id=openai/a,openai/b,openai/c", "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
-                sweeps.append(launch(env, Path(results), f"three{i}", srv, address, args.seeds, *sweep))
-                print(f"repeat {i + 1}: one model {singles[-1]:.1f} s, three models {sweeps[-1]:.1f} s", flush=True)
+                wall, span = launch(env, Path(results), f"one{i}", srv, address, args.seeds, "model.id=openai/a")
+                singles.append(wall), single_spans.append(span)
+                sweep = ("-m", f"model.id={MODELS}", "hydra/launcher=joblib", "hydra.launcher.n_jobs=3")
+                wall, span = launch(env, Path(results), f"three{i}", srv, address, args.seeds, *sweep)
+                sweeps.append(wall), sweep_spans.append(span)
+                print(
+                    f"repeat {i + 1}: one model {singles[-1]:.1f} s (model phase {single_spans[-1]:.1f} s), "
+                    f"three models {sweeps[-1]:.1f} s (model phase {sweep_spans[-1]:.1f} s)",
+                    flush=True,
+                )
     finally:
         os.killpg(head.pid, signal.SIGKILL)
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
     one, three = statistics.median(singles), statistics.median(sweeps)
+    one_span, three_span = statistics.median(single_spans), statistics.median(sweep_spans)
     ideal = (args.moves + 1) * args.latency
     print(
         f"\n{args.seeds} episodes per model, {args.moves + 1} calls of {args.latency:g} s each "
         f"(>= {ideal:.0f} s of model latency per episode)"
     )
-    print(f"one model:    median {one:.1f} s over {args.repeats} launches")
-    print(f"three models: median {three:.1f} s (joblib launcher, 3 jobs at once on one cluster)")
-    print(f"ratio three/one: {three / one:.2f} (sequential jobs would be about 3)")
+    print(f"one model:    median {one:.1f} s over {args.repeats} launches; model phase {one_span:.1f} s")
+    print(f"three models: median {three:.1f} s (joblib launcher, 3 jobs at once); model phase {three_span:.1f} s")
+    print(f"ratio three/one: {three / one:.2f} launch to exit, {three_span / one_span:.2f} model phase (serial: ~3)")
 
 
 if __name__ == "__main__":

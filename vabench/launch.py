@@ -36,7 +36,8 @@ def main(cfg: DictConfig) -> None:
     from vabench.analysis import success_matrix, to_markdown
 
     try:
-        rows = run_experiment(run)
+        parallel = HydraConfig.get().launcher.get("_target_", "").endswith("JoblibLauncher")
+        rows = run_experiment(run, line=HydraConfig.get().job.num if parallel else None)
     except KeyboardInterrupt:
         sys.exit(130)
     print()

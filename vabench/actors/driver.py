@@ -61,8 +61,10 @@ class RunAborted(RuntimeError):
 
 
 class Driver:
-    def __init__(self, run: RunConfig, log=print, progress: bool = True):
-        self.run, self.log, self.progress = run, log, progress
+    def __init__(self, run: RunConfig, log=print, progress: bool = True, line: int | None = None):
+        """``line``: the terminal line of this driver's progress bar when several run at once (a
+        parallel sweep's job number); its bar then names the run folder."""
+        self.run, self.log, self.progress, self.line = run, log, progress, line
         self.store = SummaryStore(run.summary_root)
         self.counts = {"ok": 0, "failed": 0, "infra": 0, "retried": 0, "worker_crashes": 0, "permanent": 0}
         self._stop = False
@@ -165,7 +167,10 @@ class Driver:
         self._answered: dict[int, object] = {}  # workers that have answered a backstop check
         self._misses: dict[int, int] = {}  # id(worker) -> checks it failed to answer, in a row
         self._shown = 0.0
-        bar = tqdm(total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True)
+        desc = None if self.line is None else self.run.run_dir.name
+        bar = tqdm(
+            total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True, position=self.line, desc=desc
+        )
         previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
         checked = time.monotonic()
         try:
@@ -331,9 +336,9 @@ def _distinct(workers) -> list:
     return list(seen.values())
 
 
-def run_experiment(run: RunConfig, log=print, progress: bool = True) -> pd.DataFrame:
+def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int | None = None) -> pd.DataFrame:
     try:
-        return Driver(run, log, progress).execute()
+        return Driver(run, log, progress, line).execute()
     except SummaryError as e:
         raise SystemExit(f"summary: {e}") from None
     except RunAborted as e:
