@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -107,12 +108,22 @@ class Cluster:
         return f"127.0.0.1:{self.port}"
 
 
+def launch_cmd(tmp_path: Path, cluster: Cluster, server: ScriptedServer, *more: str) -> list[str]:
+    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/cluster"]
+    cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]", "seeds=2"]
+    return cmd + [
+        f"ray.address={cluster.address}",
+        "ray.env_actors=2",
+        f"results_dir={tmp_path}",
+        "run_id=cluster",
+        *more,
+    ]
+
+
 def launch(
     tmp_path: Path, cluster: Cluster, server: ScriptedServer, env: dict, *more: str
 ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", "model=openai", "model.id=openai/cluster"]
-    cmd += [f"model.api_key_env={KEY_VAR}", f"model.api_base={server.url}", "tasks=[grasp_single_cube]", "seeds=2"]
-    cmd += [f"ray.address={cluster.address}", "ray.env_actors=2", f"results_dir={tmp_path}", "run_id=cluster", *more]
+    cmd = launch_cmd(tmp_path, cluster, server, *more)
     env = {**env, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -161,20 +172,23 @@ def test_a_cluster_whose_workers_lack_the_key_is_refused_before_any_work(tmp_pat
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace of its own (unshare --mount) needs root")
 def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_driver(tmp_path, demo_root):
     """The second raylet has its own (empty) results folder and scratch, as a separate machine without
-    a shared filesystem: the summary it learns and each episode's row, record and frames end up in
-    the driver's run folder, nothing stays on the worker's side, and a rerun skips every episode."""
+    a shared filesystem. Ctrl-C mid-episode keeps the partial records that lived there; then the
+    summary it learned and each episode's row, record and frames end up in the driver's run folder,
+    nothing stays on the worker's side, and a rerun skips every episode."""
     from tests.test_learning import SUMMARY, tool
 
     results, scratch = tmp_path / "results", tmp_path / "scratch"
     results.mkdir(), scratch.mkdir()
-    env = {**os.environ, KEY_VAR: "sk-test-cluster"}
+    env = {**os.environ, KEY_VAR: "sk-test-cluster", "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     ray_tmp = Path(f"/tmp/vbr{uuid.uuid4().hex[:6]}")
     node = {SCRATCH_ENV: str(scratch)}
+    slow = stop_after(3)
     try:
         with (
-            ScriptedServer(default=stop_after(2)) as server,
+            ScriptedServer(default=lambda body: {"delay": 1.0, "then": slow(body)}) as server,
             Cluster(env, ray_tmp, (results, scratch), node) as cluster,
         ):
             assert cluster.on_worker_node("ls", "-A", str(results)) == ""  # its own, empty, results folder
@@ -184,17 +198,39 @@ def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_dri
                 tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY)
             )
             more = ("summary=own", f"demo_root={demo_root}")
+            run_dir = results / "cluster"
+            first = subprocess.Popen(
+                launch_cmd(results, cluster, server, *more),
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            try:
+                deadline = time.monotonic() + 300
+                while len(server.requests) < 5 and time.monotonic() < deadline and first.poll() is None:
+                    time.sleep(0.1)  # learning (3 requests), then both episodes have asked once
+                first.send_signal(signal.SIGINT)
+                assert first.wait(timeout=120) == 130, first.stderr.read().decode()[-2000:]
+            finally:
+                if first.poll() is None:
+                    os.killpg(first.pid, signal.SIGKILL)
+            cut = list((run_dir / "_records").rglob("events.jsonl"))
+            assert not (run_dir / "outcomes").exists() and len(cut) == 2
+            assert all('"type": "result"' not in f.read_text() and '"type": "reply"' in f.read_text() for f in cut)
             done = launch(results, cluster, server, env, *more)
             assert done.returncode == 0, done.stderr[-3000:]
-            run_dir = results / "cluster"
             df = pd.read_parquet(run_dir)
             assert len(df) == 2 and (df["status"] == "ok").all() and (df["end_reason"] == "stop").all()
-            assert df["summary_learned"].all() and set(df["steps"]) == {2}
+            assert df["summary_learned"].all() and set(df["steps"]) == {3} and (df["attempt"] == 1).all()
             for rel in df["record"]:
                 events = [json.loads(line) for line in (run_dir / rel).read_text().splitlines()]
                 shown = {image for e in events for image in e.get("images", [])}
-                assert events[-1]["type"] == "result" and len(shown) >= 3
+                assert events[-1]["type"] == "result" and len(shown) >= 4
                 assert all(((run_dir / rel).parent / image).is_file() for image in shown)
+                kept = sorted(p.name for p in (run_dir / rel).parent.parent.iterdir())
+                assert kept == ["attempt1", "attempt1.interrupted-1"]
             assert (results / "_summaries" / "openai_cluster" / "grasp_single_cube.json").is_file()
             assert len(list((run_dir / "_learning").rglob("events.jsonl"))) == 1
             assert cluster.on_worker_node("find", str(results), str(scratch), "-type", "f") == ""

@@ -374,7 +374,7 @@ class AllAtOnce:
     """Holds each model's first request until every one of ``models`` has sent one (or ``wait_s``
     passed, which it notes in ``waited_out``): jobs run one after another could never all be here."""
 
-    def __init__(self, models: set[str], reply, wait_s: float = 180.0):
+    def __init__(self, models: set[str], reply, wait_s: float = 150.0):
         self.models, self.reply, self.wait_s = models, reply, wait_s
         self.seen: set[str] = set()
         self.waited_out: list[str] = []

@@ -3,11 +3,11 @@
 (``ray.address=none``: one worker, one episode at a time, no Ray at all).
 
 Both give the driver the same small interface (start workers, submit an episode or a summary
-learning job, wait, collect, kill), so the driver, its run folder, resume and retries are the same
-whichever runs the episodes. Both share one rate limiter per run among all episodes of the model
-(``model.rpm``/``model.tpm``): on Ray a small actor on the driver's node, which every worker on
-every node asks before each request. Ray is imported only by :class:`RayBackend` and
-:class:`RemoteLimiter`.
+learning job, wait, collect, fetch partial records, kill, release at the end), so the driver, its
+run folder, resume and retries are the same whichever runs the episodes. Both share one rate limiter
+per run among all episodes of the model (``model.rpm``/``model.tpm``): on Ray a small actor on the
+driver's node, which every worker on every node asks before each request. Ray is imported only by
+:class:`RayBackend` and :class:`RemoteLimiter`.
 """
 
 from __future__ import annotations
@@ -166,6 +166,9 @@ class InProcessBackend:
 
     release = kill
 
+    def partial(self, worker) -> dict:
+        return {}  # in this process records are written in place
+
 
 class RayBackend:
     """Up to ``ray.env_actors`` threaded Ray actors, each hosting up to ``ray.episodes_per_actor``
@@ -313,6 +316,14 @@ class RayBackend:
 
     def kill(self, worker) -> None:
         self.ray.kill(worker, no_restart=True)
+
+    def partial(self, worker) -> dict[str, dict[str, bytes]]:
+        """The records so far of a worker's running episodes kept in its node's scratch ({} if it
+        does not answer within :data:`ASK_S`)."""
+        try:
+            return self.ray.get(worker.partial.options(concurrency_group=CONTROL).remote(), timeout=ASK_S)
+        except Exception:
+            return {}
 
     def release(self, worker) -> None:
         """An idle worker at the end of a run: it frees its scenes and scratch folder, then ends."""

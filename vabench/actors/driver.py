@@ -2,8 +2,8 @@
 keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`).
 
 Model latency dominates an episode, so throughput comes from many episodes in flight: Ray actors
-(env workers), each hosting several episodes at once and writing each one's outcome file; without
-Ray (``ray.address=none``) one worker runs them one after another into the same run folder.
+(env workers), each hosting several episodes at once; without Ray (``ray.address=none``) one
+worker runs them one after another for the same run folder.
 Correctness rules:
 
 - results reach the run folder through the driver, from any node: a worker returns an episode's
@@ -15,8 +15,9 @@ Correctness rules:
   budget of ``max_attempts`` (``retry_infra=false``: keeps them);
 - an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
   kill -9, timeout) is replaced and its episodes re-queued with ``attempt + 1`` (once each); an
-  interrupted driver costs nothing (the worker sets the stale record folder aside and runs the
-  same attempt afresh); the backend never re-runs anything by itself, so no episode is judged twice;
+  interrupted driver costs nothing (Ctrl-C first fetches the partial records a worker keeps in its
+  node's scratch; the stale record folder is set aside and the same attempt runs afresh); the
+  backend never re-runs anything by itself, so no episode is judged twice;
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits excluded) ends
   itself as an infra error at its next model call; one stuck inside a simulator call, or a worker
   that stops answering, is caught by the driver's backstop, which kills that worker (its episodes
@@ -124,6 +125,8 @@ class Driver:
             task = inflight.pop(ready[0])
             try:
                 out = self._keep_learning(task, backend.get(ready[0]))
+            except RunLocked:
+                raise
             except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
                 out = {"end_reason": INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
@@ -195,8 +198,12 @@ class Driver:
         except (KeyboardInterrupt, RunAborted, RunLocked) as stop:
             what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped"
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
-            for worker in _distinct(w for w, *_ in inflight.values()):
+            busy = _distinct(w for w, *_ in inflight.values())
+            if not isinstance(stop, RunLocked):  # the folder is still ours: keep what was cut short
+                self._keep_partial(backend, busy)
+            for worker in busy:
                 backend.kill(worker)
+                idle[:] = [w for w in idle if w is not worker]
             raise
         finally:
             if previous is not None:
@@ -227,7 +234,7 @@ class Driver:
         """Kill a worker with an episode stuck inside one simulator call for over :data:`STUCK_S`
         (it cannot end itself there), or one that failed :data:`MISSES` checks in a row (hung; one
         that has never answered gets :data:`STARTUP_S` to start). Its episodes are then collected
-        as after a crash: judged if their outcome was written, else retried. Returns episodes finished."""
+        as after a crash (retried). Returns episodes finished."""
         finished = 0
         for worker in _distinct(w for w, *_ in inflight.values()):
             stuck = backend.stuck(worker, STUCK_S)
@@ -292,7 +299,10 @@ class Driver:
         row = out["row"]
         if out["files"] is not None:  # the record of a worker that cannot see the run folder
             self._hold()
-            land(out["files"], spec.record_dir(self.run.run_dir) / f"attempt{attempt}")
+            try:
+                land(out["files"], spec.record_dir(self.run.run_dir) / f"attempt{attempt}")
+            except (OSError, ValueError) as e:  # a record the run folder cannot hold: the attempt is infra
+                return self._retry(spec, attempt, f"storing the record failed: {type(e).__name__}: {e}", queue)
         self._write(spec, row)
         if row["status"] != OK:
             error = row.get("error") or INFRA_ERROR
@@ -317,6 +327,16 @@ class Driver:
             return False
         self.counts["infra"] += 1
         return True
+
+    def _keep_partial(self, backend, workers: list) -> None:
+        """Land the records of episodes cut short by a stop that live in their worker's scratch
+        (another node), where the next attempt then sets them aside; in-place ones are there."""
+        for worker in workers:
+            for rel, files in backend.partial(worker).items():
+                try:
+                    land(files, self.run.run_dir / rel)
+                except (OSError, ValueError) as e:
+                    self.log(f"could not keep the partial record {rel}: {type(e).__name__}: {e}")
 
     def _hold(self) -> None:
         """Never write into a folder another driver has taken over."""

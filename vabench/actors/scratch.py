@@ -69,10 +69,15 @@ def clear_dead(root: Path) -> list[Path]:
     return gone
 
 
-def pack(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` by its relative POSIX path, then the folder is removed."""
+def read(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by its relative POSIX path."""
     folder = Path(folder)
-    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def pack(folder: Path) -> dict[str, bytes]:
+    """:func:`read`, then the folder is removed."""
+    files = read(folder)
     shutil.rmtree(folder, ignore_errors=True)
     return files
 

@@ -36,10 +36,10 @@ from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import Summary, SummaryStore, summary_identity
 from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
-from vabench.vocab import TRANSFER
+from vabench.vocab import INFRA_ERROR, TRANSFER
 
 from .runlock import DriverWatch, _snapshot
-from .scratch import Scratch, pack
+from .scratch import Scratch, pack, read
 from .specs import EpisodeSpec
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
@@ -59,6 +59,7 @@ class Seat:
     started: float = 0.0
     limiter_s: float = 0.0  # limit waits granted to this episode so far
     in_sim: float | None = None  # since when it holds the simulator lock (None: it does not)
+    scratch: tuple[str, Path] | None = None  # (place in the run folder, scratch folder) of a record kept here
 
     def active_s(self) -> float:
         """Seconds the running episode has worked: wall time less its waits on the run's rate limits."""
@@ -114,9 +115,8 @@ class EpisodeWorker:
     that sees the run folder ends itself once that driver is gone (within :data:`WATCH_S` where the
     driver's pid can be checked, after the lock's stale time elsewhere) or another driver took the
     folder over, and never writes a record event after that; in the driver's process it is None. A
-    worker that cannot see the run folder writes nothing there, and Ray ends it with its driver.
-
-    ``ship``: send records back with the row (None: exactly when the run folder is not visible here).
+    worker that cannot see the run folder writes nothing there, sends each record back with its
+    row, and is ended by Ray with its driver.
 
     ``slots``: episodes this worker runs at once (:meth:`run` called from that many threads);
     ``limiter``: the run's shared rate limiter (acquire/settle/pause), or None; ``timeout_s``: an
@@ -135,9 +135,8 @@ class EpisodeWorker:
         limiter=None,
         timeout_s: float | None = None,
         worker_id: str | None = None,
-        ship: bool | None = None,
     ):
-        self.ship = not sees_run_folder(lock) if ship is None else ship
+        self.ship = not sees_run_folder(lock)
         self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if self.ship else None
         self.watch = DriverWatch(*lock) if lock is not None and not self.ship else None
         if self.watch is not None:
@@ -173,6 +172,16 @@ class EpisodeWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def partial(self) -> dict[str, dict[str, bytes]]:
+        """The records so far of the episodes running now, by their place in the run folder, where
+        they are kept in this node's scratch (the driver keeps them when it stops mid-run)."""
+        out = {}
+        for seat in self.seats:
+            kept = seat.scratch  # read once: the episode thread may clear it
+            if kept is not None:
+                out[kept[0]] = read(kept[1])
+        return out
+
     def stuck(self, limit_s: float) -> list[str]:
         """Keys of the running episodes that have been inside one simulator call for longer than
         ``limit_s`` (the driver's backstop: such an episode cannot end itself; one waiting for its
@@ -188,13 +197,13 @@ class EpisodeWorker:
         why = self.watch.gone() if self.watch is not None else None
         if why:
             print(f"vabench worker {os.getpid()}: stopping, {why}", file=sys.stderr, flush=True)
-            os._exit(3)  # at once: no outcome, no record events after this point
+            os._exit(3)  # at once: no result, no record events after this point
 
     def _watch(self) -> None:
         while True:
             try:
                 self._check_driver()
-            except Exception as e:  # the watch must outlive any odd read; the pre-write check still holds
+            except Exception as e:  # the watch must outlive any odd read; the check before returning still holds
                 print(f"vabench worker {os.getpid()}: driver watch: {type(e).__name__}: {e}", file=sys.stderr)
             time.sleep(WATCH_S)
 
@@ -210,7 +219,7 @@ class EpisodeWorker:
         try:
             return self._run(seat, s, attempt, summary)
         finally:
-            seat.key = None
+            seat.key, seat.scratch = None, None
             self.free.put(seat)
 
     def _overdue(self, seat: Seat):
@@ -228,6 +237,7 @@ class EpisodeWorker:
         rel = s.record_dir(Path()) / f"attempt{attempt}"
         if self.scratch is not None:
             folder = self.scratch.folder(rel)
+            seat.scratch = (rel.as_posix(), folder)
         else:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
@@ -248,6 +258,7 @@ class EpisodeWorker:
         )
         result.record = (rel / result.record).as_posix()
         self._check_driver()
+        seat.scratch = None
         return {"row": result.row(), "files": pack(folder) if self.scratch is not None else None}
 
 
@@ -263,10 +274,19 @@ def learn(model: dict, task: str, demo_root: str | None = None, limiter=None) ->
     scratch = Scratch(f"learn-{uuid.uuid4().hex[:12]}")
     try:
         store = SummaryStore(scratch.folder("summaries"))
-        result = learn_summary(m, task, store, scratch.folder("record"), demos)
+        out = {"task": task, "learned": False, "summary": None}
+        try:
+            result = learn_summary(m, task, store, scratch.folder("record"), demos)
+        except Exception as e:  # a crash: infra, and its record still reaches the driver
+            return {
+                **out,
+                "end_reason": INFRA_ERROR,
+                "error": f"{type(e).__name__}: {e}",
+                "files": pack(scratch.root / "record"),
+            }
         saved = store.path(m.name, task)
         return {
-            "task": task,
+            **out,
             "end_reason": result.end_reason,
             "error": result.error,
             "learned": result.summary is not None,

@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -156,14 +156,9 @@ class SummaryStore:
         other = self._owner(path)
         if other not in (None, model):
             raise SummaryError(f"{path} holds the summary of model {other!r}, not {model!r}")
-        tmp = path.with_name(f".{path.name}.adopt")
-        _atomic_write(tmp, text)
-        try:
-            found = self._read(tmp, model, task)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return replace(found, path=path)
+        found = self._parse(text, path, model, task)
+        _atomic_write(path, text)
+        return found
 
     @staticmethod
     def _owner(path: Path) -> str | None:
@@ -181,9 +176,18 @@ class SummaryStore:
 
     @staticmethod
     def _read(path: Path, model: str, task: str) -> Summary:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise SummaryError(f"corrupt summary file {path}: {e}") from e
+        return SummaryStore._parse(text, path, model, task)
+
+    @staticmethod
+    def _parse(text: str, path: Path, model: str, task: str) -> Summary:
+        """The summary a file's text holds, validated (``path``: where it is or will be)."""
         base = summary_task(task)
         try:
-            record = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+            record = json.loads(text, parse_constant=_reject_constant)
             if not isinstance(record, dict):
                 raise SummaryError("not a JSON object")
             if record.get("format") != SUMMARY_FORMAT:
