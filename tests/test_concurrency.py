@@ -26,7 +26,7 @@ from vabench.actors.driver import Driver
 from vabench.actors.worker import EpisodeWorker, _SeatSim
 from vabench.envs import EnvConfig, VABenchEnv
 
-pytestmark = pytest.mark.xdist_group("ray")  # one Ray at a time: the kill test looks for any worker process
+RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
 
 ONE_WORKER = ("ray.env_actors=1", "ray.episodes_per_actor=4")
 KEY_VAR = "VABENCH_TEST_KEY"
@@ -86,6 +86,7 @@ def test_slots_spread_over_workers_first_then_stack():
     assert spread(3, 8) == [1, 1, 1]  # never an idle worker process
 
 
+@RAY
 def test_four_episodes_in_one_worker_run_at_once_and_match_one_at_a_time(ray_session, one_at_a_time, tmp_path):
     serial_run, serial = one_at_a_time
     run = smoke(tmp_path, "packed", *ONE_WORKER)
@@ -97,6 +98,7 @@ def test_four_episodes_in_one_worker_run_at_once_and_match_one_at_a_time(ray_ses
     assert all(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))  # they overlapped
 
 
+@RAY
 @pytest.mark.slow  # tests/test_driver.py kills a worker hosting two episodes in the default run
 def test_a_killed_worker_hosting_four_episodes_re_queues_each_once(ray_session, one_at_a_time, tmp_path):
     _, serial = one_at_a_time
@@ -149,6 +151,7 @@ def by_task(slow: str, slow_reply, fast_reply):
     return reply
 
 
+@RAY
 def test_an_episode_over_its_time_limit_ends_itself_and_spares_its_neighbours(ray_session, tmp_path):
     """The cube episodes answer slowly (4 s a call) and run past episode_timeout_s (10 s); the bowl
     episodes stop at once. The overdue ones end at their next call as infra errors; the worker is
@@ -169,6 +172,7 @@ def test_an_episode_over_its_time_limit_ends_itself_and_spares_its_neighbours(ra
     assert (bowl["status"] == "ok").all() and (bowl["end_reason"] == "stop").all()
 
 
+@RAY
 def test_a_hung_worker_is_killed_once_and_its_episodes_rerun(ray_session, tmp_path, monkeypatch):
     """A worker that stops answering (SIGSTOP here; a native call holding the GIL in life) while both
     its episodes wait on slow replies: after MISSES unanswered checks the driver kills it (once) and
@@ -238,6 +242,7 @@ def test_episodes_per_actor_must_be_a_positive_integer(tmp_path):
         smoke(tmp_path, "bad", "ray.episodes_per_actor=0")
 
 
+@RAY
 def test_one_rate_limit_holds_across_two_worker_processes(ray_session, tmp_path):
     """Four episodes in two worker processes, model.rpm=120 (one request every ~0.51 s), against a
     server that refuses an eleventh request within any 3.5 s: not one 429, and the waits are in the rows.

@@ -31,7 +31,7 @@ from vabench.analysis import success_matrix
 from vabench.outcomes import read_rows, write_row
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.xdist_group("ray")  # one Ray at a time: the kill tests look for any worker process
+RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
 KEY = ["task", "seed", "protocol", "run_index"]
 SAME = ["success", "steps", "end_reason", "robot_actions", "checkpoints_done"]
 
@@ -65,6 +65,7 @@ def reference(ray_session, tmp_path_factory):
     return run, df
 
 
+@RAY
 def test_smoke_run_writes_one_row_per_episode(reference):
     run, df = reference
     assert len(df) == 4 and df["success"].all() and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
@@ -77,6 +78,7 @@ def test_smoke_run_writes_one_row_per_episode(reference):
     assert pd.read_parquet(run.run_dir).shape[0] == 4  # plain pandas reads the whole run folder
 
 
+@RAY
 def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
     run, _ = reference
     files = sorted((run.run_dir / "outcomes").rglob("*.parquet"))
@@ -93,6 +95,7 @@ def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
     assert all(f.stat().st_mtime_ns == before[f] for f in untouched)
 
 
+@RAY
 def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path, monkeypatch):
     """The laptop path (``ray.address=none``) is the same driver: same rows, records, resume."""
     _, ref = reference
@@ -292,6 +295,7 @@ def _worker_pids(old: frozenset[int] = frozenset()) -> list[int]:
     return pids
 
 
+@RAY
 def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference, tmp_path):
     _, ref = reference
     run = smoke(tmp_path, "kill")
@@ -318,6 +322,7 @@ def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference,
     assert table(df).equals(table(ref))
 
 
+@RAY
 def test_a_killed_driver_resumes_to_the_uninterrupted_table(reference, tmp_path):
     _, ref = reference
     cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", f"results_dir={tmp_path}", "run_id=resume"]
@@ -344,6 +349,7 @@ def test_a_killed_driver_resumes_to_the_uninterrupted_table(reference, tmp_path)
     assert table(df).equals(table(ref)) and len(read_rows(tmp_path / "resume")) == 4
 
 
+@RAY
 def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
     cmd = [
         sys.executable,
@@ -413,6 +419,7 @@ def test_a_parallel_sweep_runs_three_models_at_once_and_loads_as_one_table(tmp_p
     assert sorted(df["condition"]) == [f"openai/{m} | active | summary none" for m in "abc"]
 
 
+@RAY
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     cmd = [
         sys.executable,
