@@ -38,7 +38,7 @@ def test_records_sent_back_from_scratch_land_as_if_written_in_place(tmp_path, mo
 
     def remote_node(self, *args, **kwargs):
         real(self, *args, **kwargs)
-        shipped.append(self.ship)
+        shipped.append(self.scratch is not None)
 
     monkeypatch.setattr(worker_module, "sees_run_folder", lambda lock: False)
     monkeypatch.setattr(worker_module.EpisodeWorker, "__init__", remote_node)

@@ -136,9 +136,9 @@ class EpisodeWorker:
         timeout_s: float | None = None,
         worker_id: str | None = None,
     ):
-        self.ship = not sees_run_folder(lock)
-        self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if self.ship else None
-        self.watch = DriverWatch(*lock) if lock is not None and not self.ship else None
+        ship = not sees_run_folder(lock)  # records go back with the rows, from this node's scratch
+        self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if ship else None
+        self.watch = DriverWatch(*lock) if lock is not None and not ship else None
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.limiter, self.timeout_s = limiter, timeout_s
@@ -274,23 +274,17 @@ def learn(model: dict, task: str, demo_root: str | None = None, limiter=None) ->
     scratch = Scratch(f"learn-{uuid.uuid4().hex[:12]}")
     try:
         store = SummaryStore(scratch.folder("summaries"))
-        out = {"task": task, "learned": False, "summary": None}
         try:
             result = learn_summary(m, task, store, scratch.folder("record"), demos)
+            end, error, learned = result.end_reason, result.error, result.summary is not None
         except Exception as e:  # a crash: infra, and its record still reaches the driver
-            return {
-                **out,
-                "end_reason": INFRA_ERROR,
-                "error": f"{type(e).__name__}: {e}",
-                "files": pack(scratch.root / "record"),
-            }
-        saved = store.path(m.name, task)
+            end, error, learned = INFRA_ERROR, f"{type(e).__name__}: {e}", False
         return {
-            **out,
-            "end_reason": result.end_reason,
-            "error": result.error,
-            "learned": result.summary is not None,
-            "summary": saved.read_text(encoding="utf-8") if result.summary is not None else None,
+            "task": task,
+            "end_reason": end,
+            "error": error,
+            "learned": learned,
+            "summary": store.path(m.name, task).read_text(encoding="utf-8") if learned else None,
             "files": pack(scratch.root / "record"),
         }
     finally:

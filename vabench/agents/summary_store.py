@@ -131,12 +131,7 @@ class SummaryStore:
         if prompt_version is not None and not isinstance(prompt_version, str):
             raise SummaryError(f"prompt_version must be a string or None; got {_show(prompt_version)}")
         path = self.path(model, task)
-        other = self._owner(path)
-        if other not in (None, model):
-            raise SummaryError(
-                f"{path} holds the summary of model {other!r}; model ids {other!r} and {model!r} map to the same "
-                "file name, use a different summary root for one of them"
-            )
+        self._check_owner(path, model)
         record = {
             "format": SUMMARY_FORMAT,
             "task": base,
@@ -153,12 +148,20 @@ class SummaryStore:
         """Store a summary file written by :meth:`save` elsewhere (a worker on another node): the
         text as it was, validated first, so a bad one never replaces a good one."""
         path = self.path(model, task)
-        other = self._owner(path)
-        if other not in (None, model):
-            raise SummaryError(f"{path} holds the summary of model {other!r}, not {model!r}")
+        self._check_owner(path, model)
         found = self._parse(text, path, model, task)
         _atomic_write(path, text)
         return found
+
+    @classmethod
+    def _check_owner(cls, path: Path, model: str) -> None:
+        """Refuse to replace another model's summary (two model ids can map to one file name)."""
+        other = cls._owner(path)
+        if other not in (None, model):
+            raise SummaryError(
+                f"{path} holds the summary of model {other!r}; model ids {other!r} and {model!r} map to the same "
+                "file name, use a different summary root for one of them"
+            )
 
     @staticmethod
     def _owner(path: Path) -> str | None:
