@@ -16,10 +16,8 @@ start-up of three jobs at once contends for this machine's 2 cores; a cluster's 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,26 +29,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import ScriptedServer  # noqa: E402
+from tests.test_cluster import _free_port, stop_after  # noqa: E402
 
 KEY_VAR = "VABENCH_BENCH_KEY"
 RAY = str(Path(sys.executable).with_name("ray"))
-MOVE = json.dumps({"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10})
-STOP = json.dumps({"stop": True, "reason": "benchmark"})
 MODELS = "openai/a,openai/b,openai/c"
 
 
 def replies(latency: float, moves: int):
-    def reply(body: dict) -> dict:
-        answered = sum(m.get("role") == "assistant" for m in body.get("messages", []))
-        return {"delay": latency, "then": MOVE if answered < moves else STOP}
-
-    return reply
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    then = stop_after(moves)
+    return lambda body: {"delay": latency, "then": then(body)}
 
 
 def launch(env: dict, results: Path, run_id: str, server: ScriptedServer, address: str, seeds: int, *more: str):
@@ -74,7 +62,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=4, help="episodes per model, all in flight at once")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    port = free_port()
+    port = _free_port()
     ray_tmp = Path(tempfile.mkdtemp(prefix="vbsw", dir="/tmp"))
     env = {**os.environ, KEY_VAR: "sk-bench", "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     head = subprocess.Popen(
