@@ -1,0 +1,201 @@
+"""Annotation labels (paper C.9): the one definition of the label format, its rubric, and its files.
+
+Labels live in a run folder as ``_annotations/<annotator>.jsonl``, append-only, one JSON object
+per save::
+
+    {"record": "<the outcome row's record path>", "annotator": "ann1", "time": "<ISO-8601>",
+     "gates": {"error": true|false|null, "ambiguity": true|false|null},
+     "labels": {"TL": 0|1|null, ..., "PF": 0|1|null}, "notes": ""}
+
+The latest line per (annotator, record) is that annotator's judgment; null means not applicable
+or not yet judged. The review app writes these files (:func:`append`); the analysis reads them
+(:func:`read`, :func:`latest`). Nothing here imports the simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+ANNOTATIONS = "_annotations"
+CRITERIA = ("TL", "AE", "SR", "MS", "MP", "FG", "ED", "OC", "PF")
+MODULES = {"SPU": ("TL", "AE", "SR"), "RM": ("MS", "MP", "FG"), "ER": ("ED", "OC", "PF")}
+GATES = ("error", "ambiguity")
+GATED = {"ED": "error", "OC": "error", "PF": "error", "AE": "ambiguity"}  # others: always applicable
+RUBRIC = {  # C.9.2-C.9.4, one line each (what a positive label means)
+    "TL": ("Target localisation", "Motion and views are directed at the task-relevant object, not a distractor."),
+    "AE": (
+        "Informative exploration",
+        "A view is chosen for an ambiguity, it exposes the fact, and later actions use it.",
+    ),
+    "SR": (
+        "Spatial relations",
+        "Moves reduce the visible gripper-object offset; contact/grasp/release at a plausible pose.",
+    ),
+    "MS": ("Manipulation semantics", "Purposeful use of translations, rotations, aperture and dual-arm commands."),
+    "MP": ("Manipulation planning", "Coherent phase order (approach, align, grasp, lift, carry, place, release)."),
+    "FG": (
+        "Fine pre-contact analysis",
+        "Task-specific checks of fingertip placement, orientation, height before contact.",
+    ),
+    "ED": (
+        "Error detection",
+        "After an observable error it stops treating the action as successful (re-view, recheck).",
+    ),
+    "OC": ("Online correction", "It corrects a developing deviation before it becomes an explicit failure."),
+    "PF": (
+        "Post-failure adjustment",
+        "After a failure it retries with a materially revised view, estimate or approach.",
+    ),
+}
+GATE_TEXT = {
+    "error": "The episode contains an observable execution error (miss, drop, planner rejection, unstable placement).",
+    "ambiguity": "Some task-relevant geometric fact is underdetermined from the current view (assessable ambiguity).",
+}
+ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+NOTES_MAX = 4000
+
+
+class LabelError(ValueError):
+    """A label object that does not follow the format; the message names the field."""
+
+
+def _flag(value, field: str, allowed: tuple, what: str):
+    if value is None or (type(value) in (type(a) for a in allowed if a is not None) and value in allowed):
+        return value
+    raise LabelError(f"{field} must be {what}, got {value!r}")
+
+
+def validate(obj, now: datetime | None = None) -> dict:
+    """A normalised copy of a label object, or :class:`LabelError` naming the bad field.
+
+    ``time`` is set here (the server's clock) when ``now`` is given; unknown fields are refused so
+    a typo never silently drops a judgment."""
+    if not isinstance(obj, dict):
+        raise LabelError(f"a label must be a JSON object, got {type(obj).__name__}")
+    unknown = set(obj) - {"record", "annotator", "time", "gates", "labels", "notes"}
+    if unknown:
+        raise LabelError(
+            f"unknown field(s) {', '.join(sorted(unknown))}; allowed: record, annotator, time, gates, labels, notes"
+        )
+    record, annotator = obj.get("record"), obj.get("annotator")
+    if not isinstance(record, str) or not record or record.startswith("/") or ".." in Path(record).parts:
+        raise LabelError(f"record must be a relative record path inside the run folder, got {record!r}")
+    if not isinstance(annotator, str) or not ANNOTATOR_RE.fullmatch(annotator):
+        raise LabelError(f"annotator must match {ANNOTATOR_RE.pattern} (letters, digits, _ . -), got {annotator!r}")
+    gates = obj.get("gates") or {}
+    labels = obj.get("labels") or {}
+    if not isinstance(gates, dict) or set(gates) - set(GATES):
+        raise LabelError(f"gates must be an object with keys among {', '.join(GATES)}, got {gates!r}")
+    if not isinstance(labels, dict) or set(labels) - set(CRITERIA):
+        raise LabelError(f"labels must be an object with keys among {', '.join(CRITERIA)}, got {labels!r}")
+    notes = obj.get("notes") or ""
+    if not isinstance(notes, str) or len(notes) > NOTES_MAX:
+        raise LabelError(f"notes must be a string of at most {NOTES_MAX} characters")
+    if now is not None:
+        time = now.astimezone(UTC).isoformat(timespec="milliseconds")
+    else:
+        time = obj.get("time")
+        try:
+            datetime.fromisoformat(time)
+        except (TypeError, ValueError):
+            raise LabelError(f"time must be an ISO-8601 timestamp, got {time!r}") from None
+    return {
+        "record": record,
+        "annotator": annotator,
+        "time": time,
+        "gates": {g: _flag(gates.get(g), f"gates.{g}", (True, False), "true, false or null") for g in GATES},
+        "labels": {c: _flag(labels.get(c), f"labels.{c}", (0, 1), "0, 1 or null") for c in CRITERIA},
+        "notes": notes,
+    }
+
+
+def append(run_folder: Path, label: dict) -> dict:
+    """Validate ``label``, stamp it with the current time and append it to its annotator's file.
+
+    One ``write`` of one line on a file opened for appending, then fsync: a crash leaves at most a
+    torn last line, which :func:`read` skips."""
+    line = validate(label, now=datetime.now(UTC))
+    folder = Path(run_folder) / ANNOTATIONS
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"{line['annotator']}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return line
+
+
+def files(*sources: Path) -> list[Path]:
+    """Label files from run folders (their ``_annotations/*.jsonl``), folders of label files, or files."""
+    out: list[Path] = []
+    for source in map(Path, sources):
+        if source.is_file():
+            out.append(source)
+        elif (source / ANNOTATIONS).is_dir():
+            out += sorted((source / ANNOTATIONS).glob("*.jsonl"))
+        elif source.is_dir():
+            out += sorted(source.glob("*.jsonl"))
+        else:
+            raise FileNotFoundError(f"no label file or folder at {source}")
+    return out
+
+
+COLUMNS = ["record", "annotator", "time", *(f"gate_{g}" for g in GATES), *CRITERIA, "notes", "source"]
+
+
+def read(*sources: Path) -> pd.DataFrame:
+    """Every valid saved line of the label files, one row each (``gate_error``, ``gate_ambiguity``,
+    one column per criterion with 0/1/<NA>, ``notes``, ``source`` file). Invalid or torn lines are
+    skipped and counted in ``attrs['skipped']``."""
+    rows, skipped = [], 0
+    for path in files(*sources):
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = validate(json.loads(raw))
+            except (json.JSONDecodeError, LabelError):
+                skipped += int(bool(raw.strip()))
+                continue
+            rows.append(
+                {
+                    "record": line["record"],
+                    "annotator": line["annotator"],
+                    "time": line["time"],
+                    **{f"gate_{g}": line["gates"][g] for g in GATES},
+                    **line["labels"],
+                    "notes": line["notes"],
+                    "source": str(path),
+                }
+            )
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in CRITERIA:
+        df[c] = df[c].astype("Int8")
+    for g in GATES:
+        df[f"gate_{g}"] = df[f"gate_{g}"].astype("boolean")
+    df.attrs["skipped"] = skipped
+    return df
+
+
+def latest(*sources: Path) -> pd.DataFrame:
+    """Each annotator's current judgment: the latest saved line per (annotator, record)."""
+    df = read(*sources)
+    skipped = df.attrs["skipped"]
+    order = pd.to_datetime(df["time"], utc=True, format="ISO8601")
+    df = df.assign(_t=order).sort_values("_t", kind="stable").drop_duplicates(["annotator", "record"], keep="last")
+    df = df.drop(columns="_t").sort_values(["record", "annotator"]).reset_index(drop=True)
+    df.attrs["skipped"] = skipped
+    return df
+
+
+def to_csv(df: pd.DataFrame, path: Path | None = None) -> str:
+    """The label table as CSV (the app's and the CLI's export)."""
+    text = df.drop(columns=["source"], errors="ignore").to_csv(index=False)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
