@@ -51,6 +51,7 @@ def worker_args(
 ) -> tuple:
     return (
         run.camera,
+        asdict(run.recording),
         asdict(run.harness),
         asdict(run.model),
         str(run.run_dir),

@@ -19,7 +19,7 @@ from hydra.core.config_store import ConfigStore
 from vabench.agents.harness import HarnessConfig
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import check_model_id, make_model
-from vabench.envs import CAMERA_PRESETS
+from vabench.envs import CAMERA_PRESETS, RecordingConfig
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
@@ -65,6 +65,7 @@ class RunConfig:
     retry_infra: bool  # a rerun retries infra_error rows (a fresh budget of max_attempts)
     episode_timeout_s: float
     camera: str
+    recording: RecordingConfig
     harness: HarnessConfig
     ray: RayConfig
     summary_root: Path
@@ -214,6 +215,25 @@ def _summary_root(cfg: dict, run_dir: Path) -> Path:
     return (Path(str(_get(cfg, "results_dir"))) / "_summaries").absolute()
 
 
+def _recording(raw: dict) -> RecordingConfig:
+    allowed = RecordingConfig.__dataclass_fields__
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ConfigError(f"unknown key(s) recording.{', recording.'.join(unknown)}; allowed: {', '.join(allowed)}")
+    for key in ("enabled", "overlay", "video"):
+        if key in raw:
+            _bool(raw[key], f"recording.{key}")
+    for key in ("width", "height"):
+        if key in raw:
+            _int(raw[key], f"recording.{key}", 16)
+    if "fps" in raw:
+        _number(raw["fps"], "recording.fps", 0, inclusive=False)
+    try:
+        return RecordingConfig(**raw)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(str(e)) from None
+
+
 def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``)."""
     _no_secrets(cfg, "")
@@ -237,6 +257,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     camera = _get(cfg, "render").get("camera")
     if camera not in CAMERA_PRESETS:
         raise ConfigError(f"'render.camera' must be one of {', '.join(sorted(CAMERA_PRESETS))}, got {camera!r}")
+    recording = _recording(cfg.get("recording") or {})
     ray = dict(_get(cfg, "ray"))
     unknown = sorted(set(ray) - set(RayConfig.__dataclass_fields__))
     if unknown:
@@ -275,6 +296,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
         episode_timeout_s=_number(_get(cfg, "episode_timeout_s"), "episode_timeout_s", 0, inclusive=False),
         camera=camera,
+        recording=recording,
         harness=harness,
         ray=ray_cfg,
         summary_root=_summary_root(cfg, Path(run_dir)),

@@ -35,7 +35,7 @@ from vabench.agents.models import Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import Summary, SummaryStore, summary_identity
-from vabench.envs import CAMERA_PRESETS, EnvConfig, VABenchEnv
+from vabench.envs import CAMERA_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
 from vabench.vocab import INFRA_ERROR, TRANSFER
 
 from .runlock import DriverWatch, _snapshot
@@ -126,6 +126,7 @@ class EpisodeWorker:
     def __init__(
         self,
         camera: str,
+        recording: dict,
         harness: dict,
         model: dict,
         run_dir: str,
@@ -147,7 +148,7 @@ class EpisodeWorker:
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
         # episode's clock runs while another seat is being made
-        cfg = EnvConfig(camera=CAMERA_PRESETS[camera], hold_cameras=slots == 1)
+        cfg = EnvConfig(camera=CAMERA_PRESETS[camera], recording=RecordingConfig(**recording), hold_cameras=slots == 1)
         self.seats = [self._seat(VABenchEnv(cfg), make_model(ModelConfig(**model))) for _ in range(slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:

@@ -20,12 +20,14 @@ while the model is asked, so one episode steps while the others wait for their m
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.media import VIDEO_NAME, write_video
 from vabench.outcomes import OutcomeRow
 from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
 
@@ -34,7 +36,7 @@ from .dialogue import PERMANENT, Dialogue, EpisodeEnd, record_paths
 from .history import USER, Conversation, ImageRef
 from .models import EpisodeContext, Model
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
-from .records import RECORD_FORMAT, EpisodeRecord
+from .records import RECORD_FORMAT, RECORDING, EpisodeRecord
 from .tools import EpisodeTools
 
 __all__ = ["PERMANENT", "EpisodeEnd", "HarnessConfig", "run_episode"]
@@ -161,7 +163,20 @@ def run_episode(
     result.wall_s = round(time.perf_counter() - started, 3)
     record.event("result", **result.row())
     record.close()
+    _video(record, getattr(env.config, "recording", None))
     return result
+
+
+def _video(record: EpisodeRecord, recording) -> None:
+    """The episode's mp4 from its recording views; a failure costs the video, never the result
+    (``python -m vabench.review videos RUN`` makes it again)."""
+    frames = sorted((record.root / RECORDING).glob("step_*.jpg"))
+    if recording is None or not recording.video or not frames:
+        return
+    try:
+        write_video(frames, record.root / VIDEO_NAME, recording.fps)
+    except Exception:
+        logging.getLogger(__name__).warning("no video for %s", record.root, exc_info=True)
 
 
 class _Episode:
@@ -196,6 +211,7 @@ class _Episode:
             "episode_start",
             format=RECORD_FORMAT,
             task=obs.task,
+            instruction=obs.instruction,
             seed=int(seed),
             protocol=protocol,
             model=self.model.name,
@@ -205,8 +221,11 @@ class _Episode:
             prompt_version=prompts.PROMPT_VERSION,
             prompt_digest=prompts.prompt_digest(),
             summary_model=getattr(summary, "summary_model", None),
+            summary=summary_text,  # as the system prompt below carries it
             config=config.__dict__,
         )
+        with self.sim:
+            self._evaluate(0, "reset")
         record.event("turn", role="system", kind="system", step=0, text=system, images=[])
         expert = _serialised(self.env.expert, self.sim) if self.model.privileged else None
         self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
@@ -235,24 +254,32 @@ class _Episode:
                 step = self.env.step(decision.obj)
                 self._count(decision, step)
                 checkpoints, placement = self.env.checkpoints(), self._placement()
-            obs = step.observation
-            record.event(
-                "action",
-                step=step.step,
-                label=obs.last_action,
-                kind=step.kind,
-                payload=decision.obj,
-                reason=decision.reason,
-                valid=step.action_valid,
-                planner_success=step.planner_success,
-                feedback=step.feedback,
-                success=step.success,
-                checkpoints=checkpoints,  # evaluator-side only: never sent to the model
-                **placement,
-            )
+                obs = step.observation
+                record.event(
+                    "action",
+                    step=step.step,
+                    label=obs.last_action,
+                    kind=step.kind,
+                    payload=decision.obj,
+                    reason=decision.reason,
+                    valid=step.action_valid,
+                    planner_success=step.planner_success,
+                    feedback=step.feedback,
+                    success=step.success,
+                    checkpoints=checkpoints,  # evaluator-side only: never sent to the model
+                    **placement,
+                )
+                self._evaluate(step.step, obs.last_action)
             if step.done:
                 raise EpisodeEnd("success" if step.success else "budget", None)
             self._observe(obs)
+
+    def _evaluate(self, step: int, label: str) -> None:
+        """The evaluator-side state after reset or an action, and its recording view: for
+        reviewers, videos and diagnostic proxies, never for the model (under the simulator lock)."""
+        view = self.env.recording_view(f"step {step}: {label}")
+        path = self.record.rel(self.record.save_recording(step, view)) if view is not None else None
+        self.record.event("state", step=step, recording=path, **self.env.evaluator_state())
 
     def _placement(self) -> dict:
         """Per-object state of multi-object tasks (the basket track), for the record only."""

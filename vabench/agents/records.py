@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image
 
 RECORD_FORMAT = "vabench.episode_record.v1"
+RECORDING = "recording"  # the recording views' folder in a record (never sent to a model)
 
 
 class EpisodeRecord:
@@ -47,6 +48,14 @@ class EpisodeRecord:
         else:
             path = self.frames / f"step_{step:03d}_{safe}.jpg"
             Image.fromarray(rgb).save(path, "JPEG", quality=quality)
+        return path
+
+    def save_recording(self, step: int, rgb: np.ndarray, quality: int = 85) -> Path:
+        """Store the evaluator's recording view of a step (D.4: apart from the model's frames)."""
+        folder = self.root / RECORDING
+        folder.mkdir(exist_ok=True)
+        path = folder / f"step_{step:03d}.jpg"
+        Image.fromarray(rgb).save(path, "JPEG", quality=quality)
         return path
 
     def keep(self, path: Path) -> Path:

@@ -18,6 +18,7 @@ _EXPORTS = {
     "CAMERA_PRESETS": "sim.camera",
     "CameraConfig": "sim.camera",
     "EnvConfig": "env",
+    "RecordingConfig": "env",
     "Observation": "env",
     "StepResult": "env",
     "VABenchEnv": "env",

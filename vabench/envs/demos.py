@@ -19,6 +19,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from vabench.media import demo_video
+
 from .env import EnvConfig, VABenchEnv
 from .seeds import demo_seed
 from .sim.assets import cache_dir
@@ -73,6 +75,7 @@ def record(task: str, root: Path | None = None, camera: CameraConfig | None = No
             "height": cfg.height,
         }
         (tmp / "demo.json").write_text(json.dumps(meta, indent=2) + "\n")
+        demo_video(tmp)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

@@ -35,8 +35,8 @@ from .actions import (
     parse_action,
 )
 from .privileged import PrivilegedState
-from .sim import assets
-from .sim.camera import PASSIVE_ORDER, CameraConfig, CameraRig
+from .sim import assets, overlay
+from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraConfig, CameraRig
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
@@ -83,8 +83,32 @@ class StepResult:
 
 
 @dataclass(frozen=True)
+class RecordingConfig:
+    """The evaluator's recording view (D.4, reference notes 4.4 ``gripper_follow``): rendered at
+    reset and after every action for reviewers and videos, stored apart from the model's frames,
+    never in an Observation. ``fps`` is the episode video's frame rate (one frame per step)."""
+
+    enabled: bool = True
+    width: int = 320
+    height: int = 240
+    overlay: bool = True  # GC and end-effector markers, gripper axes, the step's action
+    video: bool = True  # an mp4 per episode from its recording views, when the episode ends
+    fps: float = 2.0
+
+    def __post_init__(self):
+        if not (16 <= self.width <= 1920 and 16 <= self.height <= 1080) or self.width % 2 or self.height % 2:
+            raise ValueError(
+                f"recording.width and recording.height must be even and in [16, 1920] x [16, 1080] (H.264 needs "
+                f"even sizes), got {self.width}x{self.height}"
+            )
+        if not 0.1 <= self.fps <= 60:
+            raise ValueError(f"recording.fps must be in [0.1, 60], got {self.fps}")
+
+
+@dataclass(frozen=True)
 class EnvConfig:
     camera: CameraConfig = field(default_factory=CameraConfig)
+    recording: RecordingConfig = field(default_factory=RecordingConfig)
     render: bool = True  # False: no images at all (physics-only screening and tests)
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
@@ -148,7 +172,10 @@ class VABenchEnv:
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         if self.config.render:
-            self.camera = CameraRig(self.world.scene, self.config.camera, self.config.hold_cameras)
+            rec = self.config.recording
+            self.camera = CameraRig(
+                self.world.scene, self.config.camera, self.config.hold_cameras, (rec.width, rec.height)
+            )
             self.camera.reset(self._gcs(), self.controlled)
         self.steps = self.robot_actions = 0
         self.done = self.success = False
@@ -279,6 +306,25 @@ class VABenchEnv:
         if self._state is None:
             raise RuntimeError("no episode: call reset() first")
         return self._state
+
+    def recording_view(self, caption: str = "") -> np.ndarray | None:
+        """The recording view of the current state (evaluator side: annotators and videos, never a
+        model), with the debug overlay when configured; None when recording or rendering is off."""
+        if self.camera is None or not self.config.recording.enabled:
+            return None
+        rgb, pose = self.camera.recording(self._ees(), self.controlled)
+        if not self.config.recording.overlay:
+            return rgb
+        arms = {}
+        for arm in self.controlled:
+            p = self.world.arms[arm].proprio()
+            arms[arm] = {"gc": p.gc, "ee": p.ee_position, "rotation": np.array([p.rx, p.ry, p.rz]).T}
+        return overlay.draw(rgb, pose, np.deg2rad(OBSERVER_FOVY_DEG), arms, caption)
+
+    def evaluator_state(self) -> dict:
+        """Object poses and lifts, grippers and finger contacts, for the episode record (diagnostic
+        proxies, review). Evaluator side: never part of a model request."""
+        return self.privileged().snapshot()
 
     def checkpoints(self) -> dict[str, bool]:
         """Subtask progress, latched after every action."""

@@ -98,6 +98,30 @@ class PrivilegedState:
         hits = {i for i, body in self.world.finger_contacts(arm) if body == name}
         return 0 in hits, 1 in hits
 
+    def snapshot(self) -> dict:
+        """The evaluator-side state of this instant as plain JSON data (metres, wxyz quaternions):
+        every body's pose and lift, each controlled gripper's GC, command, opening and the bodies
+        its fingers touch."""
+        objects = {}
+        for name, body in self.world.bodies.items():
+            pose = body.entity.pose
+            objects[name] = {
+                "p": [round(float(v), 5) for v in pose.p],
+                "q": [round(float(v), 5) for v in pose.q],
+                "lift": round(self.lift(name), 5) if name in self.start else None,
+                "static": bool(body.static),
+            }
+        arms = {}
+        for arm in self.controlled:
+            touching = sorted({body for _, body in self.world.finger_contacts(arm) if body is not None})
+            arms[arm] = {
+                "gc": [round(float(v), 5) for v in self.gc(arm)],
+                "closed": bool(self.closed(arm)),
+                "jaw_m": round(float(self.jaw_width(arm)), 5),
+                "touching": touching,
+            }
+        return {"objects": objects, "arms": arms}
+
     def held(self, name: str, arm: str) -> bool:
         """Gripper closed with both fingers on the body."""
         return self.closed(arm) and all(self.fingers_touching(name, arm))

@@ -52,6 +52,7 @@ OBSERVER_OFFSETS = {  # from the control EE, right-arm side (x times s = -1 for 
     "front_side_45": (0.44, -0.44, 0.18),
     "side_top_45": (0.48, -0.02, 0.48),
     "oblique_45": (0.42, -0.42, 0.42),
+    "gripper_follow": (0.38, -0.42, 0.32),  # the recording view (evaluator side; never sent to a model)
 }
 OBSERVER_TARGET_DROP = 0.02  # looks at EE - 2 cm in z
 OBSERVER_TOPDOWN = ((0.0, -0.12, 1.72), (0.0, -0.08, 0.80), (0.0, -1.0, 0.0))  # eye, target, up: the whole table
@@ -117,7 +118,7 @@ def view_pose(base: str, target: np.ndarray, mirror: bool) -> tuple[np.ndarray, 
 
 
 def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> np.ndarray:
-    """Observer camera pose for one passive view. ``ees`` are the control EE positions (robot
+    """Observer camera pose for one passive (or recording) view. ``ees`` are the control EE positions (robot
     proprioception, never object poses); a two-arm task anchors on their midpoint, right side."""
     if view == "topdown":
         eye, target, up = (np.array(v) for v in OBSERVER_TOPDOWN)
@@ -136,8 +137,10 @@ class CameraRig:
     ~120 MB at 1280x960) while its episode waits for a model. A worker hosting many episodes
     uses it; it costs a few ms per render and gives the same pixels."""
 
-    def __init__(self, scene: sapien.Scene, config: CameraConfig, hold: bool = True):
-        self.config, self.scene, self.hold = config, scene, hold
+    def __init__(
+        self, scene: sapien.Scene, config: CameraConfig, hold: bool = True, record_size: tuple[int, int] = (320, 240)
+    ):
+        self.config, self.scene, self.hold, self.record_size = config, scene, hold, record_size
         self.pose = np.eye(4)
         self._held: dict[str, object] = {}
 
@@ -145,6 +148,11 @@ class CameraRig:
         c = self.config
         if kind == "active":
             return add_camera(self.scene, "active", c.width, c.height, np.deg2rad(c.fovy_deg), c.near, c.far, c.shader)
+        if kind == "recording":  # the observer's lens at the recording size
+            w, h = self.record_size
+            return add_camera(
+                self.scene, "recording", w, h, np.deg2rad(OBSERVER_FOVY_DEG), OBSERVER_NEAR, OBSERVER_FAR, c.shader
+            )
         # the passive bundle's lens: same size and shader as the active camera (C.7 fixes the lens, not the resolution)
         fovy = np.deg2rad(OBSERVER_FOVY_DEG)
         return add_camera(self.scene, "observer", c.width, c.height, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader)
@@ -212,6 +220,13 @@ class CameraRig:
         camera.take_picture()
         rgba = camera.get_picture("Color")  # uint8: see scene._process_setup
         return np.ascontiguousarray(rgba[..., :3])
+
+    def recording(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The evaluator's recording view (reference notes 4.4, ``gripper_follow``): the image and
+        the camera pose it was taken from (for the debug overlay). Never part of an Observation."""
+        pose = observer_pose("gripper_follow", ees, controlled)
+        with self.lens("recording") as camera:
+            return self._picture(camera, pose), pose
 
     def passive_bundle(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
         """The five observer views (C.7) in the paper's order, anchored on the control EE positions ``ees``."""
