@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian 12 machine: software Vulkan (Mesa >= 25 from
-# bookworm-backports, because Mesa 22's lavapipe lacks a feature SAPIEN 3 needs), a
-# virtualenv in .venv, the project in editable mode with its dev extras, and the
-# decimated robot meshes in the cache. Safe to run again: every step checks first.
+# bookworm-backports, because Mesa 22's lavapipe lacks a feature SAPIEN 3 needs), Chromium and
+# its WebDriver for the review app's browser tests, a virtualenv in .venv, the project in
+# editable mode with its dev extras, and the decimated robot meshes in the cache. Safe to run
+# again: every step checks first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
@@ -27,6 +28,15 @@ if need_vulkan; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q -t bookworm-backports \
     mesa-vulkan-drivers libvulkan1 libegl1 libgl1
+fi
+
+# The review app's browser tests drive Debian's Chromium through its WebDriver (selenium);
+# playwright's own browser download cannot work without internet.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  echo "[setup] installing chromium and chromium-driver (review app browser tests)"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
 fi
 
 if [[ ! -x "$VENV/bin/python" ]]; then

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
     ("vabench.vocab", "vabench.paper"),
-    ("vabench.outcomes",),
+    ("vabench.outcomes", "vabench.media"),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
     ("vabench.envs.objects", "vabench.envs.privileged"),
@@ -31,18 +31,23 @@ LAYERS = [
     ("vabench.envs.demos",),
     ("vabench.envs.cli",),
     ("vabench.agents", "vabench.analysis"),
+    ("vabench.review",),
     ("vabench.actors",),
     ("vabench.launch",),
 ]
 ISOLATED = {
     "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
     "vabench.agents": ("vabench.analysis",),
+    "vabench.review": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
     "ray": ("vabench.actors.backends",),
     "hydra": ("vabench.launch", "vabench.actors.config"),
     "litellm": ("vabench.agents.llm",),
+    "fastapi": ("vabench.review.app",),
+    "uvicorn": ("vabench.review.__main__",),
+    "imageio": ("vabench.media",),
 }
 
 

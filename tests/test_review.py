@@ -1,0 +1,302 @@
+"""The review app as a user meets it: ``python -m vabench.launch`` makes a small run folder (oracle
+and random episodes), ``python -m vabench.review`` serves it, requests and a real Chromium
+(Debian's, through its WebDriver) use it. Also its safety: paths stay inside the run folder, a
+bad label changes nothing, and nothing but ``_annotations/`` is ever written."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from vabench.analysis import labels as L
+from vabench.media import VIDEO_NAME, video_info
+
+pytestmark = pytest.mark.xdist_group("review")  # one run folder and one server for the module
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
+def launch(results: Path, *overrides: str) -> None:
+    cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", "run_id=review", "ray.address=none"]
+    subprocess.run([*cmd, *overrides], check=True, env=ENV, capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory) -> Path:
+    results = tmp_path_factory.mktemp("review")
+    launch(results, "tasks=[grasp_single_cube]", "seeds=1", "protocol=both")  # oracle, active and passive
+    launch(results, "model=random", "tasks=[grasp_single_cube]", "seeds=1")
+    return results / "review"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(run_folder):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vabench.review", str(run_folder), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=ENV,
+    )
+    url = f"http://127.0.0.1:{port}"
+    assert proc.stdout.readline().strip().startswith(f"vabench review: {url}/")  # it says where it listens
+    deadline = time.monotonic() + 60
+    while True:  # the URL is printed before uvicorn binds: poll until it answers
+        try:
+            requests.get(f"{url}/run/0", timeout=2).raise_for_status()
+            break
+        except requests.ConnectionError:
+            assert proc.poll() is None and time.monotonic() < deadline, "the review server did not come up"
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def records(run_folder: Path) -> dict[str, str]:
+    """model/protocol -> record path of the run's episodes."""
+    import pandas as pd
+
+    df = pd.read_parquet(run_folder)
+    return {f"{r.model}/{r.protocol}": r.record for r in df.itertuples()}
+
+
+# -- safety ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.txt",
+        "%2e%2e/outside.txt",
+        "_records/%2e%2e/%2e%2e/outside.txt",
+        "..%2Foutside.txt",
+        "%2Fetc%2Fpasswd",
+        "link/outside.txt",
+    ],
+)
+def test_a_path_from_the_browser_never_leaves_the_run_folder(server, run_folder, path):
+    (run_folder.parent / "outside.txt").write_text("secret")
+    if not (run_folder / "link").exists():
+        (run_folder / "link").symlink_to(run_folder.parent)  # a link out of the run folder
+    try:
+        r = requests.get(f"{server}/run/0/file/{path}", timeout=10)
+        assert r.status_code == 404 and "secret" not in r.text
+        assert "error" in r.json() or r.json() == {"detail": "Not Found"}
+        r = requests.get(f"{server}/run/0/episode", params={"record": path.replace("%2e", ".")}, timeout=10)
+        assert r.status_code == 404 and "secret" not in r.text
+    finally:
+        (run_folder / "link").unlink()
+
+
+def test_files_inside_the_run_folder_are_served(server, run_folder):
+    rec = records(run_folder)["oracle/active"]
+    r = requests.get(f"{server}/run/0/file/{Path(rec).parent.as_posix()}/{VIDEO_NAME}", timeout=10)
+    assert r.status_code == 200 and r.headers["content-type"] == "video/mp4"
+    assert r.content == (run_folder / Path(rec).parent / VIDEO_NAME).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ("not json", 400, "one JSON object"),
+        ('["a list"]', 400, "JSON object"),
+        ('{"record": "REC", "annotator": "a1", "labels": {"TL": 2}}', 400, "labels.TL must be 0, 1 or null"),
+        ('{"record": "REC", "annotator": "a1", "labels": {"TL": true}}', 400, "labels.TL"),
+        ('{"record": "REC", "annotator": "a1", "gates": {"error": 1}}', 400, "gates.error must be true, false"),
+        ('{"record": "REC", "annotator": "a1", "labels": {"XX": 1}}', 400, "keys among TL"),
+        ('{"record": "REC", "annotator": "../evil"}', 400, "annotator must match"),
+        ('{"record": "REC", "annotator": "a1", "extra": 1}', 400, "unknown field"),
+        ('{"record": "../x/events.jsonl", "annotator": "a1"}', 400, "relative record path"),
+        ('{"record": "_records/none/events.jsonl", "annotator": "a1"}', 404, "not the record of an episode"),
+    ],
+)
+def test_a_malformed_label_gets_a_clear_error_and_changes_nothing(server, run_folder, body, status, message):
+    before = tree(run_folder)
+    rec = records(run_folder)["oracle/active"]
+    r = requests.post(
+        f"{server}/run/0/api/labels",
+        data=body.replace("REC", rec),
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert r.status_code == status and message in r.json()["error"]
+    assert tree(run_folder) == before
+
+
+def test_the_app_writes_nothing_but_annotations(server, run_folder):
+    before = tree(run_folder)
+    rec = records(run_folder)["random/active"]
+    for page in ("/", "/run/0", f"/run/0/episode?record={rec}", "/run/0/labels.csv", "/run/0/api/labels"):
+        assert requests.get(server + page, timeout=10).status_code == 200
+    saved = requests.post(
+        f"{server}/run/0/api/labels", json={"record": rec, "annotator": "w1", "labels": {"MS": 0}}, timeout=10
+    )
+    assert saved.status_code == 200 and saved.json()["labels"]["MS"] == 0
+    after = tree(run_folder)
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert changed == {f"{L.ANNOTATIONS}/w1.jsonl"}
+
+
+# -- the browser ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    for tool in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        assert Path(tool).exists(), f"{tool} is missing: scripts/setup.sh installs chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver, condition, what: str, timeout: float = 20):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=what)
+
+
+def js(driver, script: str, *args):
+    return driver.execute_script(script, *args)
+
+
+def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_folder, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    d = browser
+    rec = records(run_folder)
+    d.get(f"{server}/run/0")
+    summary = d.find_element(By.ID, "summary")
+    assert summary.text.startswith("3 of 3 episodes · success 2/3 (66.7%)")
+    Select(d.find_element(By.ID, "filter-model")).select_by_visible_text("oracle")
+    assert summary.text.startswith("2 of 3 episodes · success 2/2 (100.0%)")
+    assert {r.text for r in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=model]")} == {"oracle"}
+    d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # sort by protocol
+    assert [t.text for t in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=protocol]")] == ["active", "passive"]
+    d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # and the other way
+    assert [t.text for t in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=protocol]")] == ["passive", "active"]
+    d.find_elements(By.CSS_SELECTOR, "a.episode-link")[1].click()  # the active oracle episode
+
+    wait_for(d, lambda d: "/episode" in d.current_url, "the episode page")
+    assert rec["oracle/active"] in requests.utils.unquote(d.current_url)
+    # the model-facing image exactly as sent, and the video
+    first = d.find_element(By.CSS_SELECTOR, "#step-0 img.model-image")
+    wait_for(d, lambda d: js(d, "return arguments[0].complete && arguments[0].naturalWidth", first) == 640, "image")
+    sent = requests.get(first.get_attribute("src"), timeout=10).content
+    assert sent == (run_folder / Path(rec["oracle/active"]).parent / "frames/step_000_active.jpg").read_bytes()
+    wait_for(d, lambda d: js(d, "return document.getElementById('video').readyState") >= 1, "video metadata")
+    assert js(d, "return document.getElementById('video').videoWidth") == 320
+    # keyboard: j / k between steps
+    body = d.find_element(By.TAG_NAME, "body")
+    for _ in range(3):
+        body.send_keys("j")
+    assert d.find_element(By.CSS_SELECTOR, ".step.current").get_attribute("data-step") == "2"
+    body.send_keys("k")
+    assert d.find_element(By.CSS_SELECTOR, ".step.current").get_attribute("data-step") == "1"
+    assert "valid" in d.find_element(By.CSS_SELECTOR, "#step-1 .stephead").text
+
+    entered = {
+        "ann1": ({"error": "false"}, {"TL": "1", "SR": "1", "FG": "0"}, "clean grasp"),
+        "ann2": ({"error": "true", "ambiguity": "true"}, {"TL": "1", "ED": "0", "AE": "1"}, "slow"),
+    }
+    status = d.find_element(By.ID, "save-status")
+    for who, (gates, labels, notes) in entered.items():
+        box = d.find_element(By.ID, "annotator")
+        box.clear()
+        box.send_keys(who, Keys.TAB)  # change: loads this annotator's labels (none yet)
+        wait_for(d, lambda d, who=who: f"no labels of {who}" in status.text, "annotator loaded")
+        for gate, v in gates.items():
+            d.find_element(By.CSS_SELECTOR, f"input[name=gate-{gate}][value='{v}']").click()
+            wait_for(d, lambda d, who=who: "saved" in status.text and who in status.text, "gate saved")
+        for c, v in labels.items():
+            d.find_element(By.CSS_SELECTOR, f"input[name=label-{c}][value='{v}']").click()
+        d.find_element(By.ID, "notes").send_keys(notes, Keys.TAB)
+        wait_for(d, lambda d, n=notes: any(n == x["notes"] for x in _saved(server, rec["oracle/active"])), "notes")
+    # ED/OC/PF are off (n/a) while ann1's error gate says no
+    assert js(d, "return document.querySelector('input[name=label-ED]').disabled") is False  # ann2 is loaded
+    d.refresh()
+    wait_for(d, lambda d: "loaded labels of ann2" in d.find_element(By.ID, "save-status").text, "reload")
+    assert d.find_element(By.CSS_SELECTOR, "input[name=label-AE][value='1']").is_selected()
+    assert d.find_element(By.ID, "notes").get_attribute("value") == "slow"
+    box = d.find_element(By.ID, "annotator")
+    box.clear()
+    box.send_keys("ann1", Keys.TAB)
+    wait_for(d, lambda d: "loaded labels of ann1" in d.find_element(By.ID, "save-status").text, "ann1 loaded")
+    assert d.find_element(By.CSS_SELECTOR, "input[name=label-FG][value='0']").is_selected()
+    assert js(d, "return document.querySelector('input[name=label-ED]').disabled") is True
+    assert "ann1, ann2" in d.find_element(By.ID, "others").text
+
+    # the export (the app's CSV) holds exactly what was entered, and the CLI writes the same
+    text = requests.get(f"{server}/run/0/labels.csv", timeout=10).text
+    rows = {r["annotator"]: r for r in csv.DictReader(io.StringIO(text)) if r["record"] == rec["oracle/active"]}
+    assert set(rows) == {"ann1", "ann2"}
+    for who, (gates, labels, notes) in entered.items():
+        row = rows[who]
+        assert row["notes"] == notes and row["model"] == "oracle" and row["protocol"] == "active"
+        assert {g: row[f"gate_{g}"] for g in L.GATES} == {g: {"true": "True", "false": "False"}.get(
+            gates.get(g, ""), "") for g in L.GATES}  # fmt: skip
+        assert {c: row[c] for c in L.CRITERIA} == {c: labels.get(c, "") for c in L.CRITERIA}
+    cli = subprocess.run(
+        [sys.executable, "-m", "vabench.review", "labels", str(run_folder)], capture_output=True, text=True, check=True
+    )
+    assert cli.stdout == text
+
+    # episodes follow the run page's filter and order (oracle only, passive before active): n is the
+    # end of that list, p the passive episode
+    js(d, "document.activeElement.blur()")
+    assert "disabled" in d.find_element(By.ID, "next-episode").get_attribute("class")
+    d.find_element(By.TAG_NAME, "body").send_keys("p")
+    wait_for(d, lambda d: rec["oracle/passive"] in requests.utils.unquote(d.current_url), "previous episode")
+    assert len(d.find_elements(By.CSS_SELECTOR, "#step-0 img.model-image")) == 5  # the passive five views
+    d.find_element(By.TAG_NAME, "body").send_keys("u")
+    wait_for(d, lambda d: d.current_url.endswith("/run/0"), "back to the run")
+    Select(d.find_element(By.ID, "filter-labels")).select_by_visible_text("labelled")
+    labelled = {x["record"] for x in requests.get(f"{server}/run/0/api/labels", timeout=10).json()}
+    assert rec["oracle/active"] in labelled
+    assert d.find_element(By.ID, "summary").text.startswith(f"{len(labelled)} of 3 episodes")
+
+
+def _saved(server: str, record: str) -> list[dict]:
+    return requests.get(f"{server}/run/0/api/labels", params={"record": record}, timeout=10).json()
+
+
+def test_videos_are_remade_for_a_run_folder(run_folder):
+    rec = run_folder / Path(records(run_folder)["random/active"]).parent
+    (rec / VIDEO_NAME).unlink()
+    out = subprocess.run(
+        [sys.executable, "-m", "vabench.review", "videos", str(run_folder), "--fps", "4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "made 1 video(s); 2 already there" in out.stdout
+    info = video_info(rec / VIDEO_NAME)
+    assert info["fps"] == 4 and info["frames"] == len(list((rec / "recording").glob("step_*.jpg")))

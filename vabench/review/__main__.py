@@ -1,0 +1,105 @@
+"""``python -m vabench.review``: serve the review app, (re)make videos, export labels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vabench.analysis import labels as L
+from vabench.media import DEMO_VIDEO, VIDEO_NAME, demo_video, write_video
+
+from . import runs
+
+COMMANDS = ("serve", "videos", "labels")
+DEFAULT_FPS = 2.0
+
+
+def serve(args) -> int:
+    import uvicorn
+
+    from .app import create_app
+
+    try:
+        app = create_app([Path(f) for f in args.folders])
+    except FileNotFoundError as e:
+        print(f"vabench.review: {e}", file=sys.stderr)
+        return 2
+    print(f"vabench review: http://{args.host}:{args.port}/  (Ctrl-C stops)", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _fps(root: Path, override: float | None) -> float:
+    if override:
+        return override
+    try:  # the run's own setting, from the config it ran with
+        return float(json.loads((root / "_run.json").read_text())["config"]["recording"]["fps"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return DEFAULT_FPS
+
+
+def videos(args) -> int:
+    made = kept = 0
+    for folder in map(Path, args.folders):
+        fps = _fps(folder, args.fps)
+        for record in sorted(folder.rglob("events.jsonl")):
+            frames = sorted((record.parent / "recording").glob("step_*.jpg"))
+            out = record.parent / VIDEO_NAME
+            if not frames or (out.exists() and not args.force):
+                kept += out.exists()
+                continue
+            write_video(frames, out, fps)
+            made += 1
+    for root in args.demos or []:
+        for manifest in sorted(Path(root).glob("*/demo.json")):
+            if args.force or not (manifest.parent / DEMO_VIDEO).exists():
+                demo_video(manifest.parent)
+                made += 1
+    print(f"vabench.review: made {made} video(s); {kept} already there (--force remakes them)")
+    return 0
+
+
+def labels(args) -> int:
+    from .app import export
+
+    root = Path(args.folder)
+    text = export(root, runs.outcomes(root))
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"vabench.review: wrote {len(text.splitlines()) - 1} label row(s) to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m vabench.review{'' if command == 'serve' else ' ' + command}")
+    if command == "serve":
+        p.description = "Review and annotate the episodes of run folders in a local web app."
+        p.add_argument("folders", nargs="+", metavar="RUN_FOLDER")
+        p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1: this machine only)")
+        p.add_argument("--port", type=int, default=8765)
+    elif command == "videos":
+        p.description = "Make the mp4 of every episode (from its recording views) and of demonstrations."
+        p.add_argument("folders", nargs="*", metavar="RUN_FOLDER")
+        p.add_argument("--force", action="store_true", help="remake videos that exist")
+        p.add_argument("--fps", type=float, help="frames (steps) per second; default: the run's recording.fps")
+        p.add_argument("--demos", nargs="+", metavar="DEMO_ROOT", help="also the demonstrations under these roots")
+    else:
+        p.description = f"Every annotator's current labels ({L.ANNOTATIONS}/) with the episodes' identity, as CSV."
+        p.add_argument("folder", metavar="RUN_FOLDER")
+        p.add_argument("--out", metavar="CSV", help="write here instead of standard output")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv.pop(0) if argv and argv[0] in COMMANDS else "serve"
+    args = parser(command).parse_args(argv)
+    return {"serve": serve, "videos": videos, "labels": labels}[command](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

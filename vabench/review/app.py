@@ -1,0 +1,180 @@
+"""The review app: run pages (the outcome table), episode pages (the timeline as the model saw
+it, with the evaluator's recording views and video) and the C.9 annotation panel.
+
+Everything it shows is read from run folders; the only thing it writes is
+``<run>/_annotations/<annotator>.jsonl`` through :func:`vabench.analysis.labels.append`. Every
+path from the browser is resolved inside its run folder (:func:`runs.inside`). Model replies
+and feedback are untrusted text: the templates escape them (Jinja autoescape, ``tojson``).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from vabench.analysis import labels as L
+
+from . import runs
+
+HERE = Path(__file__).parent
+SERVED = {".jpg", ".jpeg", ".png", ".mp4", ".jsonl", ".json", ".md", ".txt"}
+EXPORT_ID = ["model", "protocol", "summary_source", "task", "seed", "run_index", "success", "end_reason"]
+
+
+class RunFolders:
+    """The run folders the app serves, with a cached outcome table per folder (re-read when a
+    file under ``outcomes/`` is added or changes, so a running sweep shows up on reload)."""
+
+    def __init__(self, folders: list[Path]):
+        self.roots = [Path(f).resolve() for f in folders]
+        for root in self.roots:
+            if not root.is_dir():
+                raise FileNotFoundError(f"no run folder at {root}")
+        self._cache: dict[int, tuple[tuple, pd.DataFrame]] = {}
+
+    def root(self, i: int) -> Path:
+        if not 0 <= i < len(self.roots):
+            raise runs.NotInRun(f"no run {i}; runs: 0..{len(self.roots) - 1}")
+        return self.roots[i]
+
+    def table(self, i: int) -> pd.DataFrame:
+        root = self.root(i)
+        out = root / "outcomes"
+        key = tuple(sorted((e.path, e.stat().st_mtime_ns) for e in _walk(out))) if out.is_dir() else ()
+        cached = self._cache.get(i)
+        if cached is None or cached[0] != key:
+            cached = (key, runs.outcomes(root))
+            self._cache[i] = cached
+        return cached[1]
+
+    def known(self, i: int, record: str) -> None:
+        if record not in set(self.table(i)["record"]):
+            raise runs.NotInRun(f"{record!r} is not the record of an episode of this run")
+
+
+def _walk(folder: Path):
+    for entry in os.scandir(folder):
+        if entry.is_dir():
+            yield from _walk(Path(entry.path))
+        elif entry.name.endswith(".parquet"):
+            yield entry
+
+
+def create_app(folders: list[Path]) -> FastAPI:
+    app = FastAPI(title="vabench review", docs_url=None, redoc_url=None, openapi_url=None)
+    store = RunFolders(folders)
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.globals.update(RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.state.store = store
+
+    @app.exception_handler(runs.NotInRun)
+    async def not_in_run(request: Request, exc: runs.NotInRun):
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(L.LabelError)
+    async def bad_label(request: Request, exc: L.LabelError):
+        return JSONResponse({"error": f"label not saved: {exc}"}, status_code=400)
+
+    @app.get("/")
+    def index(request: Request):
+        if len(store.roots) == 1:
+            return RedirectResponse("/run/0")
+        listing = [{"i": i, "name": r.name, "path": str(r), "episodes": len(store.table(i))} for i, r in
+                   enumerate(store.roots)]  # fmt: skip
+        return templates.TemplateResponse(request, "index.html", {"runs": listing})
+
+    @app.get("/run/{i}")
+    def run_page(request: Request, i: int):
+        root, df = store.root(i), store.table(i)
+        return templates.TemplateResponse(
+            request,
+            "run.html",
+            {"i": i, "name": root.name, "path": str(root), "rows": runs.jsonable_rows(df), "labelled": _labelled(root)},
+        )
+
+    @app.get("/run/{i}/episode")
+    def episode_page(request: Request, i: int, record: str):
+        root = store.root(i)
+        store.known(i, record)
+        ep, table = runs.episode(root, record), store.table(i)
+        row = runs.jsonable_rows(table[table["record"] == record])[0]
+        return templates.TemplateResponse(
+            request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row, "order": list(table["record"])}
+        )
+
+    @app.get("/run/{i}/file/{rel:path}")
+    def file(i: int, rel: str):
+        path = runs.inside(store.root(i), rel)
+        if path.suffix.lower() not in SERVED or not path.is_file():
+            raise runs.NotInRun(f"no file to show at {rel!r}")
+        return FileResponse(path)
+
+    @app.get("/run/{i}/api/labels")
+    def get_labels(i: int, record: str | None = None, annotator: str | None = None):
+        df = _latest(store.root(i))
+        if record is not None:
+            df = df[df["record"] == record]
+        if annotator is not None:
+            df = df[df["annotator"] == annotator]
+        return [_label_json(r) for r in df.to_dict(orient="records")]
+
+    @app.post("/run/{i}/api/labels")
+    async def post_label(request: Request, i: int):
+        root = store.root(i)
+        try:
+            body = await request.json()
+        except ValueError:
+            raise L.LabelError("the body must be one JSON object") from None
+        L.validate(body, now=datetime.now(UTC))  # refused before anything is looked up or written
+        store.known(i, body["record"])
+        return L.append(root, body)
+
+    @app.get("/run/{i}/labels.csv")
+    def labels_csv(i: int):
+        root = store.root(i)
+        text = export(root, store.table(i))
+        return PlainTextResponse(
+            text,
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{root.name}-labels.csv"'},
+        )
+
+    return app
+
+
+def _latest(root: Path) -> pd.DataFrame:
+    return L.latest(root) if (root / L.ANNOTATIONS).is_dir() else pd.DataFrame(columns=L.COLUMNS)
+
+
+def _labelled(root: Path) -> dict[str, list[str]]:
+    df = _latest(root)
+    return {rec: sorted(g["annotator"]) for rec, g in df.groupby("record")} if len(df) else {}
+
+
+def _label_json(row: dict) -> dict:
+    def clean(v):
+        return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+    return {
+        "record": row["record"],
+        "annotator": row["annotator"],
+        "time": row["time"],
+        "gates": {g: clean(row[f"gate_{g}"]) for g in L.GATES},
+        "labels": {c: None if clean(row[c]) is None else int(row[c]) for c in L.CRITERIA},
+        "notes": row["notes"],
+    }
+
+
+def export(root: Path, table: pd.DataFrame) -> str:
+    """Every annotator's current labels with the episode's identity columns, as CSV."""
+    df = _latest(root)
+    ids = table[["record", *EXPORT_ID]].drop_duplicates("record")
+    return L.to_csv(ids.merge(df, on="record", how="right")[[*L.COLUMNS[:1], *EXPORT_ID, *L.COLUMNS[1:]]])

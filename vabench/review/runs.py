@@ -1,0 +1,156 @@
+"""What the review app reads from a run folder: the outcome table, an episode's record as a
+timeline, and files, every path resolved inside the run folder.
+
+Read-only: nothing here writes (labels go through :mod:`vabench.analysis.labels`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from vabench.media import VIDEO_NAME
+
+TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
+    "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
+    "steps", "budget", "checkpoints_done", "checkpoints_total", "objects_placed", "camera_actions", "invalid_actions",
+    "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track", "observation", "record",
+]  # fmt: skip
+
+
+class NotInRun(LookupError):
+    """A path outside the run folder, or nothing there."""
+
+
+def inside(root: Path, rel: str) -> Path:
+    """``root/rel`` if it stays inside ``root`` after resolving links and ``..``; else NotInRun."""
+    if not rel or "\x00" in rel or Path(rel).is_absolute():
+        raise NotInRun(f"not a path inside the run folder: {rel!r}")
+    root = root.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root):
+        raise NotInRun(f"not a path inside the run folder: {rel!r}")
+    return path
+
+
+def outcomes(root: Path) -> pd.DataFrame:
+    """One row per episode of a run folder (empty frame with the table's columns if none yet)."""
+    files = sorted((root / "outcomes").rglob("*.parquet")) if (root / "outcomes").is_dir() else []
+    if not files:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    for col in TABLE_COLUMNS:
+        if col not in df:
+            df[col] = None
+    return df.sort_values(["model", "protocol", "task", "seed", "run_index"], kind="stable").reset_index(drop=True)
+
+
+def jsonable_rows(df: pd.DataFrame) -> list[dict]:
+    """The table's rows as JSON-ready dicts (NaN and NA become null)."""
+    rows = []
+    for raw in df[TABLE_COLUMNS].to_dict(orient="records"):
+        row = {}
+        for key, value in raw.items():
+            if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+                value = None
+            elif hasattr(value, "item"):
+                value = value.item()
+            row[key] = value
+        rows.append(row)
+    return rows
+
+
+def read_events(path: Path) -> list[dict]:
+    """Events of a record; a torn last line (a crash mid-write) is skipped."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+@dataclass
+class Step:
+    """One decision point: the observation sent at step ``index``, the model exchange about it,
+    the action it led to and the evaluator's state afterwards."""
+
+    index: int
+    observation: dict | None = None  # the turn event: text and images as sent
+    exchange: list[dict] = field(default_factory=list)  # request, reply, rejected, decision, tool_result, turns
+    action: dict | None = None
+    state: dict | None = None  # after the action (its recording view)
+
+
+@dataclass
+class Episode:
+    record: str  # the outcome row's record path (events.jsonl) relative to the run folder
+    folder: str  # the record's folder relative to the run folder
+    start: dict
+    system: str
+    initial: dict | None  # the state after reset
+    steps: list[Step]
+    result: dict | None
+    end: list[dict]  # stop, crash, timeout, interrupted events
+    video: str | None
+
+    @property
+    def checkpoints(self) -> dict:
+        actions = [s.action for s in self.steps if s.action]
+        return actions[-1].get("checkpoints", {}) if actions else {}
+
+    @property
+    def final_state(self) -> dict | None:
+        states = [s.state for s in self.steps if s.state]
+        return states[-1] if states else self.initial
+
+
+EXCHANGE = {"request", "reply", "rejected", "decision", "tool_result", "model_error", "compaction"}
+
+
+def episode(root: Path, record: str) -> Episode:
+    """The timeline of the episode whose events are at ``record`` (inside ``root``)."""
+    path = inside(root, record)
+    if path.name != "events.jsonl" or not path.is_file():
+        raise NotInRun(f"no episode record at {record!r}")
+    events = read_events(path)
+    folder = path.parent.relative_to(root.resolve()).as_posix()
+    steps: dict[int, Step] = {}
+
+    def at(i: int) -> Step:
+        return steps.setdefault(i, Step(i))
+
+    start, system, initial, result, end = {}, "", None, None, []
+    for e in events:
+        kind, i = e.get("type"), int(e.get("step") or 0)
+        if kind == "episode_start":
+            start = e
+        elif kind == "turn" and e.get("kind") == "system":
+            system = e.get("text", "")
+        elif kind == "turn" and e.get("kind") == "observation":
+            at(i).observation = e
+        elif kind == "turn" or kind in EXCHANGE:
+            at(i).exchange.append(e)
+        elif kind == "action":
+            at(i - 1).action = e
+        elif kind == "state":
+            if i == 0 and initial is None:
+                initial = e
+            else:
+                at(i - 1).state = e
+        elif kind == "result":
+            result = e
+        elif kind in ("stop", "crash", "timeout", "interrupted"):
+            end.append(e)
+    video = f"{folder}/{VIDEO_NAME}" if (path.parent / VIDEO_NAME).is_file() else None
+    return Episode(record, folder, start, system, initial, [steps[k] for k in sorted(steps)], result, end, video)
+
+
+def record_url(folder: str, rel: str | None) -> str | None:
+    """A record-relative file path as a run-relative one."""
+    return f"{folder}/{rel}" if rel else None

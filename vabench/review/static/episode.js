@@ -1,0 +1,116 @@
+// The episode page: keyboard navigation (steps and episodes) and the C.9 annotation panel,
+// saved on every change to the run's _annotations/<annotator>.jsonl.
+(function () {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const api = `/run/${data.run}/api/labels`;
+  const steps = [...document.querySelectorAll(".step")];
+  let current = -1;
+
+  // -- episodes: the run page's current filter and sort order, else the run's order
+  const order = JSON.parse(sessionStorage.getItem(`vabench.order.${data.run}`) || "null") || data.order;
+  const at = order.indexOf(data.record);
+  const link = (delta) => {
+    const next = order[at + delta];
+    return next ? `/run/${data.run}/episode?record=${encodeURIComponent(next)}` : null;
+  };
+  for (const [id, delta] of [["prev-episode", -1], ["next-episode", 1]]) {
+    const a = document.getElementById(id), href = link(delta);
+    if (href) a.href = href; else a.classList.add("disabled");
+  }
+
+  function select(i) {
+    if (!steps.length) return;
+    current = Math.max(0, Math.min(steps.length - 1, i));
+    steps.forEach((s, k) => s.classList.toggle("current", k === current));
+    steps[current].scrollIntoView({ block: "start" });
+    steps[current].focus({ preventScroll: true });
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.target.closest("input, textarea, select") || e.ctrlKey || e.metaKey || e.altKey) return;
+    const go = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[e.key];
+    if (go) { e.preventDefault(); select(current + go); return; }
+    if (e.key === "n" || e.key === "p") {
+      const href = link(e.key === "n" ? 1 : -1);
+      if (href) location.href = href;
+    } else if (e.key === "u") {
+      location.href = `/run/${data.run}`;
+    }
+  });
+
+  // -- annotation
+  const who = document.getElementById("annotator");
+  const status = document.getElementById("save-status");
+  const notes = document.getElementById("notes");
+  const radios = (name) => [...document.querySelectorAll(`input[name="${name}"]`)];
+  const read = (name) => { const r = radios(name).find(x => x.checked); return r ? r.value : ""; };
+  const put = (name, v) => { for (const r of radios(name)) r.checked = r.value === (v === null || v === undefined ? "" : String(v)); };
+
+  function gateRules() {
+    for (const row of document.querySelectorAll(".criterion")) {
+      const gate = row.dataset.gate;
+      const off = gate && read(`gate-${gate}`) === "false";
+      row.classList.toggle("na", !!off);
+      for (const r of row.querySelectorAll("input")) r.disabled = !!off;
+      if (off) put(`label-${row.dataset.criterion}`, null);
+    }
+  }
+
+  function payload() {
+    const gates = {}, labels = {};
+    for (const g of ["error", "ambiguity"]) { const v = read(`gate-${g}`); gates[g] = v === "" ? null : v === "true"; }
+    for (const row of document.querySelectorAll(".criterion")) {
+      const c = row.dataset.criterion, v = read(`label-${c}`);
+      labels[c] = v === "" ? null : Number(v);
+    }
+    return { record: data.record, annotator: who.value.trim(), gates, labels, notes: notes.value };
+  }
+
+  // saves go out one at a time, each with the form as it is then: the last one is the latest line
+  let queue = Promise.resolve();
+  function save() { queue = queue.then(send, send); return queue; }
+
+  async function send() {
+    if (!who.checkValidity() || !who.value.trim()) { status.textContent = "Enter a valid annotator id (letters, digits, _ . -) to save."; return; }
+    gateRules();
+    const r = await fetch(api, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload()) });
+    const body = await r.json();
+    if (r.ok) { status.textContent = `saved ${new Date(body.time).toLocaleTimeString()} as ${body.annotator}`; status.dataset.saved = body.time; }
+    else { status.textContent = body.error; status.dataset.saved = ""; }
+    others();
+  }
+
+  async function load() {
+    const id = who.value.trim();
+    localStorage.setItem("vabench.annotator", id);
+    for (const g of ["error", "ambiguity"]) put(`gate-${g}`, null);
+    for (const row of document.querySelectorAll(".criterion")) put(`label-${row.dataset.criterion}`, null);
+    notes.value = "";
+    if (!id) { status.textContent = "Enter your annotator id to label."; gateRules(); return; }
+    const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}&annotator=${encodeURIComponent(id)}`);
+    const list = r.ok ? await r.json() : [];
+    if (list.length) {
+      const l = list[0];
+      for (const g of ["error", "ambiguity"]) put(`gate-${g}`, l.gates[g]);
+      for (const [c, v] of Object.entries(l.labels)) put(`label-${c}`, v);
+      notes.value = l.notes || "";
+      status.textContent = `loaded labels of ${id} saved ${new Date(l.time).toLocaleTimeString()}`;
+    } else status.textContent = `no labels of ${id} yet for this episode`;
+    gateRules();
+    others();
+  }
+
+  async function others() {
+    const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}`);
+    const list = r.ok ? await r.json() : [];
+    document.getElementById("others").textContent = list.length ? "Labelled by: " + list.map(l => l.annotator).join(", ") : "Not labelled yet.";
+  }
+
+  for (const input of document.querySelectorAll("#annotation input[type=radio]")) input.addEventListener("change", save);
+  let timer = null;
+  notes.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(save, 500); });
+  notes.addEventListener("change", () => { clearTimeout(timer); save(); });
+  who.addEventListener("change", load);
+  who.value = localStorage.getItem("vabench.annotator") || "";
+  load();
+})();
