@@ -12,6 +12,7 @@ from PIL import Image
 from vabench.envs import demos, seeds
 from vabench.envs.sim import assets
 from vabench.envs.sim.camera import CAMERA_PRESETS
+from vabench.media import DEMO_VIDEO, video_info
 
 
 def test_robot_description_is_loadable_by_mplib_and_light():
@@ -51,7 +52,8 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     last = np.asarray(Image.open(out / meta["frames"][-1]))
     assert first.shape == (240, 320, 3) and first.dtype == np.uint8
     assert not np.array_equal(first, last)  # the robot moved
-    assert sorted(p.name for p in out.iterdir()) == sorted(meta["frames"] + ["demo.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(meta["frames"] + ["demo.json", DEMO_VIDEO])
+    assert video_info(out / DEMO_VIDEO)["frames"] == len(meta["frames"])  # for people; models get the frames
     assert seeds.demo_seed(task) not in seeds.eval_seeds(task)
     mtime = (out / "demo.json").stat().st_mtime_ns
     assert demos.record(task, root=tmp_path) == out and (out / "demo.json").stat().st_mtime_ns == mtime  # reused
