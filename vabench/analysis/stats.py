@@ -44,3 +44,9 @@ def _isnan(v) -> bool:
         return math.isnan(v)
     except TypeError:
         return v is None
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Exact McNemar test of paired binary outcomes: two-sided binomial test of the discordant pairs
+    (``a_only`` went one way, ``b_only`` the other) against 1/2; no discordant pair gives nan."""
+    return sign_test(a_only, b_only)
