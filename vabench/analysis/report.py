@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import tables as T
+from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
 
 DASH = "–"
 SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
@@ -252,6 +253,7 @@ _DISPLAY = {
     "local_models": _local_models,
     "local_models_tasks": _local_models_tasks,
     "checkpoint_progress": _checkpoints,
+    **_DIAGNOSTIC_DISPLAY,
 }
 
 
@@ -335,4 +337,40 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
         if len(frame):
             out[name] = frame
     out["infra_summary"] = T.infra_summary(df)
+    return out
+
+
+def available_diagnostics(
+    tally: pd.DataFrame | None = None,
+    rows: pd.DataFrame | None = None,
+    proxies: pd.DataFrame | None = None,
+    rule: str = "majority",
+) -> dict[str, pd.DataFrame]:
+    """The diagnostic tables the labels support, by file name: on the base track Tables 11-14, the
+    module overview, Table 28, the vote-rule sensitivity and orderings, the Figure 2c profile and
+    (with checker verdicts) the label-outcome concordance; on every other track its module overview
+    (Table 16 for transfer); automatic proxy scores, and their agreement with the labels."""
+    from . import agreement as A
+    from . import diagnostics as D
+    from . import proxies as P
+
+    out: dict[str, pd.DataFrame] = {}
+    if tally is not None and len(tally):
+        tracks = sorted(set(tally["track"]))
+        if "base" in tracks:
+            out["diagnostics_pooled"] = D.diagnostic_scores(tally, rule)
+            for module in ("SPU", "RM", "ER"):
+                out[f"diagnostics_{module.lower()}"] = D.diagnostic_components(tally, module, rule)
+            out["annotation_agreement"] = A.agreement_table(tally)
+            out["vote_rule_sensitivity"] = A.vote_rule_sensitivity(tally)
+            out["vote_rule_orderings"] = A.vote_rule_orderings(tally)
+            out["diagnostic_profile"] = D.diagnostic_profile(tally, rows=rows)
+            if tally.loc[tally["track"] == "base", "success"].notna().any():
+                out["label_concordance"] = D.label_concordance(tally, rule)
+        for track in tracks:
+            out[f"module_overview_{track}"] = D.module_overview(tally, rule, track)
+    if proxies is not None and len(proxies):
+        out["proxy_scores"] = P.proxy_scores(proxies)
+        if tally is not None and len(tally):
+            out["proxy_agreement"] = P.proxy_agreement(proxies, tally)
     return out
