@@ -212,3 +212,13 @@ def test_cli_proxies(tmp_path, capsys):
     assert main([str(run), "--proxies"]) == 0
     out = capsys.readouterr().out
     assert "Automatic proxy scores" in out and "Automatic proxies vs human majority labels" in out
+
+
+def test_closing_before_pressing_is_not_a_missed_grasp(tmp_path):
+    """The bell is pressed with closed fingers: the oracle closes in the air first (found on a real
+    oracle run, where ED fired on every click_bell_right episode)."""
+    bell = Ep(task="click_bell_right", bodies=("bell",))
+    bell.close(touching=()).move("z", "-", 40, touching=("bell",))
+    rec = read_record(bell.write(tmp_path / "events.jsonl"))
+    assert errors(rec, "bell") == []
+    assert record_proxies(rec)["ED"][0] is None  # no observable error: ED is NA, not 1

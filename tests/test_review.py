@@ -292,7 +292,7 @@ def test_videos_are_remade_for_a_run_folder(run_folder):
     rec = run_folder / Path(records(run_folder)["random/active"]).parent
     (rec / VIDEO_NAME).unlink()
     out = subprocess.run(
-        [sys.executable, "-m", "vabench.review", "videos", str(run_folder), "--fps", "4"],
+        [sys.executable, "-m", "vabench.review", "videos", str(run_folder), "--fps", "4", "--size", "160x120"],
         capture_output=True,
         text=True,
         check=True,
@@ -300,3 +300,7 @@ def test_videos_are_remade_for_a_run_folder(run_folder):
     assert "made 1 video(s); 2 already there" in out.stdout
     info = video_info(rec / VIDEO_NAME)
     assert info["fps"] == 4 and info["frames"] == len(list((rec / "recording").glob("step_*.jpg")))
+    assert info["size"] == (160, 120)
+    bad = subprocess.run([sys.executable, "-m", "vabench.review", "videos", str(run_folder), "--size", "161x120"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "size must be even" in bad.stderr

@@ -11,7 +11,8 @@ The *target* is the task's manipulated body (:data:`TARGETS`; held-out variants 
 task's entry; an unknown task uses every body): the first candidate an arm grasps (closed with the
 body among its touching bodies; touched, for :data:`TOUCH_ONLY` tasks), else the one the GC came
 nearest to. An *observable error* is an invalid action, a robot action the planner rejected, a
-close after which the closing arm touches no body (a miss), or a drop (the target was held, is no
+close after which the closing arm touches no body (a miss; not in TOUCH_ONLY tasks, which press with
+closed fingers), or a drop (the target was held, is no
 longer held, and fell more than :data:`DROP_M` in one action that was not an open).
 """
 
@@ -165,6 +166,7 @@ def target(rec: Record) -> str | None:
 def errors(rec: Record, tgt: str | None) -> list[tuple[int, str]]:
     """Observable errors in step order: (step, invalid | planner | miss | drop)."""
     out = []
+    pressing = (rec.task or "").removesuffix("_heldout") in TOUCH_ONLY  # closed fingers press: no grasp to miss
     for a in rec.actions:
         k = a["step"]
         if a.get("kind") == "invalid" or a.get("valid") is False:
@@ -180,7 +182,7 @@ def errors(rec: Record, tgt: str | None) -> list[tuple[int, str]]:
         closed_now = [
             s for arm, s in _arms(now).items() if s.get("closed") and not _arms(prev).get(arm, {}).get("closed")
         ]
-        if any(not _touching(s, bodies) for s in closed_now):
+        if not pressing and any(not _touching(s, bodies) for s in closed_now):
             out.append((k, "miss"))
         elif (
             tgt and _held(prev, tgt) and not _held(now, tgt) and not str(_payload(a).get("action", "")).endswith("open")

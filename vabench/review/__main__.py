@@ -50,7 +50,7 @@ def videos(args) -> int:
             if not frames or (out.exists() and not args.force):
                 kept += out.exists()
                 continue
-            write_video(frames, out, fps)
+            write_video(frames, out, fps, args.size)
             made += 1
     for root in args.demos or []:
         for manifest in sorted(Path(root).glob("*/demo.json")):
@@ -74,6 +74,16 @@ def labels(args) -> int:
     return 0
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WxH, e.g. 640x480, got {text!r}") from None
+    if w < 16 or h < 16 or w % 2 or h % 2:
+        raise argparse.ArgumentTypeError(f"size must be even and at least 16x16 (H.264), got {text!r}")
+    return w, h
+
+
 def parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"python -m vabench.review{'' if command == 'serve' else ' ' + command}")
     if command == "serve":
@@ -86,6 +96,7 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("folders", nargs="*", metavar="RUN_FOLDER")
         p.add_argument("--force", action="store_true", help="remake videos that exist")
         p.add_argument("--fps", type=float, help="frames (steps) per second; default: the run's recording.fps")
+        p.add_argument("--size", type=_size, metavar="WxH", help="resize the frames (even numbers), e.g. 640x480")
         p.add_argument("--demos", nargs="+", metavar="DEMO_ROOT", help="also the demonstrations under these roots")
     else:
         p.description = f"Every annotator's current labels ({L.ANNOTATIONS}/) with the episodes' identity, as CSV."
