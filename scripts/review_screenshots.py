@@ -20,7 +20,6 @@ import pandas as pd
 import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
 
 
 def main() -> None:
@@ -28,6 +27,7 @@ def main() -> None:
     ap.add_argument("run_folder", type=Path)
     ap.add_argument("--out", type=Path, default=Path("docs/review"))
     ap.add_argument("--record", help="the episode to show (its record path); default: the first failure")
+    ap.add_argument("--annotator", help="open the annotation panel as this annotator (their saved labels show)")
     args = ap.parse_args()
     df = pd.read_parquet(args.run_folder)
     record = args.record or df.sort_values("success")["record"].iloc[0]
@@ -37,7 +37,7 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-m", "vabench.review", str(args.run_folder), "--port", str(port)])
     url = f"http://127.0.0.1:{port}"
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1050"):
         options.add_argument(arg)
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
@@ -51,8 +51,9 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         driver.get(f"{url}/run/0")
         driver.save_screenshot(str(args.out / "run-page.png"))
+        if args.annotator:
+            driver.execute_script("localStorage.setItem('vabench.annotator', arguments[0])", args.annotator)
         driver.get(f"{url}/run/0/episode?record={quote(record)}")
-        driver.find_element(By.TAG_NAME, "body").send_keys("j", "j", "j")  # a few steps in
         time.sleep(1)  # images and the video's first frame
         driver.save_screenshot(str(args.out / "episode-page.png"))
         print(f"wrote {args.out / 'run-page.png'} and {args.out / 'episode-page.png'}")

@@ -198,7 +198,7 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     assert summary.text.startswith("3 of 3 episodes · success 2/3 (66.7%)")
     Select(d.find_element(By.ID, "filter-model")).select_by_visible_text("oracle")
     assert summary.text.startswith("2 of 3 episodes · success 2/2 (100.0%)")
-    assert {r.text for r in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=model]")} == {"oracle"}
+    assert {r.text for r in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=model]")} == {"oracle (privileged)"}
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # sort by protocol
     assert [t.text for t in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=protocol]")] == ["active", "passive"]
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # and the other way

@@ -18,7 +18,7 @@ from vabench.media import VIDEO_NAME
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
     "steps", "budget", "checkpoints_done", "checkpoints_total", "objects_placed", "camera_actions", "invalid_actions",
-    "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track", "observation", "record",
+    "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track", "observation", "privileged", "record",
 ]  # fmt: skip
 
 

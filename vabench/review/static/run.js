@@ -89,6 +89,9 @@
           const a = document.createElement("a");
           a.href = href; a.textContent = row.task; a.className = "episode-link";
           td.append(a);
+        } else if (key === "model") {
+          td.textContent = row.model + (row.privileged ? " (privileged)" : "");
+          if (row.privileged) td.title = "reads simulator state: a reference, never a model score";
         } else if (key === "checkpoints_done") {
           td.textContent = `${shown(row.checkpoints_done)}/${shown(row.checkpoints_total)}`;
         } else if (key === "cost_usd") {
