@@ -222,3 +222,11 @@ def test_closing_before_pressing_is_not_a_missed_grasp(tmp_path):
     rec = read_record(bell.write(tmp_path / "events.jsonl"))
     assert errors(rec, "bell") == []
     assert record_proxies(rec)["ED"][0] is None  # no observable error: ED is NA, not 1
+
+
+def test_a_view_before_closing_far_from_the_target_is_not_pre_contact_analysis(tmp_path):
+    """Found on real random runs: FG fired on 100% of them, because random takes views and closes
+    anywhere. With state events the close must come within TL_RADIUS_M of the target."""
+    far = Ep().camera("camera.view_side").close()  # a look, then a close 19 cm above the cube
+    assert labels_of(far, tmp_path)["FG"] == 0
+    assert labels_of(good_episode(), tmp_path / "g")["FG"] == 1  # near the cube: still positive

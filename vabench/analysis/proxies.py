@@ -62,7 +62,8 @@ DEFINITIONS = {
     "world translations before it brought the nearest GC closer to the target.",
     "MS": None,
     "MP": None,
-    "FG": f"a camera action among the {FG_WINDOW} actions before the first close command (0 without a close).",
+    "FG": f"a camera action among the {FG_WINDOW} actions before the first close command, which is issued with the "
+    f"GC within {TL_RADIUS_M * 1000:.0f} mm of the target (the look alone without state events; 0 without a close).",
     "ED": "after the first observable error the next action is a camera action or breaks off: another action, arm, "
     "axis or sign than a rejected/invalid one; anything but a +z move after a miss; an open or a -z move after a "
     "drop. 0 when nothing follows.",
@@ -216,11 +217,14 @@ def _sr(rec: Record, tgt: str) -> int:
     return int(not closer or np.mean(closer) >= 0.5)
 
 
-def _fg(rec: Record) -> int:
+def _fg(rec: Record, tgt: str | None) -> int:
     idx = next((i for i, a in enumerate(rec.actions) if str(_payload(a).get("action", "")).endswith("close")), None)
     if idx is None:
         return 0
-    return int(any(a.get("kind") == "camera" for a in rec.actions[max(0, idx - FG_WINDOW) : idx]))
+    looked = any(a.get("kind") == "camera" for a in rec.actions[max(0, idx - FG_WINDOW) : idx])
+    at = rec.states.get(rec.actions[idx]["step"] - 1)  # the state the close was decided in
+    near = at is None or tgt is None or _dist(at, tgt) <= TL_RADIUS_M  # without state: the look alone
+    return int(looked and near)
 
 
 def _ed(rec: Record, err: tuple[int, str]) -> int:
@@ -281,8 +285,8 @@ def _offset(state: dict, arm: str, body: str) -> np.ndarray:
 
 def record_proxies(rec: Record) -> dict[str, tuple[int | None, bool | None, str]]:
     """Criterion -> (proxy label or None, error gate or None, why a label is missing)."""
-    out: dict[str, tuple] = {"FG": (_fg(rec), None, "")}
     tgt = target(rec)
+    out: dict[str, tuple] = {"FG": (_fg(rec, tgt), None, "")}
     if not rec.states or tgt is None:
         why = "no state events in the record" if not rec.states else "no target body found"
         return out | {c: (None, None, why) for c in ("TL", "SR", "ED", "PF")}
