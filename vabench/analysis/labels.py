@@ -88,13 +88,11 @@ def validate(obj, now: datetime | None = None) -> dict:
         raise LabelError(f"record must be a relative record path inside the run folder, got {record!r}")
     if not isinstance(annotator, str) or not ANNOTATOR_RE.fullmatch(annotator):
         raise LabelError(f"annotator must match {ANNOTATOR_RE.pattern} (letters, digits, _ . -), got {annotator!r}")
-    gates = obj.get("gates") or {}
-    labels = obj.get("labels") or {}
-    if not isinstance(gates, dict) or set(gates) - set(GATES):
+    gates, labels, notes = obj.get("gates", {}), obj.get("labels", {}), obj.get("notes", "")
+    if not isinstance(gates, dict) or set(gates) - set(GATES):  # never `or {}`: a 0 or [] is an error, not "none"
         raise LabelError(f"gates must be an object with keys among {', '.join(GATES)}, got {gates!r}")
     if not isinstance(labels, dict) or set(labels) - set(CRITERIA):
         raise LabelError(f"labels must be an object with keys among {', '.join(CRITERIA)}, got {labels!r}")
-    notes = obj.get("notes") or ""
     if not isinstance(notes, str) or len(notes) > NOTES_MAX:
         raise LabelError(f"notes must be a string of at most {NOTES_MAX} characters")
     if now is not None:
@@ -147,16 +145,18 @@ def files(*sources: Path) -> list[Path]:
     return out
 
 
-COLUMNS = ["record", "annotator", "time", *(f"gate_{g}" for g in GATES), *CRITERIA, "notes", "source"]
+COLUMNS = ["record", "annotator", "time", *(f"gate_{g}" for g in GATES), *CRITERIA, "notes", "source", "run", "line"]
 
 
 def read(*sources: Path) -> pd.DataFrame:
     """Every valid saved line of the label files, one row each (``gate_error``, ``gate_ambiguity``,
-    one column per criterion with 0/1/<NA>, ``notes``, ``source`` file). Invalid or torn lines are
-    skipped and counted in ``attrs['skipped']``."""
+    one column per criterion with 0/1/<NA>, ``notes``; ``source`` file, ``line`` number in it, and
+    ``run``, the run folder whose ``_annotations/`` holds the file, or "" for a loose file). Invalid
+    or torn lines are skipped and counted in ``attrs['skipped']``."""
     rows, skipped = [], 0
     for path in files(*sources):
-        for raw in path.read_text(encoding="utf-8").splitlines():
+        run = str(path.parent.parent) if path.parent.name == ANNOTATIONS else ""
+        for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 line = validate(json.loads(raw))
             except (json.JSONDecodeError, LabelError):
@@ -171,6 +171,8 @@ def read(*sources: Path) -> pd.DataFrame:
                     **line["labels"],
                     "notes": line["notes"],
                     "source": str(path),
+                    "run": run,
+                    "line": number,
                 }
             )
     df = pd.DataFrame(rows, columns=COLUMNS)
@@ -183,19 +185,21 @@ def read(*sources: Path) -> pd.DataFrame:
 
 
 def latest(*sources: Path) -> pd.DataFrame:
-    """Each annotator's current judgment: the latest saved line per (annotator, record)."""
+    """Each annotator's current judgment: the last saved line per (run folder, annotator, record).
+
+    Line order, not the clock, decides (the files are append-only; a clock set back must not bring
+    back an older judgment); the run folder keeps two runs' episodes with the same record path apart."""
     df = read(*sources)
     skipped = df.attrs["skipped"]
-    order = pd.to_datetime(df["time"], utc=True, format="ISO8601")
-    df = df.assign(_t=order).sort_values("_t", kind="stable").drop_duplicates(["annotator", "record"], keep="last")
-    df = df.drop(columns="_t").sort_values(["record", "annotator"]).reset_index(drop=True)
+    df = df.drop_duplicates(["run", "annotator", "record"], keep="last")
+    df = df.sort_values(["run", "record", "annotator"], kind="stable").reset_index(drop=True)
     df.attrs["skipped"] = skipped
     return df
 
 
 def to_csv(df: pd.DataFrame, path: Path | None = None) -> str:
     """The label table as CSV (the app's and the CLI's export)."""
-    text = df.drop(columns=["source"], errors="ignore").to_csv(index=False)
+    text = df.drop(columns=["source", "run", "line"], errors="ignore").to_csv(index=False)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

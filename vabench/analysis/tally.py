@@ -18,6 +18,7 @@ label built as in the outcome rows.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -149,24 +150,33 @@ def _parse_tally(raw: pd.DataFrame, where: str) -> tuple[pd.DataFrame, int]:
 
 
 def tallies_from_labels(labels: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The tally of per-annotator labels (``labels.latest`` rows: one per annotator and record),
-    joined to the judged outcome rows by ``record``. Labels of records without a judged row (or with
-    more than one) are left out and noted; the checker verdict comes with the row (``success``)."""
+    """The tally of per-annotator labels (``labels.latest`` rows: one per run, annotator and record),
+    joined to the judged outcome rows by (run_id, record): a label file in a run folder's
+    ``_annotations/`` belongs to that run (its ``_run.json``), so two runs' episodes with the same
+    record path stay apart; a loose label file joins by record alone where that is unambiguous.
+    Labels without exactly one judged row are left out and noted; the checker verdict comes with the
+    row (``success``)."""
     notes = []
     p, _ = prepare(rows)
     j = p[(p["state"] == "judged") & p["record"].notna()]
-    twice = j["record"].duplicated(keep=False)
+    twice = j.duplicated(["run_id", "record"], keep=False)
     if twice.any():
         notes.append(f"{j.loc[twice, 'record'].nunique()} record path(s) on more than one judged row: left out.")
         j = j[~twice]
-    info = j.set_index("record")
-    known = labels["record"].isin(info.index)
+    runs = {r: _run_id(r) for r in labels["run"].unique()} if "run" in labels else {}
+    lab = labels.assign(run_id=labels["run"].map(runs) if "run" in labels else None)
+    loose = lab["run_id"].isna()
+    if loose.any():  # not in a run folder: the record path alone, when it names one episode
+        unique = j.drop_duplicates("record", keep=False).set_index("record")["run_id"]
+        lab.loc[loose, "run_id"] = lab.loc[loose, "record"].map(unique)
+    info = j.set_index(["run_id", "record"])
+    known = pd.MultiIndex.from_frame(lab[["run_id", "record"]].astype(object)).isin(info.index)
     if (~known).any():
         notes.append(
-            f"Labels of {labels.loc[~known, 'record'].nunique()} record(s) without a judged outcome row left out."
+            f"Labels of {lab.loc[~known, 'record'].nunique()} record(s) without a judged outcome row left out."
         )
-    lab = labels[known]
-    g = lab.groupby("record", sort=True)
+    lab = lab[known]
+    g = lab.groupby(["run_id", "record"], sort=True)
     parts = []
     for c in L.CRITERIA:
         part = pd.DataFrame({"raters": g[c].count(), "positives": g[c].sum().astype("int64")})
@@ -174,15 +184,25 @@ def tallies_from_labels(labels: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFram
             col = f"gate_{L.GATED[c]}"
             part["gate_raters"], part["gate_positives"] = g[col].count(), g[col].sum().astype("int64")
         parts.append(part.assign(criterion=c))
-    t = pd.concat(parts).rename_axis("record").reset_index() if parts and len(lab) else pd.DataFrame(columns=COLUMNS)
+    t = pd.concat(parts).reset_index() if parts and len(lab) else pd.DataFrame(columns=COLUMNS)
     if len(t):
-        ep = info.loc[t["record"], [*EPISODE, "model", "protocol", "summary_source", "arms", "y"]]
-        t = pd.concat([t.reset_index(drop=True), ep.reset_index(drop=True)], axis=1)
+        keys = pd.MultiIndex.from_frame(t[["run_id", "record"]])
+        ep = info.loc[keys, [*EPISODE, "model", "protocol", "summary_source", "arms", "y"]]
+        t = pd.concat([t.drop(columns="run_id").reset_index(drop=True), ep.reset_index(drop=True)], axis=1)
         t["success"] = t["y"].map({1.0: True, 0.0: False}).astype("boolean")
         t["source"] = "annotations"
     annotators = lab["annotator"].nunique()
-    notes.insert(0, f"Labels: {annotators} annotator(s) on {lab['record'].nunique()} episode(s) (latest save counts).")
+    episodes = len(lab.drop_duplicates(["run_id", "record"]))
+    notes.insert(0, f"Labels: {annotators} annotator(s) on {episodes} episode(s) (latest save counts).")
     return _tally(t, notes)
+
+
+def _run_id(run: str) -> str | None:
+    """The run_id of a run folder (its ``_run.json``), or None for "" or a folder without one."""
+    try:
+        return str(json.loads((Path(run) / "_run.json").read_text())["run_id"]) if run else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def annotation_tallies(rows: pd.DataFrame, *sources: str | Path) -> pd.DataFrame:
