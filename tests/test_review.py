@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import socket
 import subprocess
@@ -18,14 +19,19 @@ import pytest
 import requests
 
 from vabench.analysis import labels as L
-from vabench.media import VIDEO_NAME, video_info
+from vabench.media import video_info
+from vabench.recordfile import VIDEO_NAME, read_events
+from vabench.review import runs
 
 pytestmark = pytest.mark.xdist_group("review")  # one run folder and one server for the module
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
 
 
-def launch(results: Path, *overrides: str) -> None:
-    cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", "run_id=review", "ray.address=none"]
+XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+
+
+def launch(results: Path, *overrides: str, run_id: str = "review") -> None:
+    cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", f"run_id={run_id}", "ray.address=none"]
     subprocess.run([*cmd, *overrides], check=True, env=ENV, capture_output=True, timeout=600)
 
 
@@ -37,6 +43,23 @@ def run_folder(tmp_path_factory) -> Path:
     return results / "review"
 
 
+@pytest.fixture(scope="module")
+def hostile_run(run_folder) -> Path:
+    """A second run folder whose model replies carry HTML: the oracle's replies replayed with a
+    script in every reason (replies are untrusted text; the pages must show them, not run them)."""
+    rec = run_folder / records(run_folder)["oracle/active"]
+    lines = []
+    for e in read_events(rec):
+        if e["type"] == "reply":
+            e["text"] = json.dumps({**json.loads(e["text"]), "reason": XSS})
+        lines.append(json.dumps(e))
+    hostile = run_folder.parent / "hostile.jsonl"
+    hostile.write_text("\n".join(lines) + "\n")
+    launch(run_folder.parent, "model=replay", f"model.extra.record={hostile}", "tasks=[grasp_single_cube]",
+           "seeds=1", run_id="hostile")  # fmt: skip
+    return run_folder.parent / "hostile"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -44,10 +67,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(run_folder):
+def server(run_folder, hostile_run):
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vabench.review", str(run_folder), "--port", str(port)],
+        [sys.executable, "-m", "vabench.review", str(run_folder), str(hostile_run), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -62,6 +85,7 @@ def server(run_folder):
             break
         except requests.ConnectionError:
             assert proc.poll() is None and time.monotonic() < deadline, "the review server did not come up"
+            time.sleep(0.1)  # polling interval while uvicorn binds (not synchronisation)
     yield url
     proc.terminate()
     proc.wait(timeout=20)
@@ -156,6 +180,55 @@ def test_the_app_writes_nothing_but_annotations(server, run_folder):
     assert changed == {f"{L.ANNOTATIONS}/w1.jsonl"}
 
 
+def test_only_this_apps_pages_can_save_a_label(server, run_folder):
+    """A page on another site can POST to 127.0.0.1 (a form or text/plain needs no preflight) or
+    reach it under another host name (DNS rebinding): both are refused and nothing is written."""
+    before = tree(run_folder)
+    rec = records(run_folder)["oracle/active"]
+    body = json.dumps({"record": rec, "annotator": "evil", "labels": {"TL": 0}})
+    url = f"{server}/run/0/api/labels"
+    r = requests.post(url, data=body, headers={"Content-Type": "text/plain"}, timeout=10)
+    assert r.status_code == 415 and "application/json" in r.json()["error"]
+    r = requests.post(url, data=body, headers={"Content-Type": "application/json", "Origin": "http://evil.example"})
+    assert r.status_code == 403 and "evil.example" in r.json()["error"]
+    r = requests.get(f"{server}/run/0", headers={"Host": "evil.example"}, timeout=10)
+    assert r.status_code == 400
+    assert tree(run_folder) == before
+
+
+def test_the_timeline_pairs_each_observation_with_its_action_and_the_state_after_it(run_folder):
+    rec = records(run_folder)["oracle/active"]
+    ep = runs.episode(run_folder, rec)
+    acted = [s for s in ep.steps if s.action]
+    assert len(acted) == len(ep.steps) == pd_row(run_folder, rec)["steps"]  # a success: no card without action
+    for s in acted:
+        assert s.observation["step"] == s.index and s.observation["images"] == [f"frames/step_{s.index:03d}_active.jpg"]
+        assert s.action["step"] == s.state["step"] == s.index + 1
+        assert s.state["recording"] == f"recording/step_{s.index + 1:03d}.jpg"
+        assert [e["type"] for e in s.exchange][:2] == ["request", "reply"]
+    assert ep.initial["step"] == 0 and ep.final_state is acted[-1].state
+    assert ep.checkpoints == acted[-1].action["checkpoints"] and all(ep.checkpoints.values())
+
+
+def pd_row(run_folder: Path, record: str) -> dict:
+    import pandas as pd
+
+    df = pd.read_parquet(run_folder)
+    return df[df["record"] == record].iloc[0].to_dict()
+
+
+def test_model_text_is_shown_never_run(server, hostile_run, browser):
+    from selenium.webdriver.common.by import By
+
+    rec = records(hostile_run)["replay:oracle/active"]
+    raw = requests.get(f"{server}/run/1/episode", params={"record": rec}, timeout=10).text
+    assert XSS not in raw and "&lt;script&gt;document.title" in raw
+    browser.get(f"{server}/run/1/episode?record={requests.utils.quote(rec)}")
+    reason = browser.find_element(By.CSS_SELECTOR, "#step-0 .reason")
+    assert XSS in reason.text and browser.title != "pwned"
+    assert not browser.find_elements(By.CSS_SELECTOR, ".reason script, .reason img")
+
+
 # -- the browser ---------------------------------------------------------------------------------
 
 
@@ -221,7 +294,7 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     assert d.find_element(By.CSS_SELECTOR, ".step.current").get_attribute("data-step") == "2"
     body.send_keys("k")
     assert d.find_element(By.CSS_SELECTOR, ".step.current").get_attribute("data-step") == "1"
-    assert "valid" in d.find_element(By.CSS_SELECTOR, "#step-1 .stephead").text
+    assert "valid" in d.find_element(By.CSS_SELECTOR, "#step-1 .stephead").text.split()  # not "invalid"
 
     entered = {
         "ann1": ({"error": "false"}, {"TL": "1", "SR": "1", "FG": "0"}, "clean grasp"),

@@ -93,6 +93,7 @@ END_REASONS = ("success", "stop", "budget", "repairs_exhausted", "call_limit", "
 
 
 SINGLE, DUAL = "single", "dual"
+PAPER_OBSERVATION = "paper"  # the observation profile of the paper's boundary (harness.observation's default)
 
 
 def arms_label(arms: tuple[str, ...] | list[str]) -> str:
@@ -105,4 +106,4 @@ def condition_label(model: str, protocol: str, summary_source: str, observation:
     the paper compares. An observation profile other than the paper's (``explained``) is part of
     the label, so its rows never pool with the paper's."""
     label = f"{model} | {protocol} | summary {summary_source}"
-    return label if observation in (None, "paper") else f"{label} | observation {observation}"
+    return label if observation in (None, PAPER_OBSERVATION) else f"{label} | observation {observation}"

@@ -18,10 +18,10 @@ import json
 from pathlib import Path
 
 from vabench.envs import action_names
-from vabench.vocab import protocol_named
+from vabench.vocab import PAPER_OBSERVATION, protocol_named
 
 PROMPT_VERSION = "vabench-prompts-v2"  # v2: observation profiles (paper | explained)
-PAPER, EXPLAINED = "paper", "explained"
+PAPER, EXPLAINED = PAPER_OBSERVATION, "explained"
 OBSERVATIONS = (PAPER, EXPLAINED)  # what each observation tells the model (harness.observation)
 PASSIVE_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
 CAMERA_CHAIN_LIMIT = 5

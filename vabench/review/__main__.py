@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from vabench.analysis import labels as L
-from vabench.media import DEMO_VIDEO, VIDEO_NAME, demo_video, write_video
+from vabench.media import DEMO_VIDEO, demo_video, episode_video
+from vabench.recordfile import EVENTS, VIDEO_NAME, recording_frames
 
 from . import runs
 
@@ -22,7 +23,8 @@ def serve(args) -> int:
     from .app import create_app
 
     try:
-        app = create_app([Path(f) for f in args.folders])
+        local = args.host in ("127.0.0.1", "localhost")
+        app = create_app([Path(f) for f in args.folders], None if local else args.allow_host or ["*"])
     except FileNotFoundError as e:
         print(f"vabench.review: {e}", file=sys.stderr)
         return 2
@@ -44,14 +46,12 @@ def videos(args) -> int:
     made = kept = 0
     for folder in map(Path, args.folders):
         fps = _fps(folder, args.fps)
-        for record in sorted(folder.rglob("events.jsonl")):
-            frames = sorted((record.parent / "recording").glob("step_*.jpg"))
-            out = record.parent / VIDEO_NAME
-            if not frames or (out.exists() and not args.force):
-                kept += out.exists()
-                continue
-            write_video(frames, out, fps, args.size)
-            made += 1
+        for record in sorted(folder.rglob(EVENTS)):
+            if (record.parent / VIDEO_NAME).exists() and not args.force:
+                kept += 1
+            elif recording_frames(record.parent):
+                episode_video(record.parent, fps, args.size)
+                made += 1
     for root in args.demos or []:
         for manifest in sorted(Path(root).glob("*/demo.json")):
             if args.force or not (manifest.parent / DEMO_VIDEO).exists():
@@ -74,6 +74,16 @@ def labels(args) -> int:
     return 0
 
 
+def _fps_value(text: str) -> float:
+    try:
+        fps = float(text)
+    except ValueError:
+        fps = float("nan")
+    if not 0.1 <= fps <= 60:
+        raise argparse.ArgumentTypeError(f"fps must be a number in [0.1, 60], got {text!r}")
+    return fps
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -91,11 +101,17 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("folders", nargs="+", metavar="RUN_FOLDER")
         p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1: this machine only)")
         p.add_argument("--port", type=int, default=8765)
+        p.add_argument(
+            "--allow-host",
+            action="append",
+            metavar="NAME",
+            help="with --host other than 127.0.0.1: host name(s) browsers use to reach it (default: any)",
+        )
     elif command == "videos":
         p.description = "Make the mp4 of every episode (from its recording views) and of demonstrations."
         p.add_argument("folders", nargs="*", metavar="RUN_FOLDER")
         p.add_argument("--force", action="store_true", help="remake videos that exist")
-        p.add_argument("--fps", type=float, help="frames (steps) per second; default: the run's recording.fps")
+        p.add_argument("--fps", type=_fps_value, help="frames (steps) per second; default: the run's recording.fps")
         p.add_argument("--size", type=_size, metavar="WxH", help="resize the frames (even numbers), e.g. 640x480")
         p.add_argument("--demos", nargs="+", metavar="DEMO_ROOT", help="also the demonstrations under these roots")
     else:

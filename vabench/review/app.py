@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pandas as pd
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from vabench.analysis import labels as L
+from vabench.vocab import PAPER_OBSERVATION
 
 from . import runs
 
@@ -67,11 +70,19 @@ def _walk(folder: Path):
             yield entry
 
 
-def create_app(folders: list[Path]) -> FastAPI:
+LOCAL_HOSTS = ["127.0.0.1", "localhost"]
+
+
+def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
+    """``hosts``: the host names the app answers to (default: this machine only). Requests naming
+    another host are refused, so a web page cannot reach the app by DNS rebinding."""
     app = FastAPI(title="vabench review", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts or LOCAL_HOSTS)
     store = RunFolders(folders)
     templates = Jinja2Templates(directory=HERE / "templates")
-    templates.env.globals.update(RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT)
+    templates.env.globals.update(
+        RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=PAPER_OBSERVATION
+    )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.state.store = store
 
@@ -129,6 +140,13 @@ def create_app(folders: list[Path]) -> FastAPI:
     @app.post("/run/{i}/api/labels")
     async def post_label(request: Request, i: int):
         root = store.root(i)
+        # only this app's own pages may save: a JSON body (a form or text/plain POST from another
+        # site is refused before it is read) and, when the browser names one, this app's origin
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "label not saved: send Content-Type: application/json"}, status_code=415)
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            return JSONResponse({"error": f"label not saved: requests from {origin} are refused"}, status_code=403)
         try:
             body = await request.json()
         except ValueError:

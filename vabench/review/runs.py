@@ -6,14 +6,13 @@ Read-only: nothing here writes (labels go through :mod:`vabench.analysis.labels`
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from vabench.media import VIDEO_NAME
+from vabench.recordfile import EVENTS, VIDEO_NAME, read_events
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
@@ -64,17 +63,6 @@ def jsonable_rows(df: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def read_events(path: Path) -> list[dict]:
-    """Events of a record; a torn last line (a crash mid-write) is skipped."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 @dataclass
 class Step:
     """One decision point: the observation sent at step ``index``, the model exchange about it,
@@ -116,7 +104,7 @@ EXCHANGE = {"request", "reply", "rejected", "decision", "tool_result", "model_er
 def episode(root: Path, record: str) -> Episode:
     """The timeline of the episode whose events are at ``record`` (inside ``root``)."""
     path = inside(root, record)
-    if path.name != "events.jsonl" or not path.is_file():
+    if path.name != EVENTS or not path.is_file():
         raise NotInRun(f"no episode record at {record!r}")
     events = read_events(path)
     folder = path.parent.relative_to(root.resolve()).as_posix()
@@ -149,8 +137,3 @@ def episode(root: Path, record: str) -> Episode:
             end.append(e)
     video = f"{folder}/{VIDEO_NAME}" if (path.parent / VIDEO_NAME).is_file() else None
     return Episode(record, folder, start, system, initial, [steps[k] for k in sorted(steps)], result, end, video)
-
-
-def record_url(folder: str, rel: str | None) -> str | None:
-    """A record-relative file path as a run-relative one."""
-    return f"{folder}/{rel}" if rel else None

@@ -66,39 +66,59 @@
     return { record: data.record, annotator: who.value.trim(), gates, labels, notes: notes.value };
   }
 
-  // saves go out one at a time, each with the form as it is then: the last one is the latest line
+  // loads and saves go out one at a time, each save with the form as it is then: the last save is
+  // the latest line, and a save never overtakes the load of the annotator it belongs to
   let queue = Promise.resolve();
-  function save() { queue = queue.then(send, send); return queue; }
+  const enqueue = (job) => { queue = queue.then(job, job); return queue; };
+  const save = () => enqueue(send);
+  const fields = () => document.querySelectorAll("#annotation input[type=radio], #notes");
+  const lock = (on) => { for (const f of fields()) f.disabled = on; if (!on) gateRules(); };
 
   async function send() {
     if (!who.checkValidity() || !who.value.trim()) { status.textContent = "Enter a valid annotator id (letters, digits, _ . -) to save."; return; }
     gateRules();
-    const r = await fetch(api, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload()) });
-    const body = await r.json();
-    if (r.ok) { status.textContent = `saved ${new Date(body.time).toLocaleTimeString()} as ${body.annotator}`; status.dataset.saved = body.time; }
-    else { status.textContent = body.error; status.dataset.saved = ""; }
+    try {
+      const r = await fetch(api, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload()) });
+      const body = await r.json().catch(() => ({ error: `the server answered ${r.status}` }));
+      if (!r.ok) throw new Error(body.error);
+      status.textContent = `saved ${new Date(body.time).toLocaleTimeString()} as ${body.annotator}`;
+      status.dataset.saved = body.time;
+      status.classList.remove("failed");
+    } catch (e) {
+      status.textContent = `NOT saved: ${e.message}`;
+      status.dataset.saved = "";
+      status.classList.add("failed");
+    }
     others();
   }
 
-  async function load() {
+  async function fetchLoad() {
     const id = who.value.trim();
     localStorage.setItem("vabench.annotator", id);
     for (const g of ["error", "ambiguity"]) put(`gate-${g}`, null);
     for (const row of document.querySelectorAll(".criterion")) put(`label-${row.dataset.criterion}`, null);
     notes.value = "";
     if (!id) { status.textContent = "Enter your annotator id to label."; gateRules(); return; }
-    const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}&annotator=${encodeURIComponent(id)}`);
-    const list = r.ok ? await r.json() : [];
-    if (list.length) {
-      const l = list[0];
-      for (const g of ["error", "ambiguity"]) put(`gate-${g}`, l.gates[g]);
-      for (const [c, v] of Object.entries(l.labels)) put(`label-${c}`, v);
-      notes.value = l.notes || "";
-      status.textContent = `loaded labels of ${id} saved ${new Date(l.time).toLocaleTimeString()}`;
-    } else status.textContent = `no labels of ${id} yet for this episode`;
-    gateRules();
+    lock(true);
+    try {
+      const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}&annotator=${encodeURIComponent(id)}`);
+      if (!r.ok) throw new Error(`the server answered ${r.status}`);
+      const list = await r.json();
+      if (list.length) {
+        const l = list[0];
+        for (const g of ["error", "ambiguity"]) put(`gate-${g}`, l.gates[g]);
+        for (const [c, v] of Object.entries(l.labels)) put(`label-${c}`, v);
+        notes.value = l.notes || "";
+        status.textContent = `loaded labels of ${id} saved ${new Date(l.time).toLocaleTimeString()}`;
+      } else status.textContent = `no labels of ${id} yet for this episode`;
+    } catch (e) {
+      status.textContent = `could not load the labels of ${id}: ${e.message}`;
+    } finally {
+      lock(false);
+    }
     others();
   }
+  const load = () => enqueue(fetchLoad);
 
   async function others() {
     const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}`);
