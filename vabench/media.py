@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-VIDEO_NAME = "episode.mp4"  # in an episode's record folder
+from .recordfile import VIDEO_NAME, recording_frames
+
 DEMO_VIDEO = "demo.mp4"  # in a demonstration's folder, beside demo.json and its frames
 
 
@@ -62,6 +63,12 @@ def write_video(
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def episode_video(folder: Path, fps: float, size: tuple[int, int] | None = None) -> Path | None:
+    """``episode.mp4`` of a record folder from its recording views (None when it has none)."""
+    frames = recording_frames(folder)
+    return write_video(frames, Path(folder) / VIDEO_NAME, fps, size) if frames else None
 
 
 def demo_video(folder: Path) -> Path:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.media import VIDEO_NAME, write_video
+from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
 from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
 
@@ -36,7 +36,7 @@ from .dialogue import PERMANENT, Dialogue, EpisodeEnd, record_paths
 from .history import USER, Conversation, ImageRef
 from .models import EpisodeContext, Model
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
-from .records import RECORD_FORMAT, RECORDING, EpisodeRecord
+from .records import RECORD_FORMAT, EpisodeRecord
 from .tools import EpisodeTools
 
 __all__ = ["PERMANENT", "EpisodeEnd", "HarnessConfig", "run_episode"]
@@ -170,11 +170,10 @@ def run_episode(
 def _video(record: EpisodeRecord, recording) -> None:
     """The episode's mp4 from its recording views; a failure costs the video, never the result
     (``python -m vabench.review videos RUN`` makes it again)."""
-    frames = sorted((record.root / RECORDING).glob("step_*.jpg"))
-    if recording is None or not recording.video or not frames:
+    if recording is None or not recording.video:
         return
     try:
-        write_video(frames, record.root / VIDEO_NAME, recording.fps)
+        episode_video(record.root, recording.fps)
     except Exception:
         logging.getLogger(__name__).warning("no video for %s", record.root, exc_info=True)
 
@@ -225,7 +224,8 @@ class _Episode:
             config=config.__dict__,
         )
         with self.sim:
-            self._evaluate(0, "reset")
+            seen = self._evaluate(0, "reset")
+        self._keep(0, *seen)
         record.event("turn", role="system", kind="system", step=0, text=system, images=[])
         expert = _serialised(self.env.expert, self.sim) if self.model.privileged else None
         self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
@@ -254,32 +254,36 @@ class _Episode:
                 step = self.env.step(decision.obj)
                 self._count(decision, step)
                 checkpoints, placement = self.env.checkpoints(), self._placement()
-                obs = step.observation
-                record.event(
-                    "action",
-                    step=step.step,
-                    label=obs.last_action,
-                    kind=step.kind,
-                    payload=decision.obj,
-                    reason=decision.reason,
-                    valid=step.action_valid,
-                    planner_success=step.planner_success,
-                    feedback=step.feedback,
-                    success=step.success,
-                    checkpoints=checkpoints,  # evaluator-side only: never sent to the model
-                    **placement,
-                )
-                self._evaluate(step.step, obs.last_action)
+                seen = self._evaluate(step.step, step.observation.last_action)
+            obs = step.observation
+            record.event(
+                "action",
+                step=step.step,
+                label=obs.last_action,
+                kind=step.kind,
+                payload=decision.obj,
+                reason=decision.reason,
+                valid=step.action_valid,
+                planner_success=step.planner_success,
+                feedback=step.feedback,
+                success=step.success,
+                checkpoints=checkpoints,  # evaluator-side only: never sent to the model
+                **placement,
+            )
+            self._keep(step.step, *seen)
             if step.done:
                 raise EpisodeEnd("success" if step.success else "budget", None)
             self._observe(obs)
 
-    def _evaluate(self, step: int, label: str) -> None:
-        """The evaluator-side state after reset or an action, and its recording view: for
-        reviewers, videos and diagnostic proxies, never for the model (under the simulator lock)."""
-        view = self.env.recording_view(f"step {step}: {label}")
+    def _evaluate(self, step: int, label: str) -> tuple:
+        """The recording view and the evaluator-side state after reset or an action, for reviewers,
+        videos and diagnostic proxies, never for the model (called under the simulator lock)."""
+        return self.env.recording_view(f"step {step}: {label}"), self.env.evaluator_state()
+
+    def _keep(self, step: int, view, state: dict) -> None:
+        """Store them in the record (outside the simulator lock: other episodes may step)."""
         path = self.record.rel(self.record.save_recording(step, view)) if view is not None else None
-        self.record.event("state", step=step, recording=path, **self.env.evaluator_state())
+        self.record.event("state", step=step, recording=path, **state)
 
     def _placement(self) -> dict:
         """Per-object state of multi-object tasks (the basket track), for the record only."""

@@ -16,8 +16,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from vabench.recordfile import RECORDING, read_events
+
+__all__ = ["RECORD_FORMAT", "EpisodeRecord", "read_events", "set_aside"]
+
 RECORD_FORMAT = "vabench.episode_record.v1"
-RECORDING = "recording"  # the recording views' folder in a record (never sent to a model)
 
 
 class EpisodeRecord:
@@ -94,17 +97,6 @@ def set_aside(folder: Path) -> Path | None:
     while folder.with_name(f"{folder.name}.interrupted-{n}").exists():
         n += 1
     return folder.rename(folder.with_name(f"{folder.name}.interrupted-{n}"))  # one driver per run folder: no race
-
-
-def read_events(path: Path) -> list[dict]:
-    """All events of a record (a torn last line from a crash is skipped)."""
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def _jsonable(value):

@@ -18,13 +18,14 @@ longer held, and fell more than :data:`DROP_M` in one action that was not an ope
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from vabench.recordfile import read_events
 
 from . import labels as L
 from .agreement import ac1_pair, cohen_kappa
@@ -86,14 +87,7 @@ class Record:
 
 def read_record(path: str | Path) -> Record:
     """The action and state events of an episode record (JSONL; torn or non-object lines skipped)."""
-    events = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(e, dict):
-            events.append(e)
+    events = read_events(path)
     start = next((e for e in events if e.get("type") == "episode_start"), {})
     actions = sorted((e for e in events if e.get("type") == "action" and "step" in e), key=lambda e: e["step"])
     states = {int(e["step"]): e for e in events if e.get("type") == "state" and "step" in e}
