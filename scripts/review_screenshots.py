@@ -20,6 +20,7 @@ import pandas as pd
 import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def main() -> None:
@@ -42,11 +43,14 @@ def main() -> None:
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 60
+        while True:  # the server prints its URL before it binds
             try:
                 requests.get(url, timeout=2)
                 break
             except requests.ConnectionError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the review server did not come up") from None
                 time.sleep(0.2)
         args.out.mkdir(parents=True, exist_ok=True)
         driver.get(f"{url}/run/0")
@@ -54,7 +58,13 @@ def main() -> None:
         if args.annotator:
             driver.execute_script("localStorage.setItem('vabench.annotator', arguments[0])", args.annotator)
         driver.get(f"{url}/run/0/episode?record={quote(record)}")
-        time.sleep(1)  # images and the video's first frame
+        WebDriverWait(driver, 30).until(  # every image loaded and the video's first frame decoded
+            lambda d: d.execute_script(
+                "return [...document.images].filter(i => i.getBoundingClientRect().top < innerHeight)"
+                ".every(i => i.complete)"
+                " && (!document.getElementById('video') || document.getElementById('video').readyState >= 2)"
+            )
+        )
         driver.save_screenshot(str(args.out / "episode-page.png"))
         print(f"wrote {args.out / 'run-page.png'} and {args.out / 'episode-page.png'}")
     finally:
