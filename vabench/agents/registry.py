@@ -15,6 +15,7 @@ from pathlib import Path
 from .llm import LiteLLMModel
 from .models import Model, ModelConfig
 from .offline import OracleAgent, RandomAgent, ReplayAgent
+from .servo import ServoAgent
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ OFFLINE_AGENTS: dict[str, OfflineAgent] = {
             "uniformly random valid decisions: the floor",
         ),
         OfflineAgent("replay", _replay, "the replies of an earlier episode record (its events.jsonl)", ("record",)),
+        OfflineAgent(
+            "servo",
+            lambda cfg: ServoAgent(cfg.name or "servo"),
+            "visual servoing from the request's images and robot state only (not privileged): a solvability reference",
+        ),
     )
 }
 PROVIDER_EXAMPLES = "openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"

@@ -1,0 +1,203 @@
+"""The servo agent (model=servo): it acts from exactly what a model sees.
+
+Default run: the servo package imports no simulator, its perception reads real frames and robot-state
+text, and real episodes (active and passive) succeed while the env's privileged accessors raise
+whenever they are called from servo code or while the agent is deciding. Nightly (slow): per-task
+success on the manifest seeds stays within binomial noise of the stored rates.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vabench.agents import prompts
+from vabench.agents.harness import run_episode
+from vabench.agents.models import ModelConfig, image_part
+from vabench.agents.registry import make_model
+from vabench.agents.servo import ServoAgent
+from vabench.agents.servo.perception import find, goal_from_instruction, parse_request
+from vabench.analysis.stats import wilson_interval
+from vabench.envs.seeds import eval_seeds
+
+SERVO_DIR = Path(inspect.getfile(ServoAgent)).parent
+FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vabench.agents.prompts")
+
+# Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol).
+EXPECTED: dict[tuple[str, str], float] = {
+    ("beat_block_hammer_right", "active"): 0.00,  # 0/20
+    ("beat_block_hammer_right", "passive"): 0.00,  # 0/20
+    ("click_bell_right", "active"): 0.95,  # 19/20
+    ("click_bell_right", "passive"): 0.55,  # 11/20
+    ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
+    ("grasp_pen_leaning_cube", "passive"): 0.00,  # 0/20
+    ("grasp_single_bottle", "active"): 0.95,  # 19/20
+    ("grasp_single_bottle", "passive"): 0.90,  # 18/20
+    ("grasp_single_bottle_upright", "active"): 0.25,  # 5/20
+    ("grasp_single_bottle_upright", "passive"): 0.90,  # 18/20
+    ("grasp_single_cube", "active"): 1.00,  # 20/20
+    ("grasp_single_cube", "passive"): 1.00,  # 20/20
+    ("grasp_single_pen", "active"): 1.00,  # 20/20
+    ("grasp_single_pen", "passive"): 0.65,  # 13/20
+    ("place_cube_in_bowl", "active"): 1.00,  # 20/20
+    ("place_cube_in_bowl", "passive"): 1.00,  # 20/20
+    ("place_cube_on_cube", "active"): 1.00,  # 20/20
+    ("place_cube_on_cube", "passive"): 1.00,  # 20/20
+    ("place_single_bottle_upright", "active"): 0.00,  # 0/20
+    ("place_single_bottle_upright", "passive"): 0.14,  # 2/14
+    ("place_single_cube", "active"): 1.00,  # 20/20
+    ("place_single_cube", "passive"): 1.00,  # 20/20
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = "vabench.agents." * (node.level == 1) + "vabench." * (node.level == 2) + (node.module or "")
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names)
+    return names
+
+
+def test_servo_package_imports_no_simulator():
+    files = sorted(SERVO_DIR.glob("*.py"))
+    assert {f.name for f in files} >= {"__init__.py", "agent.py", "perception.py", "skills.py"}
+    for f in files:
+        for name in _imports(f):
+            assert not any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN), f"{f.name} imports {name}"
+
+
+def test_servo_is_a_registered_unprivileged_offline_agent():
+    model = make_model(ModelConfig(model="servo"))
+    assert isinstance(model, ServoAgent) and model.privileged is False and model.name == "servo"
+
+
+def test_instruction_names_the_goal():
+    assert goal_from_instruction("Use the right arm to grasp the red cube and lift it off the table.").kind == "grasp"
+    g = goal_from_instruction("Use the right arm to pick up the red cube and place it inside the bowl.")
+    assert (g.target, g.destination, g.dest_kind) == ("red", "blue", "bowl")
+    assert goal_from_instruction("Use the right arm to press the top centre of the bell ...").kind == "press"
+
+
+def _request(obs) -> list[dict]:
+    """A request built as the harness builds one: the step text, then the images as JPEG data URLs."""
+    parts = [{"type": "text", "text": prompts.step_text(obs, [], 0)}]
+    for img in obs.images.values():
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="JPEG", quality=95)
+        parts.append(image_part(buf.getvalue()))
+    return [{"role": "system", "content": "x"}, {"role": "user", "content": parts}]
+
+
+def test_perception_reads_a_real_request(render_env):
+    """The robot state, feedback and topdown image of a real observation, and the red cube in it."""
+    task = "grasp_single_cube"
+    render_env.reset(task, eval_seeds(task)[0])
+    render_env.step({"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100})
+    obs = render_env.step({"action": "camera.view_topdown"}).observation
+    seen = parse_request(_request(obs))
+    assert np.allclose(seen.arms["right"].gc, obs.proprio["right"].gc, atol=1e-4)
+    assert np.allclose(seen.arms["right"].ry, obs.proprio["right"].ry, atol=1e-4)
+    assert seen.valid is True and seen.planned is True and "red cube" in seen.instruction
+    assert len(seen.images) == 1 and seen.images[0].shape == (480, 640, 3)
+    blob = find(seen.images[0], "red")
+    assert blob is not None and 100 < blob.area < 5000
+    # the cube lies in front of (+y) and left of (-x) the gripper: above and left of the image centre
+    assert blob.centre[1] < 240 and blob.centre[0] < 320
+    assert find(seen.images[0], "blue") is None
+
+
+class Guard:
+    """Makes the env's privileged accessors raise when servo code calls them, or while the agent decides."""
+
+    def __init__(self, env, agent, monkeypatch):
+        self.deciding, self.violations, self.calls = False, [], 0
+        for name in ("privileged", "evaluator_state", "expert"):
+            monkeypatch.setattr(env, name, self._wrap(getattr(env, name), name))
+        complete = agent.complete
+
+        def guarded(messages):
+            self.deciding = True
+            try:
+                return complete(messages)
+            finally:
+                self.deciding = False
+
+        monkeypatch.setattr(agent, "complete", guarded)
+
+    def _wrap(self, fn, name):
+        def checked(*args, **kwargs):
+            self.calls += 1
+            servo = any(Path(f.filename).resolve().is_relative_to(SERVO_DIR) for f in inspect.stack(0))
+            if servo or self.deciding:
+                self.violations.append(name)
+                raise AssertionError(f"servo reached env.{name}()")
+            return fn(*args, **kwargs)
+
+        return checked
+
+
+@pytest.mark.parametrize(
+    ("task", "protocol"), [("grasp_single_cube", "active"), ("grasp_single_cube", "passive")], ids=["active", "passive"]
+)
+def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
+    agent = ServoAgent()
+    guard = Guard(render_env, agent, monkeypatch)
+    row = run_episode(render_env, agent, task, eval_seeds(task)[0], tmp_path, protocol=protocol)
+    assert guard.violations == [] and guard.calls > 0  # the harness itself did read the evaluator state
+    assert row.status == "ok" and row.privileged is False and row.model == "servo"
+    assert row.success, (row.end_reason, row.error)
+    assert row.repairs == 0 and row.invalid_actions == 0
+    assert (row.camera_actions > 0) == (protocol == "active")
+    assert (tmp_path / row.record).exists()
+
+
+def test_guard_catches_a_cheating_agent(render_env, tmp_path, monkeypatch):
+    """The guard is not vacuous: an agent that reads env.privileged() while deciding is caught."""
+
+    class Cheat(ServoAgent):
+        def complete(self, messages):
+            render_env.privileged()
+            return super().complete(messages)
+
+    agent = Cheat("cheat")
+    guard = Guard(render_env, agent, monkeypatch)
+    row = run_episode(render_env, agent, "grasp_single_cube", eval_seeds("grasp_single_cube")[0], tmp_path)
+    assert guard.violations and not row.success
+
+
+# -- nightly regression guard ---------------------------------------------------------------
+
+
+def _within_noise(k: int, n: int, rate: float) -> bool:
+    """``k`` of ``n`` lies inside the central 99% of Binomial(n, rate), the stored rate clipped to
+    [0.05, 0.95] so that a stored 0% or 100% still allows the odd flip."""
+    from scipy.stats import binom
+
+    p = min(max(rate, 0.05), 0.95)
+    return binom.ppf(0.005, n, p) <= k <= binom.ppf(0.995, n, p)
+
+
+def test_noise_bound_is_binomial():
+    assert _within_noise(18, 20, 1.0) and _within_noise(10, 20, 0.7) and not _within_noise(5, 20, 0.9)
+    assert not _within_noise(20, 20, 0.4) and _within_noise(0, 20, 0.0)
+    lo, hi = wilson_interval(18, 20)
+    assert lo < 0.9 < hi
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "protocol"), sorted(EXPECTED), ids=lambda v: str(v))
+def test_servo_rates_do_not_drift(render_env, tmp_path, task, protocol):
+    seeds = eval_seeds(task)
+    agent = ServoAgent()
+    wins = sum(run_episode(render_env, agent, task, s, tmp_path / str(s), protocol=protocol).success for s in seeds)
+    assert _within_noise(wins, len(seeds), EXPECTED[(task, protocol)]), (task, protocol, wins, EXPECTED)

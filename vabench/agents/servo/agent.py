@@ -1,0 +1,94 @@
+"""The servo agent behind the model interface (``model=servo``): a non-privileged offline agent that
+decides only from what the harness sends a model (the request's images, the robot-state text, the
+two feedback booleans) and its own earlier decisions, through the ordinary JSON protocol.
+
+It is a reference for "solvable from the model's own observations": classic image processing, an
+image Jacobian measured with its own probe moves, no learned weights, no simulator, no calibration.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..models import EpisodeContext, Model, Reply
+from .perception import Seen, goal_from_instruction, parse_request
+from .skills import Servo, Skill
+
+GIVE_UP = "servo: the target is not visible any more"
+
+
+def plan(s: Servo) -> Skill:
+    """The whole episode: point down, calibrate on the target, square up, align, grasp (or press),
+    and for a placement carry over the destination and release; retry while budget lasts."""
+    g = s.goal
+    if g.kind == "none":
+        return "servo: no skill for this task (tool use)"
+    yield from s.point_down()
+    m, blob = yield from s.calibrate(g.target)
+    for attempt in range(4):
+        if attempt:
+            yield from s.grip(False)
+            yield from s.move_z_to(s.z_cal)
+            m, blob = yield from s.measure(g.target)
+            if s.active and blob is not None:
+                s.top_blob = blob
+        if m is None:
+            return GIVE_UP
+        if g.kind != "press":
+            yield from s.yaw_to(
+                s.top_blob if s.active or attempt == 0 else None, across_long=g.shape == "long", avoid=g.destination
+            )
+        yield from s.align(g.target, m, blob)
+        if g.kind == "press":
+            yield from s.press()
+            continue
+        yield from s.descend()
+        yield from s.grip(True)
+        yield from s.move("z", 0.10)
+        if g.kind == "grasp":
+            yield from s.move("z", 0.05)
+            continue
+        yield from s.move_z_to(s.z_cal)
+        m, blob = yield from s.measure(g.destination, 60)
+        if m is None:
+            s.notes.append("destination not seen")
+            continue
+        yield from s.move_z_to(s.release_z() + 0.08)  # carry low: the arm reaches farther
+        yield from s.align(g.destination, m, blob, tries=1)
+        if s.z_floor is None:  # the grasp never met the table: lower until the load touches down
+            yield from s.lower_to(float(s.gc[2]) - 0.6)
+        else:
+            yield from s.lower_to(s.release_z())
+        yield from s.grip(False)
+        yield from s.move("z", 0.05)
+        yield from s.move_z_to(s.z_cal)
+        m, blob = yield from s.measure(g.target)
+    return "servo: attempts exhausted"
+
+
+class ServoAgent(Model):
+    privileged = False
+
+    def __init__(self, name: str = "servo"):
+        self.name = name
+        self.protocol = "active"
+        self._plan: Skill | None = None
+        self._servo: Servo | None = None
+
+    def start_episode(self, ctx: EpisodeContext) -> None:
+        self.protocol, self.arms = ctx.protocol, ctx.arms
+        self._plan, self._servo = None, None
+
+    def _start(self, seen: Seen) -> dict:
+        arm = "right" if "right" in seen.arms else next(iter(seen.arms))
+        self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == "active", arm)
+        self._plan = plan(self._servo)
+        return next(self._plan)
+
+    def complete(self, messages: list[dict]) -> Reply:
+        seen = parse_request(messages)
+        try:
+            decision = self._start(seen) if self._plan is None else self._plan.send(seen)
+        except StopIteration as end:
+            decision = {"stop": True, "reason": str(end.value or "servo: plan finished")}
+        return Reply(json.dumps(decision), cost_usd=0.0, attempts=0)

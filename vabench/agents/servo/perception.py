@@ -1,0 +1,248 @@
+"""What the servo agent reads from a request: the current images (decoded from their data URLs), the
+robot-state text and the two feedback booleans, and colour segmentation of the instruction's objects.
+
+Only the request is read: no simulator, no object poses, no camera calibration. Colours are
+classic rules on RGB (a red cube, a green pad or cube, a blue bowl, a yellow bell, a dark bottle);
+the object a mask finds is its largest connected blob. A pen (white and black, like the robot) is a
+hole in the table's beige that holds both.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass, field
+from io import BytesIO
+
+import numpy as np
+from scipy import ndimage
+
+_VEC = r"\[([-0-9.,\s]+)\]"
+_ARM = re.compile(
+    r"(left|right) arm: gripper (open|closed); GC " + _VEC + r"; end-effector " + _VEC + r".*?rx " + _VEC + r", ry "
+    r"" + _VEC + r", rz " + _VEC
+)
+_FEEDBACK = re.compile(r"last_action_valid: (true|false); last_planner_success: (true|false)")
+_EXPLAINED = re.compile(r"^Last action: .*\((valid|INVALID); (planner succeeded|planner FAILED)\)\.$", re.MULTILINE)
+_TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
+
+
+@dataclass
+class ArmState:
+    closed: bool
+    gc: np.ndarray
+    ee: np.ndarray
+    rx: np.ndarray
+    ry: np.ndarray
+    rz: np.ndarray
+
+
+@dataclass
+class Seen:
+    """One observation as the servo agent sees it."""
+
+    text: str
+    instruction: str
+    arms: dict[str, ArmState]
+    images: list[np.ndarray] = field(default_factory=list)  # RGB uint8; active: one, passive: five
+    valid: bool | None = None
+    planned: bool | None = None
+
+
+def _vec(s: str) -> np.ndarray:
+    return np.array([float(v) for v in s.split(",")])
+
+
+def decode_image(url: str) -> np.ndarray:
+    from PIL import Image
+
+    _, _, b64 = url.partition(",")
+    return np.asarray(Image.open(BytesIO(base64.b64decode(b64))).convert("RGB"))
+
+
+def parse_request(messages: list[dict]) -> Seen:
+    """The newest observation of a request: its text, robot state, feedback and images."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
+        text = "\n".join(p.get("text") or "" for p in parts if p.get("type") == "text")
+        if "Robot state" not in text:
+            continue
+        images = [decode_image(p["image_url"]["url"]) for p in parts if p.get("type") == "image_url"]
+        arms = {
+            m.group(1): ArmState(m.group(2) == "closed", *(_vec(m.group(i)) for i in range(3, 8)))
+            for m in _ARM.finditer(text)
+        }
+        fb = _FEEDBACK.search(text) or _EXPLAINED.search(text)
+        task = _TASK.search(text)
+        return Seen(
+            text=text,
+            instruction=task.group(1) if task else "",
+            arms=arms,
+            images=images,
+            valid=None if fb is None else fb.group(1) in ("true", "valid"),
+            planned=None if fb is None else fb.group(2) in ("true", "planner succeeded"),
+        )
+    raise ValueError("no observation with a robot state in the request")
+
+
+# -- colour segmentation -------------------------------------------------------------------
+
+
+def _channels(img: np.ndarray):
+    f = img.astype(np.float32) / 255.0
+    r, g, b = f[..., 0], f[..., 1], f[..., 2]
+    mx, mn = f.max(axis=2), f.min(axis=2)
+    sat = (mx - mn) / np.maximum(mx, 1e-6)
+    return r, g, b, mx, sat
+
+
+def colour_mask(img: np.ndarray, colour: str) -> np.ndarray:
+    r, g, b, mx, sat = _channels(img)
+    if colour == "red":
+        return (r > 0.35) & (r > 1.8 * g) & (r > 1.8 * b)
+    if colour == "green":
+        return (g > r + 0.15) & (g > b + 0.08)
+    if colour == "blue":
+        return (b > r + 0.15) & (b > g + 0.05)
+    if colour == "yellow":
+        return (r > 0.45) & (g > 0.35) & (sat > 0.4) & (b < 0.75 * g) & (np.abs(r - g) < 0.3)
+    if colour == "dark_red":  # a bottle: brown or red body, saturated, not a bright red only
+        return (sat > 0.45) & (r > g) & (r > b) & (mx > 0.12) & ~((g > r) | (b > r))
+    if colour == "saturated":
+        return (sat > 0.45) & (mx > 0.12)
+    raise ValueError(f"unknown colour {colour!r}")
+
+
+@dataclass(frozen=True)
+class Blob:
+    centre: np.ndarray  # (u, v) pixels, u right, v down
+    area: int
+    angle_deg: float  # orientation of the blob's bounding rectangle, in [0, 90) (image axes)
+    long_angle_deg: float  # orientation of the blob's principal (long) axis, in [0, 180)
+    elongation: float  # principal axis length ratio
+    box: tuple[int, int, int, int]  # v0, v1, u0, u1 (inclusive-exclusive)
+
+
+def blobs(mask: np.ndarray, min_area: int = 30) -> list[Blob]:
+    """Connected components of ``mask`` (largest first) with their centre and orientation."""
+    mask = ndimage.binary_opening(mask, iterations=1)
+    labels, n = ndimage.label(mask)
+    if n == 0:
+        return []
+    areas = ndimage.sum(mask, labels, range(1, n + 1))
+    out = []
+    for i in np.argsort(-areas):
+        if areas[i] < min_area:
+            break
+        vs, us = np.nonzero(labels == i + 1)
+        out.append(_describe(us, vs))
+    return out
+
+
+def _describe(us: np.ndarray, vs: np.ndarray) -> Blob:
+    pts = np.stack([us, vs], 1).astype(float)
+    c = pts.mean(0)
+    d = pts - c
+    cov = d.T @ d / len(d)
+    w, vecs = np.linalg.eigh(cov)
+    major = vecs[:, 1]
+    long_angle = float(np.degrees(np.arctan2(major[1], major[0])) % 180.0)
+    elong = float(np.sqrt(w[1] / max(w[0], 1e-6)))
+    best, best_area = 0.0, np.inf
+    for a in np.arange(0.0, 90.0, 1.0):
+        t = np.radians(a)
+        x = d[:, 0] * np.cos(t) + d[:, 1] * np.sin(t)
+        y = -d[:, 0] * np.sin(t) + d[:, 1] * np.cos(t)
+        area = np.ptp(x) * np.ptp(y)
+        if area < best_area:
+            best, best_area = float(a), area
+    return Blob(
+        c, len(us), best, long_angle, elong, (int(vs.min()), int(vs.max()) + 1, int(us.min()), int(us.max()) + 1)
+    )
+
+
+def _holes(table: np.ndarray, open_top: bool) -> np.ndarray:
+    """Non-table regions enclosed by table; ``open_top``: the table goes on beyond the image's top edge
+    (the active topdown view, whose top is the far side of the table)."""
+    if not open_top:
+        return ndimage.binary_fill_holes(table) & ~table
+    padded = np.vstack([np.ones((1, table.shape[1]), bool), table])
+    return (ndimage.binary_fill_holes(padded) & ~padded)[1:]
+
+
+def pen_blob(img: np.ndarray, min_area: int = 60, open_top: bool = False) -> Blob | None:
+    """A pen (a white barrel with black ends) lying on the table: a hole in the table's beige that holds
+    both bright grey and black pixels and is elongated. Parts of the robot reach the table from outside
+    and are no holes; a pen the hand covers in the image is not found."""
+    r, g, b, mx, sat = _channels(img)
+    table = (sat > 0.07) & (sat < 0.4) & (r > b + 0.04) & (mx > 0.3)
+    holes = _holes(table, open_top) & ~(sat > 0.35)  # not a coloured support
+    labels, n = ndimage.label(holes)
+    best = None
+    for i in range(1, n + 1):
+        part = labels == i
+        area = int(part.sum())
+        if area < min_area or (mx[part] < 0.35).sum() < 8 or ((mx[part] > 0.6) & (sat[part] < 0.08)).sum() < 15:
+            continue
+        vs, us = np.nonzero(part)
+        blob = _describe(us, vs)
+        if blob.elongation >= 2.5 and (best is None or blob.area > best.area):
+            best = blob
+    return best
+
+
+def table_object(img: np.ndarray, min_area: int = 150) -> Blob | None:
+    """The largest hole in the table's beige: an object that lies on the table, whatever its colour."""
+    r, g, b, mx, sat = _channels(img)
+    table = (sat > 0.07) & (sat < 0.4) & (r > b + 0.04) & (mx > 0.3)
+    found = blobs(ndimage.binary_fill_holes(table) & ~table, min_area)
+    return found[0] if found else None
+
+
+def find(img: np.ndarray, colour: str, min_area: int = 30, open_top: bool = False) -> Blob | None:
+    if colour == "pen":
+        return pen_blob(img, max(min_area, 60), open_top)
+    if colour == "bell":  # a yellow bell, or a silver one: whatever stands alone on the table
+        return find(img, "yellow", max(min_area, 100)) or table_object(img, max(min_area, 150))
+    mask = colour_mask(img, colour)
+    found = blobs(mask, min_area)
+    return found[0] if found else None
+
+
+# -- what the instruction names --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Goal:
+    target: str  # colour of the object to grasp (or press)
+    destination: str | None  # colour of where it goes, None: lift only
+    kind: str  # grasp | place | press
+    shape: str  # cube | long | upright | bell
+    dest_kind: str = ""  # pad | bowl | stack
+
+
+def goal_from_instruction(text: str) -> Goal:
+    t = text.lower()
+    if "bell" in t:
+        return Goal("bell", None, "press", "bell")
+    if "bottle" in t:
+        shape = "upright" if "upright" in t and "lying" not in t else "long"
+        if "green target" in t:
+            return Goal("dark_red", "green", "place", "upright", "pad")
+        return Goal("dark_red", None, "grasp", shape)
+    if "red cube" in t:
+        if "bowl" in t:
+            return Goal("red", "blue", "place", "cube", "bowl")
+        if "green cube" in t:
+            return Goal("red", "green", "place", "cube", "stack")
+        if "green target" in t:
+            return Goal("red", "green", "place", "cube", "pad")
+        return Goal("red", None, "grasp", "cube")
+    if "hammer" in t:  # tool use: grasp a handle, then strike with the head; no skill for it yet
+        return Goal("", None, "none", "tool")
+    if "pen" in t:
+        return Goal("pen", None, "grasp", "long")
+    return Goal("saturated", None, "grasp", "long")
