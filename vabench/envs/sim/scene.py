@@ -37,6 +37,12 @@ PEDESTAL_COLOR = (0.22, 0.23, 0.25)
 
 _process_ready = False
 _anchors: dict[str, tuple] = {}
+G_BUFFER_FORMATS = {
+    "Color": "r8g8b8a8unorm",
+    "Albedo": "r8g8b8a8unorm",
+    "Specular": "r8g8b8a8unorm",
+    "Normal": "r16g16b16a16sfloat",
+}
 
 
 def _process_setup() -> None:
@@ -46,7 +52,9 @@ def _process_setup() -> None:
         # SAPIEN 3 reads the default material only when a shape is created.
         sapien.physx.set_default_material(DEFAULT_FRICTION, DEFAULT_FRICTION, 0.0)
         # 8-bit colour read-back: identical pixels to float32 + conversion, ~12 ms cheaper at 640x480.
-        sapien.render.set_picture_format("Color", "r8g8b8a8unorm")
+        # Narrow G-buffer targets (lavapipe's per-pixel cost is memory traffic): within 1/255 of float32.
+        for name, fmt in G_BUFFER_FORMATS.items():
+            sapien.render.set_picture_format(name, fmt)
         _process_ready = True
 
 

@@ -1,12 +1,17 @@
 """A lean copy of SAPIEN's default rasterising shader, generated into the cache.
 
-Same look, about 45% less CPU render time per frame on lavapipe. The stock ``default`` shader writes
-seven G-buffer targets and five composite outputs (segmentation, linear depth, object
-coordinates, ...) and filters shadows with 25 texture gathers per pixel; an RGB observation
-needs none of the extra targets. The lean copy keeps albedo, position, specular and normal,
-drops emission/custom/segmentation, image-based lighting (we set no environment map, so it
-adds nothing), the transparency, line and point passes, and filters shadows with 4 gathers
-(a 2x2 kernel around each texel). Images differ from ``default`` by < 0.3/255 on average,
+Same look, a fraction of the CPU render time per frame on lavapipe, where the per-pixel work is
+memory traffic: at 1280x960 (the ``paper`` preset) every G-buffer byte per pixel costs about a
+millisecond. The stock ``default`` shader writes seven G-buffer targets and five composite
+outputs (segmentation, linear depth, object coordinates, ...), shades in one full-screen pass and
+tone-maps in another, and filters shadows with 25 texture gathers per pixel; an RGB observation
+needs none of the extra targets. The lean copy keeps albedo, specular and normal (the deferred
+pass reconstructs positions from depth, so the stock position target is dropped), drops
+emission/custom/segmentation, image-based lighting (we set no environment map, so it adds
+nothing), the transparency, line and point passes, tone-maps inside the lighting pass (no
+composite pass and no float lighting target), and filters shadows with 4 gathers (a 2x2 kernel
+around each texel). :mod:`vabench.envs.sim.scene` stores albedo and specular in 8 bits and
+normals in 16 (``scene.G_BUFFER_FORMATS``). Images differ from ``default`` by < 0.3/255 on average,
 only in shadow edges.
 
 The files are SAPIEN's (Apache-2.0), copied from the installed wheel and patched at first use;
@@ -22,7 +27,7 @@ from pathlib import Path
 
 from .assets import cache_dir
 
-LEAN_VERSION = "lean-v1"
+LEAN_VERSION = "lean-v2"  # v2: no position target, no composite pass
 
 
 def _stock_dir() -> Path:
@@ -67,14 +72,23 @@ def _patch(root: Path) -> None:
         "",
     )
     _sub(g, "  outCustom = vec4(objectCoord, 1);\n  outSegmentation = inSegmentation;\n", "")
+    _sub(g, "layout(location = 1) out vec4 outPositionRaw;\n", "")  # deferred.frag reconstructs it from depth
+    _sub(g, "  outPositionRaw = inPosition;\n", "")
+    _sub(g, "layout(location = 2) out vec4 outSpecular;", "layout(location = 1) out vec4 outSpecular;")
+    _sub(g, "layout(location = 3) out vec4 outNormal;", "layout(location = 2) out vec4 outNormal;")
     _cut(g, "  outEmission = materialBuffer.emission;", "  if ((materialBuffer.textureMask & 1) != 0) {")
     d = lean / "deferred.frag"
     _sub(
         d,
+        "layout(set = 2, binding = 1) uniform sampler2D samplerPositionRaw;\n"
+        "layout(set = 2, binding = 2) uniform sampler2D samplerSpecular;\n"
+        "layout(set = 2, binding = 3) uniform sampler2D samplerNormal;\n"
         "layout(set = 2, binding = 4) uniform sampler2D samplerEmission;\n"
         "layout(set = 2, binding = 5) uniform sampler2D samplerGbufferDepth;\n"
         "layout(set = 2, binding = 6) uniform sampler2D samplerCustom;",
-        "layout(set = 2, binding = 4) uniform sampler2D samplerGbufferDepth;",
+        "layout(set = 2, binding = 1) uniform sampler2D samplerSpecular;\n"
+        "layout(set = 2, binding = 2) uniform sampler2D samplerNormal;\n"
+        "layout(set = 2, binding = 3) uniform sampler2D samplerGbufferDepth;",
     )
     _sub(
         d,
@@ -82,21 +96,21 @@ def _patch(root: Path) -> None:
         "  vec3 color = vec3(0.0);",
     )
     _cut(d, "  color += diffuseIBL(diffuseAlbedo, wnormal);", "  color += sceneBuffer.ambientLight.rgb")
-    c = lean / "composite0.frag"
-    _cut(
-        c,
-        "layout(set = 0, binding = 0) uniform sampler2D samplerLighting;",
-        "#define SET_NUM 1",
-        "layout(set = 0, binding = 0) uniform sampler2D samplerLighting;\n\n"
-        "layout(location = 0) in vec2 inUV;\nlayout(location = 0) out vec4 outColor;\n\n",
+    # tone-map (gamma 1/2.2, clamp; exposure 1) where the light is summed: the composite pass goes
+    _sub(d, "layout(location = 0) out vec4 outLighting;", "layout(location = 0) out vec4 outColor;")
+    _sub(
+        d,
+        "  if (depth == 1) {\n"
+        "    outLighting = vec4(getBackgroundColor((cameraBuffer.viewMatrixInverse * csPosition).xyz), 0.f);\n"
+        "  } else {\n"
+        "    outLighting = vec4(color, 1);\n"
+        "  }",
+        "  vec4 lit = depth == 1\n"
+        "    ? vec4(getBackgroundColor((cameraBuffer.viewMatrixInverse * csPosition).xyz), 0.f) : vec4(color, 1);\n"
+        "  outColor = clamp(vec4(pow(lit.rgb, vec3(1 / 2.2)), lit.a), vec4(0), vec4(1));",
     )
-    _cut(c, "vec4 colors[60]", "void main()")
-    text = c.read_text()
-    c.write_text(
-        text[: text.index("void main()")] + "void main() {\n  outColor = texture(samplerLighting, inUV);\n"
-        "  outColor.rgb = pow(outColor.rgb * exposure, vec3(1/2.2));\n"
-        "  outColor = clamp(outColor, vec4(0), vec4(1));\n}\n"
-    )
+    for name in ("composite0.frag", "composite.vert"):
+        (lean / name).unlink()
 
 
 SHADERS = ("lean", "default")
