@@ -1,12 +1,17 @@
-"""Per-action cost of the env: plan + execute + one 640x480 render, median over many actions.
+"""Per-action cost of the env as the harness pays it: plan + execute + the observation's render(s)
++ their encoding, per protocol, at the ``paper`` render preset against ``fast`` (today's laptop
+preset), median over many actions.
 
-The actions are the experts' (world moves, local rotations, gripper open/close), which is the
-mix a model issues, replayed on several seeds of both tasks. For scale it also times the same
-actions without rendering, a camera action (render only), and, as the baseline, the same
-actions rendered with SAPIEN's stock ``default`` shader instead of vabench's lean copy.
-Target: <= 100 ms per robot action on a 2-core machine.
+The actions are the experts' (world moves, local rotations, gripper open/close), the mix a model
+issues, replayed on several seeds of two tasks; the two presets run interleaved seed by seed in
+one process, so drift on a shared machine hits both alike. Also printed: the same actions without
+rendering (physics and planning only), and with ``--stock`` the same at SAPIEN's stock ``default``
+shader instead of vabench's lean copy (the shader's own baseline).
 
-    python benchmarks/action_cost.py [--seeds 4] [--camera default]
+    python benchmarks/action_cost.py [--seeds 4] [--stock]
+
+Target (issue 24): at the paper preset at most 2x the time per action of ``fast`` for 4x the
+active pixels.
 """
 
 from __future__ import annotations
@@ -18,59 +23,70 @@ import statistics
 import time
 
 from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs.render import RENDER_PRESETS, RenderPreset
 from vabench.envs.seeds import eval_seeds
-from vabench.envs.sim.camera import CAMERA_PRESETS
+from vabench.vocab import PROTOCOLS
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
-TARGET_MS = 100.0
+TASKS = ("grasp_single_cube", "place_cube_in_bowl")
+TARGET_RATIO = 2.0
 
 
-def time_episodes(env: VABenchEnv, seeds_per_task: int) -> tuple[list[float], list[float]]:
-    robot, camera = [], []
-    for task in ("grasp_single_cube", "place_cube_in_bowl"):
-        for seed in eval_seeds(task)[:seeds_per_task]:
-            env.reset(task, seed)
-            for action in env.task.expert(env.privileged()):
-                t = time.perf_counter()
-                r = env.step(action)
-                robot.append((time.perf_counter() - t) * 1000)
-                if r.done:
-                    break
-                if env.config.render and r.budget_left > 1:  # the experts leave room for a camera probe
-                    t = time.perf_counter()
-                    env.step({"action": "camera.view_oblique_45"})
-                    camera.append((time.perf_counter() - t) * 1000)
-    return robot, camera
+def episode(env: VABenchEnv, task: str, seed: int, protocol: str) -> list[tuple[float, float]]:
+    """(env.step, encoding) seconds of each expert action of one episode."""
+    bundle = PROTOCOLS[protocol].bundle
+    encoding = env.config.preset.encoding(bundle) if env.config.render else None
+    env.reset(task, seed, protocol)
+    out = []
+    for action in env.task.expert(env.privileged()):
+        t = time.perf_counter()
+        r = env.step(action)
+        stepped = time.perf_counter()
+        for rgb in r.observation.images.values():
+            encoding.encode(rgb)
+        out.append((stepped - t, time.perf_counter() - stepped))
+        if r.done:
+            break
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=4, help="seeds per task")
-    ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
+    ap.add_argument("--stock", action="store_true", help="also time SAPIEN's stock default shader")
     args = ap.parse_args()
-    cam = CAMERA_PRESETS[args.camera]
-    envs = {
-        "lean": VABenchEnv(EnvConfig(camera=cam)),
-        "default": VABenchEnv(EnvConfig(camera=dataclasses.replace(cam, shader="default"))),
-    }
+    presets: dict[str, RenderPreset] = {"fast": RENDER_PRESETS["fast"], "paper": RENDER_PRESETS["paper"]}
+    if args.stock:
+        paper = presets["paper"]
+        presets["paper, stock shader"] = dataclasses.replace(
+            paper, active=dataclasses.replace(paper.active, shader="default")
+        )
+    envs = {name: VABenchEnv(EnvConfig(preset=p)) for name, p in presets.items()}
     for env in envs.values():
-        env.reset("grasp_single_cube", eval_seeds("grasp_single_cube")[0])  # shader compile, once per process
-    robot, camera = time_episodes(envs["lean"], args.seeds)
-    base_robot, base_camera = time_episodes(envs["default"], args.seeds)
-    physics, _ = time_episodes(VABenchEnv(EnvConfig(render=False)), args.seeds)
-    med = statistics.median(robot)
-    p90 = statistics.quantiles(robot, n=10)[-1]
-    print(f"robot actions timed: {len(robot)} ({args.seeds} seeds x 2 tasks), camera {cam.width}x{cam.height}")
-    print(f"per robot action (plan + execute + render): median {med:.1f} ms, p90 {p90:.1f} ms")
-    print(f"  same actions without rendering:            median {statistics.median(physics):.1f} ms")
-    print(f"  camera action (render only):                median {statistics.median(camera):.1f} ms")
-    base = statistics.median(base_robot)
-    print(
-        f"baseline, SAPIEN's default shader:          median {base:.1f} ms per robot action, "
-        f"{statistics.median(base_camera):.1f} ms per camera action"
-    )
-    print(f"lean / default: {med / base:.2f}")
-    print(f"ratio to the {TARGET_MS:.0f} ms target: {med / TARGET_MS:.2f} ({'met' if med <= TARGET_MS else 'NOT met'})")
+        env.reset(TASKS[0], eval_seeds(TASKS[0])[0])  # shader compile, once per process
+    physics = VABenchEnv(EnvConfig(render=False))
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for task in TASKS:
+        for seed in eval_seeds(task)[: args.seeds]:
+            for protocol in PROTOCOLS:
+                for name, env in envs.items():
+                    times.setdefault((name, protocol), []).extend(episode(env, task, seed, protocol))
+                times.setdefault(("physics", protocol), []).extend(episode(physics, task, seed, protocol))
+    print(f"{len(times[('fast', 'active')])} robot actions per cell ({args.seeds} seeds x {len(TASKS)} tasks)")
+    print(f"{'preset':22s} {'protocol':8s} {'step ms':>8s} {'encode ms':>10s} {'total ms':>9s}  ratio to fast")
+    for protocol in PROTOCOLS:
+        base = statistics.median(a + b for a, b in times[("fast", protocol)])
+        for name in ("physics", *envs):
+            cell = times[(name, protocol)]
+            step, enc = (statistics.median(t[i] for t in cell) * 1000 for i in (0, 1))
+            total = statistics.median(a + b for a, b in cell)
+            print(f"{name:22s} {protocol:8s} {step:8.1f} {enc:10.1f} {total * 1000:9.1f}  {total / base:.2f}")
+    for protocol in PROTOCOLS:
+        ratio = statistics.median(a + b for a, b in times[("paper", protocol)]) / statistics.median(
+            a + b for a, b in times[("fast", protocol)]
+        )
+        met = "met" if ratio <= TARGET_RATIO else "NOT met"
+        print(f"paper / fast, {protocol}: {ratio:.2f} (target <= {TARGET_RATIO:g}: {met})")
 
 
 if __name__ == "__main__":

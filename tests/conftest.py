@@ -41,23 +41,29 @@ def scene_digest(env) -> dict[str, np.ndarray]:
 
 @pytest.fixture
 def demo_root(tmp_path):
-    """A small demonstration in the real on-disk format (no simulator needed)."""
+    """A small demonstration in the real on-disk format (no simulator needed), in every render
+    preset's folder (``<root>/<preset>/<task>``), so runs of any preset find it."""
+    from vabench.envs.render import RENDER_PRESETS
+
     root = tmp_path / "demos"
-    d = root / "grasp_single_cube"
-    d.mkdir(parents=True)
-    frames = []
-    for i in range(6):
-        name = f"frame_{i:05d}.png"
-        Image.new("RGB", (64, 48), (40 * i, 20, 20)).save(d / name)
-        frames.append(name)
-    meta = {
-        "format": "vabench.demo.v1",
-        "task": "grasp_single_cube",
-        "instruction": "Use the right arm to grasp the red cube and lift it off the table.",
-        "frames": frames,
-        "fps": 16.7,
-        "width": 64,
-        "height": 48,
-    }
-    (d / "demo.json").write_text(json.dumps(meta))
+    for preset in RENDER_PRESETS:
+        d = root / preset / "grasp_single_cube"
+        d.mkdir(parents=True)
+        frames = []
+        for i in range(6):
+            name = f"frame_{i:05d}.jpg"
+            Image.new("RGB", (64, 48), (40 * i, 20, 20)).save(d / name, quality=95)
+            frames.append(name)
+        meta = {
+            "format": "vabench.demo.v1",
+            "task": "grasp_single_cube",
+            "instruction": "Use the right arm to grasp the red cube and lift it off the table.",
+            "frames": frames,
+            "fps": 3.0,
+            "width": 64,
+            "height": 48,
+            "view": "center_high",
+            "render": preset,
+        }
+        (d / "demo.json").write_text(json.dumps(meta))
     return root

@@ -1,11 +1,17 @@
 """A real OpenAI-compatible HTTP server for tests: the model client is exercised over HTTP
 (LiteLLM, the OpenAI SDK, httpx), not through mocks, so a test sees what a provider would do.
+The same server also speaks Anthropic's native Messages API (``POST /v1/messages``: point
+``api_base`` at :attr:`ScriptedServer.base`) and Gemini's ``generateContent``, with the same
+scripted replies in each provider's own format.
 
 Replies are scripted in order. Each queued reply is one of:
 
 - ``str``: assistant content, 200 OK;
 - ``{"content": str, "usage": {"prompt_tokens": n, "completion_tokens": m}}``: 200 with that usage
-  (optional ``"model"``: the model name to report instead of echoing the request's);
+  (optional ``"model"``: the model name to report instead of echoing the request's; optional
+  ``"thinking"``: reasoning text, sent as Anthropic's ``thinking`` block or Gemini's thought part;
+  the usage dict is the provider's own: OpenAI's, Anthropic's ``input_tokens``/``output_tokens``/...,
+  or Gemini's ``usageMetadata``);
 - ``{"status": 429, "body": "...", "headers": {...}}``: an error with an OpenAI-style JSON error body;
 - ``{"delay": seconds, "then": reply}``: a slow provider (sleeps, then answers ``then``);
 - ``{"no_choices": True}``: a 200 whose ``choices`` list is empty;
@@ -52,6 +58,7 @@ class ScriptedServer:
         self.raw_bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []  # request headers (lower-cased names), same order
         self.times: list[float] = []  # time.perf_counter() at each request's arrival
+        self.paths: list[str] = []  # the request path of each recorded request, same order
         self.responses: list[tuple[int, dict]] = []  # (status, JSON body) sent for each chat request
         self.statuses: list[int] = []  # the status sent for each chat request, in the order they were sent
         self._queue: deque = deque()
@@ -60,7 +67,8 @@ class ScriptedServer:
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
         h, p = self._httpd.server_address[:2]
-        self.url = f"http://{h}:{p}/v1"
+        self.base = f"http://{h}:{p}"  # api_base for Anthropic (LiteLLM appends /v1/messages) and Gemini
+        self.url = f"{self.base}/v1"
 
     # -- scripting ---------------------------------------------------------------------------
     def script(self, *replies: Any) -> None:
@@ -73,6 +81,7 @@ class ScriptedServer:
             self.requests.clear()
             self.raw_bodies.clear()
             self.headers.clear()
+            self.paths.clear()
             self.times.clear()
             self.responses.clear()
             self.statuses.clear()
@@ -98,7 +107,7 @@ class ScriptedServer:
         self.stop()
 
     # -- request handling (called from handler threads) --------------------------------------
-    def _record(self, raw: bytes, headers: dict[str, str]) -> tuple[dict, Any]:
+    def _record(self, raw: bytes, headers: dict[str, str], path: str = "") -> tuple[dict, Any]:
         try:
             body = json.loads(raw) if raw else {}
         except json.JSONDecodeError:
@@ -109,6 +118,7 @@ class ScriptedServer:
                 self.raw_bodies.append(raw)
                 self.requests.append(body)
                 self.headers.append(headers)
+                self.paths.append(path)
             reply = self._queue.popleft() if self._queue else self.default
         return body, reply
 
@@ -134,6 +144,31 @@ def _completion(model: str, content: str | None, usage: dict | None, no_choices:
         "model": model,
         "choices": choices,
         "usage": u,
+    }
+
+
+def _anthropic(model: str, content: str, usage: dict | None, thinking: str | None) -> dict:
+    blocks = [{"type": "thinking", "thinking": thinking, "signature": "sig-test"}] if thinking else []
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [*blocks, {"type": "text", "text": content}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 11, "output_tokens": 7, **(usage or {})},
+    }
+
+
+def _gemini(model: str, content: str, usage: dict | None, thinking: str | None) -> dict:
+    parts = [{"text": thinking, "thought": True}] if thinking else []
+    meta = {"promptTokenCount": 11, "candidatesTokenCount": 7, **(usage or {})}
+    meta["totalTokenCount"] = sum(v for k, v in meta.items() if k.endswith("TokenCount"))
+    return {
+        "candidates": [{"content": {"parts": [*parts, {"text": content}], "role": "model"}, "finishReason": "STOP"}],
+        "usageMetadata": meta,
+        "modelVersion": model,
     }
 
 
@@ -186,14 +221,23 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 (stdlib name)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/chat/completions"):
+                wire = "openai"
+            elif path.endswith("/v1/messages"):
+                wire = "anthropic"
+            elif path.endswith(":generateContent"):
+                wire = "gemini"
+            else:
                 self._send_json(404, _error_body(404, f"no route {self.path}"))
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
-            body, reply = server._record(raw, headers)
-            self._answer(body, reply)
+            body, reply = server._record(raw, headers, path)
+            if wire == "gemini":
+                body.setdefault("model", path.rsplit("/", 1)[-1].split(":", 1)[0])
+            self._answer(body, reply, wire)
 
-        def _answer(self, body: dict, reply: Any) -> None:
+        def _answer(self, body: dict, reply: Any, wire: str = "openai") -> None:
             model = str(body.get("model", "unknown"))
             while True:
                 if callable(reply):
@@ -206,6 +250,9 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             headers = None
             if reply is None:
                 status, payload = 500, _error_body(500, "ScriptedServer: the script ran out of replies")
+            elif isinstance(reply, str) and wire != "openai":
+                build = _anthropic if wire == "anthropic" else _gemini
+                status, payload = 200, build(model, reply, None, None)
             elif isinstance(reply, str):
                 status, payload = 200, _completion(model, reply, None)
             elif isinstance(reply, dict) and "status" in reply:
@@ -217,6 +264,12 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             elif isinstance(reply, dict) and reply.get("no_choices"):
                 status, payload = 200, _completion(model, None, reply.get("usage"), no_choices=True)
+            elif isinstance(reply, dict) and "content" in reply and wire != "openai":
+                build = _anthropic if wire == "anthropic" else _gemini
+                status, payload = (
+                    200,
+                    build(reply.get("model", model), reply["content"], reply.get("usage"), reply.get("thinking")),
+                )
             elif isinstance(reply, dict) and "content" in reply:
                 status, payload = 200, _completion(reply.get("model", model), reply["content"], reply.get("usage"))
             else:

@@ -24,7 +24,7 @@ LAYERS = [
     ("vabench.outcomes", "vabench.recordfile", "vabench.media"),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
-    ("vabench.envs.objects", "vabench.envs.privileged"),
+    ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
     ("vabench.envs.tasks",),
     ("vabench.envs.env", "vabench.envs"),  # the package's lazy exports point at env and below
     ("vabench.envs.seeds",),

@@ -11,7 +11,6 @@ from PIL import Image
 
 from vabench.envs import demos, seeds
 from vabench.envs.sim import assets
-from vabench.envs.sim.camera import CAMERA_PRESETS
 from vabench.media import DEMO_VIDEO, video_info
 
 
@@ -44,10 +43,12 @@ def test_rebuild_into_a_new_cache(tmp_path):
 
 @pytest.mark.parametrize("task", ["grasp_single_cube", "lift_pot"])  # one arm, two arms
 def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
-    out = demos.record(task, root=tmp_path, camera=CAMERA_PRESETS["small"])
+    out = demos.record(task, root=tmp_path, preset="small")
     meta = json.loads((out / "demo.json").read_text())
-    assert set(meta) == {"format", "task", "instruction", "frames", "fps", "width", "height"}
-    assert len(meta["frames"]) > 40 and meta["width"] == 320 and meta["height"] == 240
+    assert out == tmp_path / "small" / task  # a preset's demos never serve another preset
+    assert set(meta) == {"format", "task", "instruction", "frames", "fps", "width", "height", "view", "render"}
+    assert (meta["fps"], meta["view"], meta["render"]) == (3.0, "center_high", "small")  # the reference keeps 3 fps
+    assert len(meta["frames"]) > 20 and meta["width"] == 320 and meta["height"] == 240
     first = np.asarray(Image.open(out / meta["frames"][0]))
     last = np.asarray(Image.open(out / meta["frames"][-1]))
     assert first.shape == (240, 320, 3) and first.dtype == np.uint8
@@ -56,9 +57,10 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
     assert video_info(out / DEMO_VIDEO)["frames"] == len(meta["frames"])  # for people; models get the frames
     assert seeds.demo_seed(task) not in seeds.eval_seeds(task)
     mtime = (out / "demo.json").stat().st_mtime_ns
-    assert demos.record(task, root=tmp_path) == out and (out / "demo.json").stat().st_mtime_ns == mtime  # reused
+    assert demos.record(task, root=tmp_path, preset="small") == out  # reused
+    assert (out / "demo.json").stat().st_mtime_ns == mtime
     frames = {name: (out / name).read_bytes() for name in meta["frames"]}
-    again = demos.record(task, root=tmp_path, camera=CAMERA_PRESETS["small"], force=True)  # regenerated: identical
+    again = demos.record(task, root=tmp_path, preset="small", force=True)  # regenerated: identical
     assert {name: (again / name).read_bytes() for name in meta["frames"]} == frames
 
 
@@ -77,7 +79,7 @@ def test_only_base_tasks_have_demos_and_the_basket_track_is_taught_by_four_atomi
 
 
 def test_lean_shader_matches_the_default_look(render_env):
-    """The lean shader only simplifies shadow filtering: same picture up to shadow edges."""
+    """The lean shader only simplifies shadow filtering and storage: same picture up to shadow edges."""
     import dataclasses
 
     from vabench.envs.sim.camera import CameraRig
@@ -85,10 +87,11 @@ def test_lean_shader_matches_the_default_look(render_env):
 
     lean = lean_shader_dir()
     assert (lean / "gbuffer.frag").exists() and not (lean / "gbuffer1.frag").exists()
+    assert not (lean / "composite0.frag").exists() and "outPositionRaw" not in (lean / "gbuffer.frag").read_text()
     assert "PCF_SampleCount = 4;" in (lean.parent / "common" / "shadow.glsl").read_text()
     env = render_env
     env.reset("place_cube_in_bowl", 1001)
-    stock = CameraRig(env.world.scene, dataclasses.replace(env.config.camera, shader="default"))
+    stock = CameraRig(env.world.scene, dataclasses.replace(env.config.preset.active, shader="default"))
     for view in ("view_topdown", "view_oblique_45"):
         env.step({"action": f"camera.{view}"})
         a = env.camera.render().astype(int)

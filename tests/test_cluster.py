@@ -232,7 +232,7 @@ def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_dri
                 assert all(((run_dir / rel).parent / image).is_file() for image in shown)
                 kept = sorted(p.name for p in (run_dir / rel).parent.parent.iterdir())
                 assert kept == ["attempt1", "attempt1.interrupted-1"]
-            assert (results / "_summaries" / "openai_cluster" / "grasp_single_cube.json").is_file()
+            assert (results / "_summaries" / "fast" / "openai_cluster" / "grasp_single_cube.json").is_file()
             assert len(list((run_dir / "_learning").rglob("events.jsonl"))) == 1
             assert cluster.on_worker_node("find", str(results), str(scratch), "-type", "f") == ""
             asked = len(server.requests)

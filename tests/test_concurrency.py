@@ -277,7 +277,7 @@ def cameras(env) -> int:
 def test_scenes_that_keep_no_render_targets_give_the_same_pixels(render_env, protocol):
     """hold_cameras=False (many scenes per worker) makes each camera for one render and removes it:
     the same images, and no camera (no render targets) left in the scene between renders."""
-    light = VABenchEnv(EnvConfig(camera=render_env.config.camera, hold_cameras=False))
+    light = VABenchEnv(EnvConfig(preset=render_env.config.preset, hold_cameras=False))
     act = {"action": "gripper.move_world", "axis": "x", "sign": "+", "distance_mm": 30}
     try:
         first = [env.reset("grasp_single_cube", 1000, protocol=protocol).images for env in (render_env, light)]

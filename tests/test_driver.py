@@ -69,7 +69,7 @@ def reference(ray_session, tmp_path_factory):
 def test_smoke_run_writes_one_row_per_episode(reference):
     run, df = reference
     assert len(df) == 4 and df["success"].all() and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
-    assert df["privileged"].all() and set(df["condition"]) == {"oracle | active | summary none"}
+    assert df["privileged"].all() and set(df["condition"]) == {"oracle | active | summary none | render fast"}
     assert set(df["base_task"]) == {"grasp_single_cube", "place_cube_in_bowl"}
     for rel in df["record"]:
         assert (run.run_dir / rel).is_file()
@@ -189,9 +189,9 @@ def test_own_summaries_are_learned_once_over_http_and_reach_the_episode(tmp_path
             "own",
             "openai/learner",
         )
-        assert not row["privileged"] and row["condition"] == "openai/learner | active | summary own"
+        assert not row["privileged"] and row["condition"] == "openai/learner | active | summary own | render fast"
     assert SUMMARY["grasp_region"] in system
-    assert (tmp_path / "summaries" / "openai_learner" / "grasp_single_cube.json").is_file()
+    assert (tmp_path / "summaries" / "fast" / "openai_learner" / "grasp_single_cube.json").is_file()
 
 
 def test_summary_learning_that_cannot_reach_the_provider_leaves_retryable_infra_rows(tmp_path, demo_root, monkeypatch):
@@ -228,10 +228,11 @@ def test_a_passive_run_in_the_same_results_folder_reuses_the_base_runs_summary(t
         passive = learner_run(tmp_path, server, demo_root, "passive", "protocol=passive", root=None)
         again = Driver(passive, log=said.append, progress=False).execute()
         requests = server.requests[learned - 1 :]  # the base episode's request, then the passive one's
-    assert passive.summary_root == tmp_path / "_summaries" and learned == 4 and len(requests) == 2
-    assert json.loads((passive.run_dir / "_run.json").read_text())["summary_root"] == str(tmp_path / "_summaries")
+    store = tmp_path / "_summaries" / "fast"  # one store per results folder and render preset
+    assert passive.summary_root == store and learned == 4 and len(requests) == 2
+    assert json.loads((passive.run_dir / "_run.json").read_text())["summary_root"] == str(store)
     assert "expert.learn" not in json.dumps(requests[1]) and "learning summaries" not in " ".join(said)
-    assert (tmp_path / "_summaries" / "openai_learner" / "grasp_single_cube.json").is_file()
+    assert (store / "openai_learner" / "grasp_single_cube.json").is_file()
     assert not list((tmp_path / "base").rglob("_summaries")) and not list((tmp_path / "passive").rglob("_summaries"))
     assert len(read_rows(tmp_path)) == 2  # the store holds no outcome files
     for df, request, protocol in ((base, requests[0], "active"), (again, requests[1], "passive")):
@@ -251,7 +252,9 @@ def test_a_passive_run_in_the_same_results_folder_reuses_the_base_runs_summary(t
 def test_a_shared_summary_reaches_the_reader_without_its_authors_name(tmp_path, demo_root, monkeypatch):
     monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
     author = "prov/author-model-7"
-    SummaryStore(tmp_path / "_summaries").save(author, "grasp_single_cube", SUMMARY, [("grasp_single_cube", 0)])
+    SummaryStore(tmp_path / "_summaries" / "fast").save(
+        author, "grasp_single_cube", SUMMARY, [("grasp_single_cube", 0)]
+    )
     with ScriptedServer(default=json.dumps({"stop": True})) as server:
         shared = ("summary=shared", f"summary.source={author}")
         run = learner_run(tmp_path, server, demo_root, "shared", *shared, root=None)
@@ -282,7 +285,7 @@ def test_an_own_summary_never_learned_runs_without_it_and_the_analysis_counts_it
     assert any("none learned" in line for line in said)
     notes = " ".join(success_matrix(df).attrs["notes"])
     assert "without the summary their condition names" in notes
-    assert "1 (openai/learner | active | summary own: grasp_single_cube 1/1)" in notes
+    assert "1 (openai/learner | active | summary own | render fast: grasp_single_cube 1/1)" in notes
 
 
 def _worker_pids(old: frozenset[int] = frozenset()) -> list[int]:
@@ -415,7 +418,7 @@ def test_a_parallel_sweep_runs_three_models_at_once_and_loads_as_one_table(tmp_p
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["job0", "job1", "job2"]
     df = load_runs(tmp_path / "sweep")
     assert sorted(df["model"]) == ["openai/a", "openai/b", "openai/c"] and (df["status"] == "ok").all()
-    assert sorted(df["condition"]) == [f"openai/{m} | active | summary none" for m in "abc"]
+    assert sorted(df["condition"]) == [f"openai/{m} | active | summary none | render fast" for m in "abc"]
 
 
 @RAY

@@ -103,18 +103,32 @@ def test_twenty_model_calls_per_step_at_most(physics_env, tmp_path):
 
 
 @pytest.mark.parametrize("observation", ["paper", "explained"])
-def test_sixth_consecutive_camera_action_is_rejected(render_env, server, tmp_path, observation):
+def test_seven_camera_actions_in_a_row_all_execute_and_two_are_counted_over_the_limit(
+    render_env, server, tmp_path, observation
+):
+    """Paper C.6: the five-camera-action chain is an instruction, not a rejection: every camera action
+    executes and costs a step, no repair is spent, and the row counts the ones beyond five."""
     side = json.dumps({"action": "camera.view_side"})
-    server.script(*[side] * 6, json.dumps({"action": "gripper.open"}), side, STOP)
+    server.script(*[side] * 7, json.dumps({"action": "gripper.open"}), side, STOP)
     cfg = HarnessConfig(observation=observation)
     r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, config=cfg)
-    assert (r.camera_actions, r.robot_actions, r.repairs, r.steps) == (6, 1, 1, 7)
-    assert "camera chain limit" in last_user_text(server.requests[6])
+    assert (r.camera_actions, r.robot_actions, r.repairs, r.steps, r.camera_chain_over) == (8, 1, 0, 9, 2)
+    assert not any("camera chain limit" in json.dumps(q) for q in server.requests)
+    assert "At most 5 camera actions in a row" in server.requests[0]["messages"][0]["content"]  # the instruction
     if observation == "explained":  # the count is harness state the paper does not show
         assert "Consecutive camera actions: 5 of 5" in last_user_text(server.requests[5])
-        assert "Consecutive camera actions: 0 of 5" in last_user_text(server.requests[7])
+        assert "Consecutive camera actions: 0 of 5" in last_user_text(server.requests[8])
     else:
         assert not any("Consecutive camera actions" in json.dumps(q) for q in server.requests)
+
+
+def test_enforced_camera_chain_rejects_the_sixth_as_a_repair(render_env, server, tmp_path):
+    side = json.dumps({"action": "camera.view_side"})
+    server.script(*[side] * 6, json.dumps({"action": "gripper.open"}), side, STOP)
+    cfg = HarnessConfig(enforce_camera_chain=True)
+    r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, config=cfg)
+    assert (r.camera_actions, r.robot_actions, r.repairs, r.steps, r.camera_chain_over) == (6, 1, 1, 7, 0)
+    assert "camera chain limit" in last_user_text(server.requests[6])
 
 
 def test_budget_runs_out(physics_env, tmp_path):
@@ -206,16 +220,15 @@ def _oracle_server(env):
 
 def test_passive_requests_carry_exactly_the_five_current_views_in_order(render_env, tmp_path):
     with _oracle_server(render_env) as server:
-        cfg = HarnessConfig(image_format="png")
-        r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, "passive", cfg)
+        r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, "passive", HarnessConfig())
     assert r.success and r.steps >= 5
     requests = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "request"]
     assert len(requests) == len(server.requests)
     for sent, logged in zip(server.requests, requests, strict=True):
         urls = image_urls(sent)
-        assert len(urls) == 5 and all(u.startswith("data:image/png;base64,") for u in urls)
+        assert len(urls) == 5 and all(u.startswith("data:image/jpeg;base64,") for u in urls)
         step = logged["step"]
-        assert logged["images"] == [f"frames/step_{step:03d}_{v}.png" for v in PASSIVE_VIEWS]
+        assert logged["images"] == [f"frames/step_{step:03d}_{v}.jpg" for v in PASSIVE_VIEWS]
         for url, rel in zip(urls, logged["images"], strict=True):
             assert base64.b64decode(url.split(",", 1)[1]) == (tmp_path / rel).read_bytes()
         content = sent["messages"][-1]["content"]  # the text comes first, then the five images

@@ -51,7 +51,7 @@ def test_smoke_validates_with_the_oracle_on_two_tasks():
         1,
         ("active",),
     )
-    assert run.summary_root == Path.cwd() / "results" / "_summaries"  # one store per results_dir (default results)
+    assert run.summary_root == Path.cwd() / "results" / "_summaries" / "fast"  # per results_dir and render preset
 
 
 @pytest.mark.parametrize("name", ["main", "passive_ablation", "local_models"])
@@ -106,7 +106,7 @@ def test_summary_modes_compose_for_multirun_grids():
         (["tasks=[grasp_single_cube_heldout]"], "grasp_single_cube_heldout \\(track transfer\\) not on track base"),
         (["protocols=[active,active]"], "lists a protocol twice"),
         (["+model.api_key=sk-123"], "looks like a secret"),
-        (["render.camera=huge"], "'render.camera' must be one of default, paper, small"),
+        (["render.preset=huge"], "'render.preset' must be one of paper, fast, small"),
     ],
 )
 def test_config_errors_name_the_key(overrides, message):
@@ -175,4 +175,4 @@ def test_a_run_begun_before_stores_were_shared_keeps_its_own_summaries(tmp_path)
     cfg = composed("+experiment=smoke", f"results_dir={tmp_path}", "run_id=old")
     assert from_config(cfg, tmp_path / "old").summary_root == (tmp_path / "old" / "_summaries")
     fresh = composed("+experiment=smoke", f"results_dir={tmp_path}", "run_id=new")
-    assert from_config(fresh, tmp_path / "new").summary_root == tmp_path / "_summaries"
+    assert from_config(fresh, tmp_path / "new").summary_root == tmp_path / "_summaries" / "fast"

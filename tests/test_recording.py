@@ -109,9 +109,9 @@ def test_recording_config_errors_name_the_key(raw, named):
 
 
 def test_a_demo_video_has_every_demo_frame_at_the_demo_rate(demo_root, tmp_path):
-    folder = demo_root / "grasp_single_cube"
+    folder = demo_root / "paper" / "grasp_single_cube"
     info = video_info(demo_video(folder))
-    assert info["frames"] == 6 and info["fps"] == pytest.approx(16.7, abs=0.01) and info["size"] == (64, 48)
+    assert info["frames"] == 6 and info["fps"] == pytest.approx(3.0, abs=0.01) and info["size"] == (64, 48)
     with pytest.raises(ValueError, match="no frames"):
         write_video([], tmp_path / "empty.mp4", 2.0)
     assert not list(tmp_path.glob("*.mp4"))  # a failed write leaves nothing half-made

@@ -38,8 +38,8 @@ GOOD = {
 
 
 def write_demo(root, name, n=5, fps=50 / 3, size=(8, 6)):
-    """A real-format demo: frame i is a solid colour whose red channel is 10*i."""
-    d = root / name
+    """A real-format demo at the paper preset: frame i is a solid colour whose red channel is 10*i."""
+    d = root / "paper" / name
     d.mkdir(parents=True)
     frames = []
     for i in range(n):
@@ -120,14 +120,14 @@ def test_frame_captions_and_paths(cube_store, tmp_path):
     cube_store.retrieve({})
     r = cube_store.frame({"steps": [3, 0, 3], "view": "ignored"})
     assert r.ok
-    assert r.images == [tmp_path / CUBE / "frame_00003.png", tmp_path / CUBE / "frame_00000.png"]
+    assert r.images == [tmp_path / "paper" / CUBE / "frame_00003.png", tmp_path / "paper" / CUBE / "frame_00000.png"]
     assert [np.asarray(Image.open(p))[0, 0, 0] for p in r.images] == [30, 0]  # the right pixels, in order
     lines = r.text.splitlines()
     assert lines[0].startswith("demo grasp_single_cube frame 3/4 ") and "t = 0.18 s" in lines[0]
     assert lines[1].startswith("demo grasp_single_cube frame 0/4 ")
     assert "grasp_single_cube 2" in r.text  # progress toward the gate
     one = cube_store.frame({"step": 4, "demo": CUBE})
-    assert one.ok and one.images == [tmp_path / CUBE / "frame_00004.png"]
+    assert one.ok and one.images == [tmp_path / "paper" / CUBE / "frame_00004.png"]
 
 
 def test_gate_needs_three_distinct_frames(cube_store):

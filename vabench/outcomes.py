@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 
 from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
 
-# 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s
-SCHEMA_VERSION = 4
+# 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
+# 5: render, camera_chain_over, reasoning_tokens
+SCHEMA_VERSION = 5
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -49,6 +50,7 @@ class OutcomeRow:
     summary_learned: bool | None = _col(BOOL, about="the episode had the summary its source asked for (null: none)")
     summary_digest: str | None = _col(STR, about="sha256 prefix of the summary text the model received (null: none)")
     observation: str = _col(STR, "paper", "paper | explained: what the model is shown per step (harness.observation)")
+    render: str = _col(STR, "paper", "the render preset: image sizes and encodings per protocol (vabench.envs.render)")
     protocol: str | None = _col(STR, about="active | passive")
     track: str | None = _col(STR, "base", "base | transfer | long_horizon")
     task: str | None = _col(STR)
@@ -63,6 +65,7 @@ class OutcomeRow:
     steps: int = _col(INT, 0)
     budget: int = _col(INT, 0)
     camera_actions: int = _col(INT, 0)
+    camera_chain_over: int = _col(INT, 0, "camera actions beyond the instructed 5 in a row (paper C.6); executed")
     robot_actions: int = _col(INT, 0)
     invalid_actions: int = _col(INT, 0)
     planner_failures: int = _col(INT, 0)
@@ -77,7 +80,8 @@ class OutcomeRow:
     checkpoints_total: int = _col(INT, 0)
     objects_placed: int | None = _col(INT, about="long-horizon track only")
     prompt_tokens: int = _col(INT, 0)
-    completion_tokens: int = _col(INT, 0)
+    completion_tokens: int = _col(INT, 0, "output tokens, reasoning (thinking) tokens included")
+    reasoning_tokens: int = _col(INT, 0, "of completion_tokens: the provider's reasoning / thinking tokens")
     cost_usd: float | None = _col(FLT, about="null: the provider's price is unknown")
     wall_s: float = _col(FLT, 0.0)
     record: str | None = _col(STR, about="the episode's event record, relative to the run folder")

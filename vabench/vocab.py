@@ -94,6 +94,7 @@ END_REASONS = ("success", "stop", "budget", "repairs_exhausted", "call_limit", "
 
 SINGLE, DUAL = "single", "dual"
 PAPER_OBSERVATION = "paper"  # the observation profile of the paper's boundary (harness.observation's default)
+PAPER_RENDER = "paper"  # the render preset of the paper's study: the reference's image sizes and encodings
 
 
 def arms_label(arms: tuple[str, ...] | list[str]) -> str:
@@ -101,9 +102,13 @@ def arms_label(arms: tuple[str, ...] | list[str]) -> str:
     return DUAL if len(arms) == 2 else SINGLE
 
 
-def condition_label(model: str, protocol: str, summary_source: str, observation: str | None = None) -> str:
+def condition_label(
+    model: str, protocol: str, summary_source: str, observation: str | None = None, render: str | None = None
+) -> str:
     """The outcome table's ``condition``: one model under one protocol and summary source, the unit
-    the paper compares. An observation profile other than the paper's (``explained``) is part of
-    the label, so its rows never pool with the paper's."""
+    the paper compares. An observation profile or a render preset other than the paper's
+    (``explained``; ``fast``) is part of the label, so its rows never pool with the paper's."""
     label = f"{model} | {protocol} | summary {summary_source}"
-    return label if observation in (None, PAPER_OBSERVATION) else f"{label} | observation {observation}"
+    if observation not in (None, PAPER_OBSERVATION):
+        label += f" | observation {observation}"
+    return label if render in (None, PAPER_RENDER) else f"{label} | render {render}"

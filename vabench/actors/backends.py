@@ -50,7 +50,7 @@ def worker_args(
     run: RunConfig, lock: tuple[str, str] | None = None, slots: int = 1, limiter=None, worker_id: str | None = None
 ) -> tuple:
     return (
-        run.camera,
+        run.render,
         asdict(run.recording),
         asdict(run.harness),
         asdict(run.model),
@@ -149,7 +149,7 @@ class InProcessBackend:
     def submit_learn(self, task: str) -> Future:
         from .worker import learn
 
-        return self._now(learn, asdict(self.run.model), task, _demo_root(self.run), self.limiter)
+        return self._now(learn, asdict(self.run.model), task, _demo_root(self.run), self.limiter, self.run.render)
 
     def wait(self, refs: list, timeout: float) -> list:
         return [r for r in refs if r.done()]
@@ -294,7 +294,7 @@ class RayBackend:
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(asdict(run.model), task, _demo_root(run), limiter)
+        return remote.remote(asdict(run.model), task, _demo_root(run), limiter, run.render)
 
     def wait(self, refs: list, timeout: float) -> list:
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)

@@ -19,7 +19,7 @@ from hydra.core.config_store import ConfigStore
 from vabench.agents.harness import HarnessConfig
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import check_model_id, make_model
-from vabench.envs import CAMERA_PRESETS, RecordingConfig
+from vabench.envs import RENDER_PRESETS, RecordingConfig
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
@@ -64,7 +64,7 @@ class RunConfig:
     max_attempts: int
     retry_infra: bool  # a rerun retries infra_error rows (a fresh budget of max_attempts)
     episode_timeout_s: float
-    camera: str
+    render: str  # the render preset (vabench.envs.render): image sizes and encodings per protocol, demos
     recording: RecordingConfig
     harness: HarnessConfig
     ray: RayConfig
@@ -165,6 +165,12 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
         tpm=None if raw.get("tpm") is None else _number(raw["tpm"], "model.tpm", 0, inclusive=False),
         extra=dict(raw.get("extra") or {}),
     )
+    thinking = cfg.extra.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled" and cfg.temperature not in (None, 1, 1.0):
+        raise ConfigError(
+            f"'model.temperature' = {cfg.temperature}: with extended thinking (model.extra.thinking) providers accept "
+            "only no temperature or 1; set model.temperature=null, or model.extra.thinking.type=disabled"
+        )
     try:
         agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record
     except (ValueError, OSError) as e:
@@ -203,16 +209,18 @@ def _seeds(raw) -> int | tuple[int, ...] | None:
     raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
 
 
-def _summary_root(cfg: dict, run_dir: Path) -> Path:
-    """``summary_root``, by default ``<results_dir>/_summaries``: one store per results folder, so a
-    passive, transfer or long-horizon run (and every job of a multirun) reuses the summaries a base
-    run learned (paper 5.1: "its own demonstration summary") instead of learning new ones. Absolute:
-    workers may run in another working directory."""
+def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
+    """The summary store, by default ``<results_dir>/_summaries/<render preset>``: one store per
+    results folder, so a passive, transfer or long-horizon run (and every job of a multirun) reuses
+    the summaries a base run learned (paper 5.1: "its own demonstration summary") instead of
+    learning new ones; one per render preset, because a summary is learned from demos recorded at
+    the preset's size (``summary_root=<path>`` names another results folder's ``_summaries``).
+    Absolute: workers may run in another working directory."""
     if cfg.get("summary_root"):
-        return Path(cfg["summary_root"]).absolute()
+        return (Path(cfg["summary_root"]) / render).absolute()
     if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
         return (run_dir / "_summaries").absolute()
-    return (Path(str(_get(cfg, "results_dir"))) / "_summaries").absolute()
+    return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
 
 
 def _recording(raw: dict) -> RecordingConfig:
@@ -254,9 +262,9 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     track = _get(cfg, "track")
     if track not in TRACKS:
         raise ConfigError(f"'track' must be one of {', '.join(TRACKS)}, got {track!r}")
-    camera = _get(cfg, "render").get("camera")
-    if camera not in CAMERA_PRESETS:
-        raise ConfigError(f"'render.camera' must be one of {', '.join(sorted(CAMERA_PRESETS))}, got {camera!r}")
+    render = (_get(cfg, "render") or {}).get("preset")
+    if render not in RENDER_PRESETS:
+        raise ConfigError(f"'render.preset' must be one of {', '.join(RENDER_PRESETS)}, got {render!r}")
     recording = _recording(cfg.get("recording") or {})
     ray = dict(_get(cfg, "ray"))
     unknown = sorted(set(ray) - set(RayConfig.__dataclass_fields__))
@@ -295,11 +303,11 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
         retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
         episode_timeout_s=_number(_get(cfg, "episode_timeout_s"), "episode_timeout_s", 0, inclusive=False),
-        camera=camera,
+        render=render,
         recording=recording,
         harness=harness,
         ray=ray_cfg,
-        summary_root=_summary_root(cfg, Path(run_dir)),
+        summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         resolved=cfg,
     )

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vabench.agents.registry import is_offline
-from vabench.vocab import SummaryMode, condition_label, summary_mode
+from vabench.vocab import PAPER_OBSERVATION, PAPER_RENDER, SummaryMode, condition_label, summary_mode
 
 from .config import RunConfig
 
@@ -23,11 +23,12 @@ class EpisodeSpec:
     base_task: str
     seed: int
     run_index: int
-    observation: str = "paper"  # harness.observation; part of the condition (and the folder) when not paper
+    observation: str = PAPER_OBSERVATION  # harness.observation; part of the condition (and the folder) when not paper
+    render: str = PAPER_RENDER  # the render preset; part of the condition (and the folder) when not paper
 
     @property
     def condition(self) -> str:
-        return condition_label(self.model, self.protocol, self.summary_source, self.observation)
+        return condition_label(self.model, self.protocol, self.summary_source, self.observation, self.render)
 
     @property
     def summary_mode(self) -> SummaryMode:
@@ -40,11 +41,13 @@ class EpisodeSpec:
     @property
     def key(self) -> str:
         """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
-        profile = () if self.observation == "paper" else (f"observation_{self.observation}",)
+        profile = () if self.observation == PAPER_OBSERVATION else (f"observation_{self.observation}",)
+        render = () if self.render == PAPER_RENDER else (f"render_{self.render}",)
         return "/".join(
             (
                 slug(self.model),
                 *profile,
+                *render,
                 self.protocol,
                 slug(self.summary_source),
                 self.track,
@@ -102,6 +105,7 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                             seed,
                             run_index,
                             run.harness.observation,
+                            run.render,
                         )
                     )
     return specs

@@ -35,8 +35,8 @@ from vabench.agents.models import Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import Summary, SummaryStore, summary_identity
-from vabench.envs import CAMERA_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
-from vabench.vocab import INFRA_ERROR, TRANSFER
+from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
+from vabench.vocab import INFRA_ERROR, PAPER_RENDER, TRANSFER
 
 from .runlock import DriverWatch, _snapshot
 from .scratch import Scratch, pack, read
@@ -125,7 +125,7 @@ class EpisodeWorker:
 
     def __init__(
         self,
-        camera: str,
+        render: str,
         recording: dict,
         harness: dict,
         model: dict,
@@ -148,7 +148,7 @@ class EpisodeWorker:
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
         # episode's clock runs while another seat is being made
-        cfg = EnvConfig(camera=CAMERA_PRESETS[camera], recording=RecordingConfig(**recording), hold_cameras=slots == 1)
+        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=RecordingConfig(**recording), hold_cameras=slots == 1)
         self.seats = [self._seat(VABenchEnv(cfg), make_model(ModelConfig(**model))) for _ in range(slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:
@@ -263,11 +263,12 @@ class EpisodeWorker:
         return {"row": result.row(), "files": pack(folder) if self.scratch is not None else None}
 
 
-def learn(model: dict, task: str, demo_root: str | None = None, limiter=None) -> dict:
-    """Summary learning for one (model, task), on any node: no simulator unless a demo must be
-    recorded. Its requests go through the run's ``limiter`` like the episodes'. The summary and the
-    learning record come back as text and files for the driver to store (workers never write the
-    run's summary store, which another node may not see)."""
+def learn(model: dict, task: str, demo_root: str | None = None, limiter=None, render: str = PAPER_RENDER) -> dict:
+    """Summary learning for one (model, task), on any node, from the demos recorded at the run's
+    ``render`` preset: no simulator unless a demo must be recorded. Its requests go through the
+    run's ``limiter`` like the episodes'. The summary and the learning record come back as text and
+    files for the driver to store (workers never write the run's summary store, which another node
+    may not see)."""
     m = make_model(ModelConfig(**model))
     if limiter is not None:
         m.limiter = limiter
@@ -276,7 +277,7 @@ def learn(model: dict, task: str, demo_root: str | None = None, limiter=None) ->
     try:
         store = SummaryStore(scratch.folder("summaries"))
         try:
-            result = learn_summary(m, task, store, scratch.folder("record"), demos)
+            result = learn_summary(m, task, store, scratch.folder("record"), demos, preset=render)
             end, error, learned = result.end_reason, result.error, result.summary is not None
         except Exception as e:  # a crash: infra, and its record still reaches the driver
             end, error, learned = INFRA_ERROR, f"{type(e).__name__}: {e}", False

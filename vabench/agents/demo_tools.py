@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vabench.vocab import PAPER_RENDER
+
 from .tools import ToolResult
 
 MIN_DISTINCT_FRAMES = 3  # per demo, before expert.learn (reference gate)
@@ -79,15 +81,16 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def load_demo(name: str, root: Path | None = None) -> Demo:
-    """Read and check ``<root>/<name>/demo.json`` (root: ``$VABENCH_CACHE/demos``)."""
+def load_demo(name: str, root: Path | None = None, preset: str = PAPER_RENDER) -> Demo:
+    """Read and check ``<root>/<preset>/<name>/demo.json`` (root: ``$VABENCH_CACHE/demos``)."""
     from vabench.envs.demos import DEMO_FORMAT, demo_dir
 
-    directory = demo_dir(name, root)
+    directory = demo_dir(name, root, preset)
     manifest = directory / "demo.json"
     if not manifest.is_file():
         raise FileNotFoundError(
-            f"no demonstration of {name} at {manifest}; record it with `python -m vabench.envs.cli.demos --task {name}`"
+            f"no demonstration of {name} at {manifest}; record it with "
+            f"`python -m vabench.envs.cli.demos --task {name} --render {preset}`"
         )
     try:
         meta = json.loads(manifest.read_text())
@@ -128,10 +131,10 @@ class DemoStore:
     """The demonstration(s) a summary of ``task`` is learned from, served through ``expert.retrieve``
     and ``expert.frame``, with the record of which distinct frames the model inspected."""
 
-    def __init__(self, task: str, root: Path | None = None):
+    def __init__(self, task: str, root: Path | None = None, preset: str = PAPER_RENDER):
         self.task = task
         self.summary_task = summary_task(task)
-        self.demos: dict[str, Demo] = {name: load_demo(name, root) for name in task_demos(task)}
+        self.demos: dict[str, Demo] = {name: load_demo(name, root, preset) for name in task_demos(task)}
         self.retrieved = False
         self._inspected: set[tuple[str, int]] = set()
 

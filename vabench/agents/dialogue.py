@@ -45,6 +45,7 @@ class Dialogue:
         self.model, self.conv, self.record, self.config = model, conv, record, config
         self.overdue = overdue  # a reason when the episode ran out of time (checked before each call)
         self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.reasoning_tokens = 0
         self.answered = self.attempts = self.retries = 0  # answered calls; HTTP attempts; attempts after a failure
         self.backoff_s = self.limit_wait_s = 0.0
         self.cost: float | None = 0.0
@@ -122,6 +123,7 @@ class Dialogue:
         self.limit_wait_s += reply.limit_wait_s
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
+        self.reasoning_tokens += reply.reasoning_tokens
         self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
         self.record.event(
             "reply",
@@ -130,6 +132,8 @@ class Dialogue:
             text=reply.text,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
+            reasoning_tokens=reply.reasoning_tokens,
+            reasoning=reply.reasoning,  # evaluator side: the conversation keeps only the reply's text
             cost_usd=reply.cost_usd,
             attempts=reply.attempts,
             backoff_s=round(reply.backoff_s, 4),

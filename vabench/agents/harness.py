@@ -1,8 +1,8 @@
 """The observe-decide-act loop (paper Section 3.5, Appendix D.1), identical for every model.
 
 Per env step the harness sends the observation, asks for one decision and validates it. A bad
-reply (no JSON, out of range, a sixth camera action in a row) goes back to the model with the
-exact error, at most ``max_repairs`` times per step; tool calls are answered in the same thread
+reply (no JSON, out of range) goes back to the model with the exact error, at most
+``max_repairs`` times per step; tool calls are answered in the same thread
 without advancing the simulator; at most ``max_calls_per_step`` model calls per step, tools and
 repairs included. Camera and robot actions consume the step budget; the env checks success
 after every one. The episode ends on success, stop, budget, exhausted repairs, the call limit,
@@ -49,10 +49,12 @@ class HarnessConfig:
     max_images: int = 4  # images per request; the current observation and the newest tool result always go (history.py)
     context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
     keep_turns: int = 6  # observations kept verbatim when compacting
-    image_format: str = "jpeg"  # jpeg (quality below) or png: how frames are stored and sent
-    jpeg_quality: int = 95
     history_actions: int = 20  # executed actions listed in each observation
     observation: str = "paper"  # paper | explained: what each observation tells the model (prompts.OBSERVATIONS)
+    # Paper C.6: "the agent instruction limits camera-only chains to at most five consecutive actions": an
+    # instruction (the system prompt says so); later camera actions execute and are counted in the row
+    # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
+    enforce_camera_chain: bool = False
 
     def __post_init__(self):
         for key in ("max_repairs", "history_actions"):
@@ -65,10 +67,6 @@ class HarnessConfig:
             raise ValueError(
                 f"harness.observation must be one of {', '.join(prompts.OBSERVATIONS)}, got {self.observation!r}"
             )
-        if self.image_format not in ("jpeg", "png"):
-            raise ValueError(f"harness.image_format must be 'jpeg' or 'png', got {self.image_format!r}")
-        if not 1 <= self.jpeg_quality <= 100:
-            raise ValueError(f"harness.jpeg_quality must be in [1, 100], got {self.jpeg_quality}")
 
 
 def _serialised(expert: Callable, sim) -> Callable:
@@ -131,6 +129,7 @@ def run_episode(
             "prompt_version": prompts.PROMPT_VERSION,
             "prompt_digest": prompts.prompt_digest(),
             "observation": config.observation,
+            "render": env.config.preset.name,
         }
     )
     dialogue = None
@@ -158,6 +157,7 @@ def run_episode(
         result.provider_retries = dialogue.retries
         result.limit_wait_s = round(dialogue.limit_wait_s, 3)
         result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
+        result.reasoning_tokens = dialogue.reasoning_tokens
         result.cost_usd = dialogue.cost
         result.compactions = dialogue.conv.compactions if dialogue.conv else 0
     result.wall_s = round(time.perf_counter() - started, 3)
@@ -234,7 +234,7 @@ class _Episode:
 
         def parse(text: str) -> Decision:
             decision = parse_decision(text, arms, camera, names)
-            if decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT:
+            if config.enforce_camera_chain and decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT:
                 raise ProtocolError(prompts.CAMERA_CHAIN)
             return decision
 
@@ -297,6 +297,7 @@ class _Episode:
         self.chain = self.chain + 1 if step.kind == "camera" else 0
         if step.kind == "camera":
             r.camera_actions += 1
+            r.camera_chain_over += int(self.chain > prompts.CAMERA_CHAIN_LIMIT)
         elif step.kind == "robot":
             r.robot_actions += 1
             r.planner_failures += int(not step.planner_success)
@@ -321,8 +322,9 @@ class _Episode:
     def _observe(self, obs) -> None:
         frames: dict[str, Path] = {}
         refs = []
+        encoding = self.env.config.preset.encoding(protocol_named(obs.protocol).bundle)
         for view, rgb in obs.images.items():
-            path = self.record.save_frame(obs.step, view, rgb, self.config.image_format, self.config.jpeg_quality)
+            path = self.record.save_frame(obs.step, view, rgb, encoding)
             frames[view] = path
             refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
         self.tools.observe(obs.step, frames, obs.proprio)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.vocab import INFRA_ERROR
+from vabench.vocab import INFRA_ERROR, PAPER_RENDER
 
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
@@ -48,12 +48,12 @@ class LearnResult:
     error: str | None = None
 
 
-def ensure_demos(task: str, root: Path | None = None) -> None:
-    """Record any missing demonstration of ``task`` (needs the simulator; cached afterwards)."""
+def ensure_demos(task: str, root: Path | None = None, preset: str = PAPER_RENDER) -> None:
+    """Record any missing demonstration of ``task`` at ``preset`` (needs the simulator; cached afterwards)."""
     from vabench.envs.demos import record
 
     for name in task_demos(task):
-        record(name, root)
+        record(name, root, preset)
 
 
 def learn_summary(
@@ -64,14 +64,18 @@ def learn_summary(
     demo_root: Path | None = None,
     config: HarnessConfig | None = None,
     attempts: int = MAX_ATTEMPTS,
+    preset: str = PAPER_RENDER,
 ) -> LearnResult:
-    """Run learning episodes until one saves a summary (at most ``attempts``)."""
+    """Run learning episodes until one saves a summary (at most ``attempts``), from the demos
+    recorded at the run's render ``preset``."""
     config = config or HarnessConfig()
     base = summary_task(task)
-    ensure_demos(base, demo_root)
+    ensure_demos(base, demo_root, preset)
     total = LearnResult(base, model.name, None, "call_limit", 0)
     for attempt in range(1, attempts + 1):
-        one = _attempt(model, base, store, Path(out_dir) / f"attempt_{attempt}", demo_root, config)
+        one = _attempt(
+            model, base, store, Path(out_dir) / f"attempt_{attempt}", DemoStore(base, demo_root, preset), config
+        )
         total.attempts = attempt
         total.model_calls += one.model_calls
         total.prompt_tokens += one.prompt_tokens
@@ -84,11 +88,10 @@ def learn_summary(
 
 
 def _attempt(
-    model: Model, task: str, store: SummaryStore, out_dir: Path, demo_root: Path | None, config: HarnessConfig
+    model: Model, task: str, store: SummaryStore, out_dir: Path, demos: DemoStore, config: HarnessConfig
 ) -> LearnResult:
     from vabench.envs.tasks import task_class
 
-    demos = DemoStore(task, demo_root)
     instruction = task_class(task).instruction
     record = EpisodeRecord(out_dir)
     conv = Conversation(prompts.LEARNING_SYSTEM, False, config.max_images, config.context_tokens, config.keep_turns)

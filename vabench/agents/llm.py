@@ -60,6 +60,9 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True  # else every exception prints a "Give Feedback" banner to stdout
+    # e.g. "Dropping reasoning_effort ... for gpt-4o" on every call: the template's setting is meant for
+    # reasoning models only (conf/model/openai.yaml), and errors reach the record as ModelError anyway
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     litellm.turn_off_message_logging = True  # no copy of each request's images for logging we never read (~2 ms/call)
     return litellm
 
@@ -129,6 +132,13 @@ def _retry_after_s(exc: BaseException | None) -> float | None:
             return max(0.0, when.timestamp() - time.time())
     except (TypeError, ValueError, AttributeError):
         return None
+
+
+def _reasoning_tokens(usage: Any) -> int:
+    """Reasoning / thinking tokens of a reply (OpenAI ``completion_tokens_details``, which LiteLLM also
+    fills for Anthropic and Gemini); they are part of ``completion_tokens`` and priced with them."""
+    details = getattr(usage, "completion_tokens_details", None)
+    return int(getattr(details, "reasoning_tokens", 0) or 0)
 
 
 class _Backoff:
@@ -337,11 +347,13 @@ class LiteLLMModel(Model):
                 backoff_s=backoff,
                 limit_wait_s=limit_wait,
             )
-        text = getattr(choices[0].message, "content", None) or ""
+        message = choices[0].message
         return Reply(
-            text=text,
+            text=getattr(message, "content", None) or "",
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            reasoning_tokens=_reasoning_tokens(usage),
+            reasoning=getattr(message, "reasoning_content", None) or None,
             cost_usd=self._cost(response),
             latency_s=latency,
             attempts=attempts,

@@ -25,6 +25,8 @@ class Reply:
     request_id: str | None = None
     backoff_s: float = 0.0  # time spent waiting between failed attempts and their retries
     limit_wait_s: float = 0.0  # seconds waited on the run's rate limits before sending; never an error
+    reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
+    reasoning: str | None = None  # reasoning text a provider returned: kept in the record, never sent back
 
 
 class ModelError(RuntimeError):

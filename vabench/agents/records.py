@@ -42,15 +42,12 @@ class EpisodeRecord:
         self._file.write(json.dumps(line, default=_jsonable) + "\n")  # ASCII: lone surrogates cannot break it
         self._file.flush()
 
-    def save_frame(self, step: int, name: str, rgb: np.ndarray, fmt: str = "jpeg", quality: int = 95) -> Path:
-        """Store a model-facing frame in the format it is sent in (jpeg or png)."""
+    def save_frame(self, step: int, name: str, rgb: np.ndarray, encoding) -> Path:
+        """Store a model-facing frame as the bytes it is sent as (``encoding``: the render preset's
+        :class:`vabench.envs.render.Encoding` for the protocol)."""
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:60]
-        if fmt == "png":
-            path = self.frames / f"step_{step:03d}_{safe}.png"
-            Image.fromarray(rgb).save(path, compress_level=1)  # fast; frames are written every step
-        else:
-            path = self.frames / f"step_{step:03d}_{safe}.jpg"
-            Image.fromarray(rgb).save(path, "JPEG", quality=quality)
+        path = self.frames / f"step_{step:03d}_{safe}{encoding.suffix}"
+        path.write_bytes(encoding.encode(rgb))
         return path
 
     def save_recording(self, step: int, rgb: np.ndarray, quality: int = 85) -> Path:

@@ -1,13 +1,17 @@
 """Demonstration recorder: an RGB-only video of the expert on the task's demo seed.
 
-The demo seed comes from a pool disjoint from the evaluation seeds (see seeds.py). Frames are
-rendered from the initial active view, which stays fixed for the whole demo, every
-``FRAME_EVERY`` physics steps (RoboTwin's save_freq, ~16.7 frames per simulated second). What
-is stored is what a model may inspect: PNG frames plus a manifest with the frame count, rate
-and resolution. No poses, actions, joint states or phase labels are stored.
+The demo seed comes from a pool disjoint from the evaluation seeds (see seeds.py). As in the
+reference harness (reference notes 6.1), frames are rendered from the first active view
+(``center_high``), which stays fixed for the whole demo, at the render preset's active size and
+``demo_fps`` frames per simulated second (the ``paper`` preset: 1280x960 at 3 fps), and stored
+as the JPEG the demo tools send (quality 95, as the reference sends its frames). What is stored
+is what a model may inspect: the frames plus a manifest with the frame count, rate, resolution,
+view and preset. No poses, actions, joint states or phase labels are stored. A preset's demos
+live in their own folder (``<root>/<preset>/<task>``), so a run never learns from another
+preset's frames.
 
-    python -m vabench.envs.cli.demos              # every task, into the cache
-    python -m vabench.envs.cli.demos --task place_cube_in_bowl --force
+    python -m vabench.envs.cli.demos                   # every task at the paper preset, into the cache
+    python -m vabench.envs.cli.demos --task place_cube_in_bowl --render fast --force
 """
 
 from __future__ import annotations
@@ -18,73 +22,85 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from PIL import Image
-
 from vabench.media import demo_video
 
 from .env import EnvConfig, VABenchEnv
+from .render import PAPER_RENDER, RenderPreset, render_preset
 from .seeds import demo_seed
 from .sim.assets import cache_dir
-from .sim.camera import CAMERA_PRESETS, CameraConfig
+from .sim.camera import INITIAL_VIEW
 from .sim.scene import TIMESTEP
 from .tasks import demo_tasks
 
-FRAME_EVERY = 15  # physics steps per frame
+HOLD_S = 1.0  # the final state is held this long after the expert ends
 DEMO_FORMAT = "vabench.demo.v1"
 
 
-def demo_dir(task: str, root: Path | None = None) -> Path:
-    return (root or cache_dir() / "demos") / task
+def demo_dir(task: str, root: Path | None = None, preset: str = PAPER_RENDER) -> Path:
+    """Where the demo of ``task`` recorded at ``preset`` lives (root: ``$VABENCH_CACHE/demos``)."""
+    return (root or cache_dir() / "demos") / preset / task
 
 
-def record(task: str, root: Path | None = None, camera: CameraConfig | None = None, force: bool = False) -> Path:
-    """Record (or reuse) the demo of ``task``; returns its directory."""
+def record(task: str, root: Path | None = None, preset: str | RenderPreset = PAPER_RENDER, force: bool = False) -> Path:
+    """Record (or reuse) the demo of ``task`` at ``preset``; returns its directory."""
     if task not in demo_tasks():
         raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
-    out = demo_dir(task, root)
+    preset = render_preset(preset)
+    out = demo_dir(task, root, preset.name)
     if (out / "demo.json").exists() and not force:
         return out
-    seed = demo_seed(task)
-    env = VABenchEnv(EnvConfig(camera=camera or CAMERA_PRESETS["default"]))
-    env.reset(task, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{task}-", dir=out.parent))
-    frames: list[str] = []
+    try:
+        _film(task, preset, tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
-    def grab(step: int) -> None:
-        if step % FRAME_EVERY == 0:
-            name = f"frame_{len(frames):05d}.png"
-            Image.fromarray(env.camera.render()).save(tmp / name)
+
+def _film(task: str, preset: RenderPreset, folder: Path) -> None:
+    """Run the expert on the demo seed, keeping a frame every 1/``demo_fps`` simulated seconds."""
+    seed = demo_seed(task)
+    env = VABenchEnv(EnvConfig(preset=preset))
+    frames: list[str] = []
+    per_frame = 1.0 / (preset.demo_fps * TIMESTEP)  # physics steps per frame (not an integer at 3 fps)
+
+    def grab(step: int) -> None:  # ``step``: physics steps since the demo began
+        if step >= round(len(frames) * per_frame):
+            name = f"frame_{len(frames):05d}{preset.demo_encoding.suffix}"
+            (folder / name).write_bytes(preset.demo_encoding.encode(env.camera.render()))
             frames.append(name)
 
     try:
+        env.reset(task, seed)
+        start = env.world.step_count
         grab(0)
-        env.world.step_hooks.append(grab)
+        env.world.step_hooks.append(lambda step: grab(step - start))
         for _ in env.expert_steps():
             pass
-        env.world.step(FRAME_EVERY * 10)  # hold the final state for a moment
+        env.world.step(round(HOLD_S / TIMESTEP))
         if not env.success:
             raise RuntimeError(f"the expert failed on demo seed {seed} of {task}; re-screen the seeds")
-        cfg = env.config.camera
+        cam = preset.active
         meta = {
             "format": DEMO_FORMAT,
             "task": task,
             "instruction": env.task.instruction,
             "frames": frames,
-            "fps": round(1.0 / (TIMESTEP * FRAME_EVERY), 3),
-            "width": cfg.width,
-            "height": cfg.height,
+            "fps": preset.demo_fps,
+            "width": cam.width,
+            "height": cam.height,
+            "view": INITIAL_VIEW,
+            "render": preset.name,
         }
-        (tmp / "demo.json").write_text(json.dumps(meta, indent=2) + "\n")
-        try:  # for people only: a failed video never costs the demonstration
-            demo_video(tmp)
-        except Exception:
-            logging.getLogger(__name__).warning("no demo.mp4 for %s", task, exc_info=True)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
     finally:
         env.close()
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    (folder / "demo.json").write_text(json.dumps(meta, indent=2) + "\n")
+    try:  # for people only: a failed video never costs the demonstration
+        demo_video(folder)
+    except Exception:
+        logging.getLogger(__name__).warning("no demo.mp4 for %s", task, exc_info=True)

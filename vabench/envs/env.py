@@ -35,8 +35,9 @@ from .actions import (
     parse_action,
 )
 from .privileged import PrivilegedState
+from .render import RENDER_PRESETS, RenderPreset
 from .sim import assets, overlay
-from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraConfig, CameraRig
+from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
@@ -107,7 +108,7 @@ class RecordingConfig:
 
 @dataclass(frozen=True)
 class EnvConfig:
-    camera: CameraConfig = field(default_factory=CameraConfig)
+    preset: RenderPreset = RENDER_PRESETS["fast"]  # image sizes and lenses per protocol (vabench.envs.render)
     recording: RecordingConfig = field(default_factory=RecordingConfig)
     render: bool = True  # False: no images at all (physics-only screening and tests)
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
@@ -172,9 +173,9 @@ class VABenchEnv:
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         if self.config.render:
-            rec = self.config.recording
+            rec, preset = self.config.recording, self.config.preset
             self.camera = CameraRig(
-                self.world.scene, self.config.camera, self.config.hold_cameras, (rec.width, rec.height)
+                self.world.scene, preset.active, self.config.hold_cameras, (rec.width, rec.height), preset.observer_size
             )
             self.camera.reset(self._gcs(), self.controlled)
         self.steps = self.robot_actions = 0

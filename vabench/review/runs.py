@@ -16,8 +16,9 @@ from vabench.recordfile import EVENTS, VIDEO_NAME, read_events
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
-    "steps", "budget", "checkpoints_done", "checkpoints_total", "objects_placed", "camera_actions", "invalid_actions",
-    "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track", "observation", "privileged", "record",
+    "steps", "budget", "checkpoints_done", "checkpoints_total", "objects_placed", "camera_actions",
+    "camera_chain_over", "invalid_actions", "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track",
+    "observation", "render", "privileged", "record",
 ]  # fmt: skip
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from ..env import EnvConfig, VABenchEnv
+from ..render import RENDER_PRESETS
 from ..seeds import eval_seeds
-from ..sim.camera import CAMERA_PRESETS, PASSIVE_ORDER, semantic_target, view_pose
+from ..sim.camera import PASSIVE_ORDER, semantic_target, view_pose
 from ..tasks import TASKS, task_class
 
 
@@ -92,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
     ap.add_argument("--out", type=Path, default=Path("gallery"))
-    ap.add_argument("--camera", choices=sorted(CAMERA_PRESETS), default="default")
+    ap.add_argument("--render", choices=list(RENDER_PRESETS), default="fast")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    env = VABenchEnv(EnvConfig(camera=CAMERA_PRESETS[args.camera]))
+    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS[args.render]))
     rows = []
     try:
         for task in args.task or sorted(TASKS):

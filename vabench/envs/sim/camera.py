@@ -35,13 +35,14 @@ CAMERA_BOX_HI = np.array([0.85, 0.35, 1.85])
 MOVE_STEP_M = 0.05
 ZOOM_STEP_M = 0.08
 TURN_STEP_DEG = 10.0
-# Like the paper's "center_high" start: high above the robot side, centred, looking at the table
-# in front of the active gripper. 27 cm higher than the paper's (0, -0.58, 1.48): a Panda's
-# elbow rises higher than the paper's small arms and hid the table from the lower eye.
-INITIAL_EYE = np.array([0.0, -0.55, 1.75])
+# The first active view is the reference's ``center_high`` (reference notes 4.1), from which its
+# demonstrations were recorded too: high above the robot side, centred, looking at
+# (0.17 s, gc_y - 0.02, max(0.86, gc_z - 0.05)), s = +1 for a right-arm task, -1 left, 0 both.
+INITIAL_VIEW = "center_high"
+INITIAL_EYE = np.array([0.0, -0.58, 1.48])
 INITIAL_TARGET_X = 0.17
-INITIAL_TARGET_AHEAD = 0.14  # metres in front (+y) of the GC
-INITIAL_TARGET_Z = 0.78
+INITIAL_TARGET_BACK = 0.02  # metres behind (-y) the GC
+INITIAL_TARGET_DROP, INITIAL_TARGET_MIN_Z = 0.05, 0.86
 
 # The observer (C.7; reference notes 4.4). The reference's poses are used as they are: our world
 # is RoboTwin's table frame (table top z = 0.74, centred at the origin, +y to the wall), as it is
@@ -74,13 +75,6 @@ class CameraConfig:
             raise ValueError(f"camera fovy_deg must be in [5, 120], got {self.fovy_deg}")
         if self.shader not in SHADERS:
             raise ValueError(f"camera shader must be one of {', '.join(SHADERS)}, got {self.shader!r}")
-
-
-CAMERA_PRESETS = {
-    "default": CameraConfig(),
-    "paper": CameraConfig(width=1280, height=960),
-    "small": CameraConfig(width=320, height=240),
-}
 
 
 def _pose(eye, rot) -> np.ndarray:
@@ -129,6 +123,18 @@ def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, 
     return _pose(eye, look_at(eye, ee - (0.0, 0.0, OBSERVER_TARGET_DROP), (0.0, 0.0, 1.0)))
 
 
+def initial_pose(gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> np.ndarray:
+    """The reference's ``center_high`` pose for a task's controlled arms (GC positions ``gcs``)."""
+    if len(controlled) == 1:
+        side, gc = (1.0 if controlled[0] == "right" else -1.0), gcs[controlled[0]]
+    else:
+        side, gc = 0.0, (gcs["left"] + gcs["right"]) / 2
+    target = np.array(
+        [INITIAL_TARGET_X * side, gc[1] - INITIAL_TARGET_BACK, max(INITIAL_TARGET_MIN_Z, gc[2] - INITIAL_TARGET_DROP)]
+    )
+    return _pose(INITIAL_EYE, look_at(INITIAL_EYE, target, (0.0, 0.0, 1.0)))
+
+
 class CameraRig:
     """The episode's cameras: the model's active camera and the passive observer (C.7).
 
@@ -138,9 +144,17 @@ class CameraRig:
     uses it; it costs a few ms per render and gives the same pixels."""
 
     def __init__(
-        self, scene: sapien.Scene, config: CameraConfig, hold: bool = True, record_size: tuple[int, int] = (320, 240)
+        self,
+        scene: sapien.Scene,
+        config: CameraConfig,
+        hold: bool = True,
+        record_size: tuple[int, int] = (320, 240),
+        observer_size: tuple[int, int] | None = None,
     ):
+        """``config``: the active camera; ``observer_size``: the passive bundle's render size
+        (default: the active camera's); ``record_size``: the recording view's."""
         self.config, self.scene, self.hold, self.record_size = config, scene, hold, record_size
+        self.observer_size = observer_size or (config.width, config.height)
         self.pose = np.eye(4)
         self._held: dict[str, object] = {}
 
@@ -153,9 +167,10 @@ class CameraRig:
             return add_camera(
                 self.scene, "recording", w, h, np.deg2rad(OBSERVER_FOVY_DEG), OBSERVER_NEAR, OBSERVER_FAR, c.shader
             )
-        # the passive bundle's lens: same size and shader as the active camera (C.7 fixes the lens, not the resolution)
+        # the passive bundle's lens at the preset's observer size (C.7 fixes the lens, not the resolution)
+        w, h = self.observer_size
         fovy = np.deg2rad(OBSERVER_FOVY_DEG)
-        return add_camera(self.scene, "observer", c.width, c.height, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader)
+        return add_camera(self.scene, "observer", w, h, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader)
 
     @contextlib.contextmanager
     def lens(self, kind: str):
@@ -172,14 +187,8 @@ class CameraRig:
             self.scene.remove_entity(camera.entity)
 
     def reset(self, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> None:
-        if len(controlled) == 1:
-            side = 1.0 if controlled[0] == "right" else -1.0
-            gc = gcs[controlled[0]]
-        else:
-            side = 0.0
-            gc = (gcs["left"] + gcs["right"]) / 2
-        target = np.array([INITIAL_TARGET_X * side, gc[1] + INITIAL_TARGET_AHEAD, INITIAL_TARGET_Z])
-        self.pose = _pose(INITIAL_EYE, look_at(INITIAL_EYE, target, (0.0, 0.0, 1.0)))
+        """The first active view (:data:`INITIAL_VIEW`)."""
+        self.pose = initial_pose(gcs, controlled)
 
     def apply(self, name: str, gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> str:
         """Carry out one camera action (validated name without the ``camera.`` prefix)."""

@@ -6,7 +6,8 @@
   const COLUMNS = [
     ["model", "model"], ["protocol", "protocol"], ["summary_source", "summary"], ["task", "task"],
     ["seed", "seed"], ["run_index", "run"], ["status", "status"], ["success", "success"],
-    ["end_reason", "end reason"], ["steps", "steps"], ["checkpoints_done", "checkpoints"],
+    ["end_reason", "end reason"], ["steps", "steps"], ["camera_chain_over", "cameras > 5 in a row"],
+    ["checkpoints_done", "checkpoints"],
     ["objects_placed", "placed"], ["cost_usd", "cost $"], ["labels", "labels"],
   ];
   const FILTERS = ["model", "protocol", "summary_source", "task", "status", "success", "end_reason", "labels"];
