@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vabench.agents.harness import run_episode
+from vabench.agents.harness import Episode, run_episode
 from vabench.agents.offline import OracleAgent
 from vabench.envs.env import VABenchEnv
 from vabench.envs.seeds import eval_seeds
@@ -37,7 +37,7 @@ def per_step_harness(env: VABenchEnv, task: str, seed: int, protocol: str, out: 
     env.reset(task, seed, protocol)
     reset = time.perf_counter() - t
     t = time.perf_counter()
-    r = run_episode(env, OracleAgent(), task, seed, out, protocol)
+    r = run_episode(env, OracleAgent(), Episode.of(task, seed, protocol), out)
     total = time.perf_counter() - t
     assert r.success, r
     return (total - reset) / r.steps

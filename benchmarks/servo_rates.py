@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from vabench.agents.harness import run_episode
+from vabench.agents.harness import Episode, run_episode
 from vabench.agents.servo import ServoAgent
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
@@ -45,7 +45,7 @@ def run(out: Path, tasks, protocols, n_seeds: int) -> list[dict]:
                     folder = out / task / protocol / str(seed)
                     if folder.exists():  # an episode interrupted before its row was written
                         shutil.rmtree(folder)
-                    r = run_episode(env, agent, task, seed, folder, protocol=protocol)
+                    r = run_episode(env, agent, Episode.of(task, seed, protocol), folder)
                     row = {k: getattr(r, k) for k in FIELDS}
                     row["success"] = bool(row["success"])
                     rows.append(row)

@@ -3,9 +3,12 @@ that never settles."""
 
 from __future__ import annotations
 
+import contextlib
+
 from vabench.envs.objects.common import BLUE, cube
 from vabench.envs.sim.bodies import BodySpec, Part
 from vabench.envs.tasks.base import SPAWN_Z, Task
+from vabench.envs.tasks.registry import TASKS, register_task
 
 
 class DualProbe(Task):
@@ -49,3 +52,16 @@ class SpinningProbe(Task):
 
     def expert(self, s):
         yield {"action": "gripper.open"}
+
+
+@contextlib.contextmanager
+def registered(*tasks: type[Task]):
+    """The probe tasks registered by name while the block runs (an episode names its task), and
+    unregistered after, so the suite's registry stays the paper's."""
+    for cls in tasks:
+        register_task()(cls)
+    try:
+        yield
+    finally:
+        for cls in tasks:
+            TASKS.pop(cls.name, None)

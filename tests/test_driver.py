@@ -114,18 +114,18 @@ def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_p
     run = smoke(tmp_path, "crash", "ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
     real, calls = EpisodeWorker.run, []
 
-    def crash_once(self, spec, attempt, summary=None):
-        calls.append(attempt)
+    def crash_once(self, episode):
+        calls.append(episode.attempt)
         if len(calls) == 1:
             raise RuntimeError("simulated worker bug")
-        return real(self, spec, attempt, summary)
+        return real(self, episode)
 
     monkeypatch.setattr(EpisodeWorker, "run", crash_once)
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     assert calls == [1, 2] and len(df) == 1
     assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"]), bool(df.iloc[0]["success"])) == ("ok", 2, True)
 
-    def interrupted(self, spec, attempt, summary=None):
+    def interrupted(self, episode):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(EpisodeWorker, "run", interrupted)

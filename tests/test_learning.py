@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from tests.openai_server import ScriptedServer
-from vabench.agents.harness import run_episode
+from vabench.agents.harness import Episode, run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import make_model
@@ -53,7 +54,7 @@ def test_learn_is_refused_before_three_distinct_frames_then_accepted(tmp_path, d
         )
         result = learn_summary(llm(server), "grasp_single_cube", store, tmp_path / "learn", demo_root)
         texts = [r["messages"][-1]["content"] for r in server.requests]
-    assert result.end_reason == "learned" and result.model_calls == 7
+    assert result.end_reason == "learned" and result.usage.model_calls == 7
     first = texts[1] if isinstance(texts[1], str) else texts[1][0]["text"]
     assert "call expert.retrieve" in first
     refused = texts[4] if isinstance(texts[4], str) else texts[4][0]["text"]
@@ -81,16 +82,8 @@ def test_learned_summary_is_injected_into_evaluation(render_env, tmp_path, demo_
         learn_summary(model, "grasp_single_cube", store, tmp_path / "learn", demo_root)
         summary = resolve_summary(store, "own", model.name, "grasp_single_cube")
         told = summary_identity(summary, "own")
-        r = run_episode(
-            render_env,
-            model,
-            "grasp_single_cube",
-            1000,
-            tmp_path / "ep",
-            summary=summary,
-            summary_source="own",
-            identity=told,
-        )
+        episode = dataclasses.replace(Episode.of("grasp_single_cube", 1000, summary_source="own"), summary=summary)
+        r = run_episode(render_env, model, episode, tmp_path / "ep")
         system = server.requests[-1]["messages"][0]["content"]
     assert "the middle band of two opposite side faces" in system and "openai/learner" not in system  # no author
     assert (r.summary_source, r.summary_model, r.end_reason) == ("own", "openai/learner", "stop")

@@ -75,13 +75,13 @@ def test_plain_reply_text_usage_and_request_id(server, key):
     reply = make(server).complete(USER)
     assert isinstance(reply, Reply)
     assert reply.text == "MOVE left_arm 0.1"
-    assert (reply.prompt_tokens, reply.completion_tokens) == (123, 45)
-    assert reply.attempts == 1
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (123, 45)
+    assert reply.usage.provider_attempts == 1
     assert len(server.requests) == 1
     status, body = server.responses[0]
     assert status == 200 and reply.request_id == body["id"]
     assert reply.latency_s > 0
-    assert reply.cost_usd is None  # openai/test-model is not in LiteLLM's price map
+    assert reply.usage.cost_usd is None  # openai/test-model is not in LiteLLM's price map
 
 
 def test_request_carries_messages_and_settings_as_sent(server, key):
@@ -112,7 +112,7 @@ def test_temperature_is_sent_when_set(server, key):
 def test_empty_content_is_an_empty_reply_not_an_error(server, key):
     server.script({"content": None})
     reply = make(server).complete(USER)
-    assert reply.text == "" and reply.attempts == 1
+    assert reply.text == "" and reply.usage.provider_attempts == 1
 
 
 def test_no_choices_is_a_model_error(server, key):
@@ -129,7 +129,7 @@ def test_key_is_sent_as_bearer_and_never_logged_or_returned(server, key, caplog,
     caplog.set_level(logging.DEBUG)
     server.script({"status": 429}, "fine")
     reply = make(server).complete(USER)
-    assert reply.attempts == 2
+    assert reply.usage.provider_attempts == 2
     assert [h["authorization"] for h in server.headers] == [f"Bearer {KEY}"] * 2
     # a provider that echoes the key in an error body (OpenAI does, partly masked)
     server.script({"status": 401, "body": f"Incorrect API key provided: {KEY}"})
@@ -185,7 +185,7 @@ def test_rate_limits_are_retried_with_backoff(server, key):
     reply = make(server).complete(USER)
     elapsed = time.perf_counter() - t0
     assert reply.text == "ok"
-    assert reply.attempts == 3
+    assert reply.usage.provider_attempts == 3
     assert len(server.requests) == 3
     gaps = [b - a for a, b in zip(server.times, server.times[1:], strict=False)]
     assert all(g > 0 for g in gaps)
@@ -211,14 +211,14 @@ def test_backoff_windows_grow_exponentially_with_full_jitter():
 def test_retry_after_header_raises_the_wait(server, key):
     server.script({"status": 429, "headers": {"Retry-After": "1"}}, "ok")
     reply = make(server, backoff_max_s=5.0).complete(USER)
-    assert reply.attempts == 2
+    assert reply.usage.provider_attempts == 2
     assert server.times[1] - server.times[0] >= 0.95
 
 
 def test_retry_after_is_capped_by_backoff_max(server, key):
     server.script({"status": 429, "headers": {"Retry-After": "30"}}, "ok")
     reply = make(server, backoff_max_s=0.2).complete(USER)
-    assert reply.attempts == 2
+    assert reply.usage.provider_attempts == 2
     assert server.times[1] - server.times[0] < 1.0
 
 
@@ -226,7 +226,7 @@ def test_retry_after_is_capped_by_backoff_max(server, key):
 def test_server_errors_are_retried(server, key, status):
     server.script({"status": status}, "recovered")
     reply = make(server).complete(USER)
-    assert (reply.text, reply.attempts, len(server.requests)) == ("recovered", 2, 2)
+    assert (reply.text, reply.usage.provider_attempts, len(server.requests)) == ("recovered", 2, 2)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
@@ -278,7 +278,7 @@ def test_timeout_is_retried(server, key):
     server.script({"delay": 1.0, "then": "late"}, "quick")
     reply = make(server, timeout_s=0.3).complete(USER)
     assert reply.text == "quick"
-    assert reply.attempts == 2
+    assert reply.usage.provider_attempts == 2
     assert reply.latency_s < 0.3  # the successful attempt only
     assert len(server.requests) == 2
 
@@ -297,7 +297,7 @@ def test_all_attempts_time_out(server, key):
 
 def test_cost_is_none_for_unmapped_models(server, key):
     server.script({"content": "x", "usage": {"prompt_tokens": 1000, "completion_tokens": 500}})
-    assert make(server, model="openai/my-local-vlm").complete(USER).cost_usd is None
+    assert make(server, model="openai/my-local-vlm").complete(USER).usage.cost_usd is None
 
 
 def test_cost_for_a_mapped_model_matches_litellm_prices(server, key):
@@ -307,8 +307,8 @@ def test_cost_for_a_mapped_model_matches_litellm_prices(server, key):
     prices = litellm.model_cost["gpt-4o"]
     expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
     assert expected > 0
-    assert reply.cost_usd == pytest.approx(expected, rel=1e-9)
-    assert reply.cost_usd == pytest.approx(
+    assert reply.usage.cost_usd == pytest.approx(expected, rel=1e-9)
+    assert reply.usage.cost_usd == pytest.approx(
         sum(litellm.cost_per_token(model="gpt-4o", prompt_tokens=1000, completion_tokens=500)), rel=1e-9
     )
 

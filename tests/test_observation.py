@@ -13,7 +13,7 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_harness import KEY_VAR, llm
 from vabench.agents import prompts
-from vabench.agents.harness import HarnessConfig, run_episode
+from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.records import read_events
 
 DOWN = {"action": "gripper.move_world", "axis": "z", "sign": "-", "distance_mm": 100}  # thrice: out of reach
@@ -68,7 +68,7 @@ def test_paper_requests_carry_the_current_images_two_booleans_and_nothing_the_en
     render_env, tmp_path, task, protocol, decisions
 ):
     with ScriptedServer(default=script(*decisions, STOP)) as server:
-        r = run_episode(render_env, llm(server), task, 1000, tmp_path, protocol, HarnessConfig())
+        r = run_episode(render_env, llm(server), Episode.of(task, 1000, protocol), tmp_path, HarnessConfig())
         requests = list(server.requests)
     assert (r.status, r.end_reason, r.observation) == ("ok", "stop", "paper") and r.tool_calls == 1
     events = read_events(tmp_path / "events.jsonl")
@@ -114,7 +114,9 @@ def test_paper_requests_carry_the_current_images_two_booleans_and_nothing_the_en
 
 def test_under_paper_only_the_newest_tool_image_joins_the_current_one(render_env, tmp_path):
     with ScriptedServer(default=script(HISTORY, HISTORY, HISTORY, STOP)) as server:
-        r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, "active", HarnessConfig())
+        r = run_episode(
+            render_env, llm(server), Episode.of("grasp_single_cube", 1000, "active"), tmp_path, HarnessConfig()
+        )
         counts = [sum(len(_images(m)) for m in q["messages"]) for q in server.requests]
     assert r.tool_calls == 3 and counts == [1, 2, 2, 2]
 
@@ -122,7 +124,7 @@ def test_under_paper_only_the_newest_tool_image_joins_the_current_one(render_env
 def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_images(render_env, tmp_path):
     cfg = HarnessConfig(observation="explained")
     with ScriptedServer(default=script({"action": "camera.view_side"}, DOWN, STOP)) as server:
-        r = run_episode(render_env, llm(server), "grasp_single_cube", 1000, tmp_path, "active", cfg)
+        r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, "active"), tmp_path, cfg)
         last = server.requests[-1]
     assert r.observation == "explained"
     events = read_events(tmp_path / "events.jsonl")
@@ -135,7 +137,7 @@ def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_ima
 
 
 def test_condition_labels_and_folders_keep_the_two_profiles_apart():
-    from vabench.actors.specs import EpisodeSpec
+    from vabench.episodes import EpisodeSpec
 
     paper = EpisodeSpec("m", "active", "own", "base", "grasp_single_cube", "grasp_single_cube", 1, 1)
     explained = EpisodeSpec("m", "active", "own", "base", "grasp_single_cube", "grasp_single_cube", 1, 1, "explained")

@@ -215,12 +215,12 @@ def test_concurrent_callers_stay_under_a_sliding_window_limit(key):
     n = n_threads * each
     assert limit.rejected == [] and server.statuses == [200] * (n + 1)
     assert server.requests == [] and server.raw_bodies == [] and len(server.times) == n + 1  # keep_bodies=False
-    assert all(r.text == "ok" and r.attempts == 1 and r.backoff_s == 0 for r in replies)
+    assert all(r.text == "ok" and r.usage.provider_attempts == 1 and r.usage.backoff_s == 0 for r in replies)
     gap = spacing(600)
     offsets = [t - i * gap for i, t in enumerate(limit.accepted[1:])]  # on one line when evenly spaced
     assert max(offsets) - min(offsets) < 0.8, offsets  # a burst would spread them over n * gap = 2.4 s
-    assert sum(r.limit_wait_s > 0 for r in replies) >= n - 1  # all but the first wait for a slot
-    assert max(r.limit_wait_s for r in replies) > 0.5 * n_threads * gap
+    assert sum(r.usage.limit_wait_s > 0 for r in replies) >= n - 1  # all but the first wait for a slot
+    assert max(r.usage.limit_wait_s for r in replies) > 0.5 * n_threads * gap
     assert model.limiter.stats()["requests"] == n + 1
 
 
@@ -246,10 +246,10 @@ def test_a_429_with_retry_after_holds_back_every_caller(key):
             first = refused.result(timeout=10)
     assert server.statuses == [429, 200, 200]
     assert all(t - server.times[0] >= 0.95 for t in server.times[1:])
-    assert (first.text, first.attempts, other.text, other.attempts) == ("ok", 2, "ok", 1)
+    assert (first.text, first.usage.provider_attempts, other.text, other.usage.provider_attempts) == ("ok", 2, "ok", 1)
     # the refused caller's wait is its backoff (Retry-After honoured, as before), not counted twice
-    assert first.backoff_s >= 0.95 and first.limit_wait_s < 0.5
-    assert other.backoff_s == 0 and other.limit_wait_s >= 0.8
+    assert first.usage.backoff_s >= 0.95 and first.usage.limit_wait_s < 0.5
+    assert other.usage.backoff_s == 0 and other.usage.limit_wait_s >= 0.8
     assert model.limiter.stats()["paused"] == 1
 
 
@@ -259,7 +259,7 @@ def test_the_pause_is_capped_like_the_backoff(key):
         model = make(server, rpm=6000, backoff_max_s=0.2)
         t0 = time.perf_counter()
         reply = model.complete(USER)
-    assert reply.attempts == 2 and time.perf_counter() - t0 < 2.0
+    assert reply.usage.provider_attempts == 2 and time.perf_counter() - t0 < 2.0
     assert model.limiter.stats()["paused"] == 1
 
 
@@ -269,15 +269,15 @@ def test_every_retry_takes_a_slot_and_an_exhausted_call_reports_its_limit_wait(k
         with pytest.raises(ModelError) as info:
             model.complete(USER)
     e = info.value
-    assert e.attempts == 2 and e.backoff_s <= 0.05 and not e.permanent
-    assert e.limit_wait_s >= spacing(30) - 1.0  # the retry waited for its own slot (a round trip < 1 s)
+    assert e.usage.provider_attempts == 2 and e.usage.backoff_s <= 0.05 and not e.permanent
+    assert e.usage.limit_wait_s >= spacing(30) - 1.0  # the retry waited for its own slot (a round trip < 1 s)
     assert server.times[1] - server.times[0] >= spacing(30) - 0.05
 
 
 def test_a_limiter_is_made_per_process_when_the_config_sets_a_limit(key):
     with ScriptedServer(default="ok") as server:
         limited, unlimited = make(server, tpm=100_000), make(server)
-        assert limited.complete(USER).limit_wait_s == 0.0 and unlimited.complete(USER).limit_wait_s == 0.0
+        assert limited.complete(USER).usage.limit_wait_s == 0.0 and unlimited.complete(USER).usage.limit_wait_s == 0.0
     assert isinstance(limited.limiter, RateLimiter) and limited.limiter.stats()["requests"] == 1
     assert unlimited.limiter is None
 
@@ -312,7 +312,7 @@ def test_the_estimate_is_booked_then_settled_and_the_wait_is_not_latency(key):
         elapsed = time.perf_counter() - t0
     est = text_tokens("what is this?") + image_tokens(800, 600) + 4096  # max_tokens: what providers count
     assert model.limiter.calls == [("acquire", est), ("settle", est, 960)]
-    assert reply.limit_wait_s == 0.25 and reply.backoff_s == 0.0
+    assert reply.usage.limit_wait_s == 0.25 and reply.usage.backoff_s == 0.0
     assert reply.latency_s < elapsed - 0.2  # the wait is before the timed attempt
 
 
@@ -328,7 +328,7 @@ def test_a_failing_limiter_never_fails_the_call(key, caplog):
         model.limiter = Broken()
         with caplog.at_level(logging.WARNING, logger="vabench.agents.llm"):
             reply = model.complete(USER)
-    assert reply.text == "ok" and reply.limit_wait_s == 0.0
+    assert reply.text == "ok" and reply.usage.limit_wait_s == 0.0
     assert "rate limiter acquire failed" in caplog.text
 
 

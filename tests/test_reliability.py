@@ -74,8 +74,8 @@ def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_att
     write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, 5, "worker died"))
     calls = []
 
-    def crash(self, spec, attempt, summary=None):
-        calls.append(attempt)
+    def crash(self, episode):
+        calls.append(episode.attempt)
         raise RuntimeError("simulated worker bug")
 
     monkeypatch.setattr(EpisodeWorker, "run", crash)
@@ -92,9 +92,9 @@ def test_a_crashed_attempt_stays_counted_when_the_driver_is_then_interrupted(tmp
     spec = expand(run)[0]
     real, calls = EpisodeWorker.run, []
 
-    def crash_then_interrupt(self, spec, attempt, summary=None):
-        calls.append(attempt)
-        raise RuntimeError("simulated worker bug") if attempt == 1 else KeyboardInterrupt
+    def crash_then_interrupt(self, episode):
+        calls.append(episode.attempt)
+        raise RuntimeError("simulated worker bug") if episode.attempt == 1 else KeyboardInterrupt
 
     monkeypatch.setattr(EpisodeWorker, "run", crash_then_interrupt)
     with pytest.raises(KeyboardInterrupt):

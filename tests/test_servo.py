@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from vabench.agents import prompts
-from vabench.agents.harness import run_episode
+from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig, image_part
 from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
@@ -152,7 +152,7 @@ class Guard:
 def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
     agent = ServoAgent()
     guard = Guard(render_env, agent, monkeypatch)
-    row = run_episode(render_env, agent, task, eval_seeds(task)[0], tmp_path, protocol=protocol)
+    row = run_episode(render_env, agent, Episode.of(task, eval_seeds(task)[0], protocol), tmp_path)
     assert guard.violations == [] and guard.calls > 0  # the harness itself did read the evaluator state
     assert row.status == "ok" and row.privileged is False and row.model == "servo"
     assert row.success, (row.end_reason, row.error)
@@ -171,7 +171,7 @@ def test_guard_catches_a_cheating_agent(render_env, tmp_path, monkeypatch):
 
     agent = Cheat("cheat")
     guard = Guard(render_env, agent, monkeypatch)
-    row = run_episode(render_env, agent, "grasp_single_cube", eval_seeds("grasp_single_cube")[0], tmp_path)
+    row = run_episode(render_env, agent, Episode.of("grasp_single_cube", eval_seeds("grasp_single_cube")[0]), tmp_path)
     assert guard.violations and not row.success
 
 
@@ -199,5 +199,5 @@ def test_noise_bound_is_binomial():
 def test_servo_rates_do_not_drift(render_env, tmp_path, task, protocol):
     seeds = eval_seeds(task)
     agent = ServoAgent()
-    wins = sum(run_episode(render_env, agent, task, s, tmp_path / str(s), protocol=protocol).success for s in seeds)
+    wins = sum(run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)).success for s in seeds)
     assert _within_noise(wins, len(seeds), EXPECTED[(task, protocol)]), (task, protocol, wins, EXPECTED)

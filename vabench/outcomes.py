@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
@@ -20,10 +21,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import END_REASONS, INFRA_ERROR, STATUSES
+from vabench.vocab import EndReason, ErrorKind, ObservationProfile, Render, Status, Track
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
-# 5: render, camera_chain_over, reasoning_tokens
+# 5: render, camera_chain_over, reasoning_tokens, error_kind
 SCHEMA_VERSION = 5
 
 
@@ -49,19 +50,25 @@ class OutcomeRow:
     summary_model: str | None = _col(STR, about="who wrote the summary used (null: none)")
     summary_learned: bool | None = _col(BOOL, about="the episode had the summary its source asked for (null: none)")
     summary_digest: str | None = _col(STR, about="sha256 prefix of the summary text the model received (null: none)")
-    observation: str = _col(STR, "paper", "paper | explained: what the model is shown per step (harness.observation)")
-    render: str = _col(STR, "paper", "the render preset: image sizes and encodings per protocol (vabench.envs.render)")
+    observation: str = _col(
+        STR,
+        ObservationProfile.PAPER,
+        " | ".join(ObservationProfile) + ": what the model is told per step (harness.observation)",
+    )
+    render: str = _col(
+        STR, Render.PAPER, " | ".join(Render) + ": the render preset (image sizes and encodings; vabench.envs.render)"
+    )
     protocol: str | None = _col(STR, about="active | passive")
-    track: str | None = _col(STR, "base", "base | transfer | long_horizon")
+    track: str | None = _col(STR, Track.BASE, " | ".join(Track))
     task: str | None = _col(STR)
     base_task: str | None = _col(STR, about="the base family of a held-out variant (= task on the base track)")
     arms: str | None = _col(STR, about="single | dual")
     seed: int | None = _col(INT)
     run_index: int = _col(INT, 1, "repetition 1..R")
     attempt: int = _col(INT, 1, "infrastructure attempt 1..")
-    status: str = _col(STR, INFRA_ERROR, "ok | infra_error (a row the harness never finished is infra)")
+    status: str = _col(STR, Status.INFRA_ERROR, " | ".join(Status) + " (a row the harness never finished is infra)")
     success: bool = _col(BOOL, False)
-    end_reason: str = _col(STR, INFRA_ERROR, " | ".join(END_REASONS))
+    end_reason: str = _col(STR, EndReason.INFRA_ERROR, " | ".join(EndReason))
     steps: int = _col(INT, 0)
     budget: int = _col(INT, 0)
     camera_actions: int = _col(INT, 0)
@@ -90,19 +97,30 @@ class OutcomeRow:
     prompt_digest: str | None = _col(STR)
     compactions: int = _col(INT, 0)
     error: str | None = _col(STR)
+    error_kind: str | None = _col(STR, about=" | ".join(ErrorKind) + ": why an infra_error row could not be judged")
 
     @classmethod
-    def infra(cls, error: str, **identity) -> OutcomeRow:
+    def infra(cls, error: str, kind: ErrorKind = ErrorKind.INFRA, **identity) -> OutcomeRow:
         """The row of an episode that could not run (excluded from every rate, retried): 0 steps, and
         null for what was never measured (budget, counts, usage, time), so no mean counts zeros."""
         unmeasured = {f.name: None for f in fields(cls) if f.metadata["arrow"] in (INT, FLT) and f.default == 0}
         unmeasured.update(steps=0)
         return cls(
-            **{**unmeasured, **identity}, status=INFRA_ERROR, success=False, end_reason=INFRA_ERROR, error=error[:2000]
+            **{**unmeasured, **identity},
+            status=Status.INFRA_ERROR,
+            success=False,
+            end_reason=EndReason.INFRA_ERROR,
+            error=error[:2000],
+            error_kind=kind,
         )
 
     def row(self) -> dict:
-        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
+        """The row as plain values (vocabulary words as their strings)."""
+        return {"schema_version": SCHEMA_VERSION, **{k: _plain(v) for k, v in asdict(self).items()}}
+
+
+def _plain(value):
+    return str(value) if isinstance(value, StrEnum) else value
 
 
 SCHEMA = pa.schema([("schema_version", INT)] + [(f.name, f.metadata["arrow"]) for f in fields(OutcomeRow)])
@@ -115,7 +133,7 @@ def write_row(path: Path, row: dict | OutcomeRow) -> Path:
     The row must have exactly the schema's columns (:meth:`OutcomeRow.row`): an unknown key is a
     typo that would otherwise vanish, a missing one a builder that forgot a column. Readers skip
     names starting with '.', so a crash mid-write leaves nothing half-read."""
-    row = row.row() if isinstance(row, OutcomeRow) else row
+    row = row.row() if isinstance(row, OutcomeRow) else {k: _plain(v) for k, v in row.items()}
     unknown, missing = sorted(set(row) - set(COLUMNS)), [c for c in COLUMNS if c not in row]
     if unknown or missing:
         raise ValueError(
@@ -124,12 +142,12 @@ def write_row(path: Path, row: dict | OutcomeRow) -> Path:
         )
     if row["schema_version"] != SCHEMA_VERSION:
         raise ValueError(f"schema_version is {row['schema_version']!r}, not {SCHEMA_VERSION}")
-    if row["status"] not in STATUSES or row["end_reason"] not in END_REASONS:
+    if row["status"] not in set(Status) or row["end_reason"] not in set(EndReason):
         raise ValueError(
-            f"status {row['status']!r} / end_reason {row['end_reason']!r}: allowed {', '.join(STATUSES)} / "
-            f"{', '.join(END_REASONS)}"
+            f"status {row['status']!r} / end_reason {row['end_reason']!r}: allowed {', '.join(Status)} / "
+            f"{', '.join(EndReason)}"
         )
-    if (row["status"] == INFRA_ERROR) != (row["end_reason"] == INFRA_ERROR):
+    if (row["status"] == Status.INFRA_ERROR) != (row["end_reason"] == EndReason.INFRA_ERROR):
         raise ValueError(f"status {row['status']!r} contradicts end_reason {row['end_reason']!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

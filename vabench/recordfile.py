@@ -1,6 +1,6 @@
-"""The on-disk layout of an episode record, shared by the harness that writes it and everything
-that reads it (the review app, the diagnostic proxies, replay): one place for the names and for
-reading the event log.
+"""The on-disk layout of an episode record, shared by the harness and summary learning that write
+it and everything that reads it (the review app, the diagnostic proxies, replay): one place for
+the names, the event types and reading the event log.
 
 A record folder holds ``events.jsonl`` (append-only, one JSON object per line), ``frames/`` (the
 model-facing images as sent), ``recording/step_NNN.jpg`` (the evaluator's recording views, never
@@ -10,11 +10,39 @@ sent to a model) and ``episode.mp4`` (made from the recording views).
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 
 EVENTS = "events.jsonl"
 RECORDING = "recording"
 VIDEO_NAME = "episode.mp4"
+
+
+class Event(StrEnum):
+    """The ``type`` of a record event. Every event also has ``seq`` and ``time``; ``step`` is the env
+    step it belongs to (0 before the first action)."""
+
+    EPISODE_START = "episode_start"  # task, instruction, seed, protocol, model, arms, budget, prompts, summary, config
+    LEARNING_START = "learning_start"  # summary learning: task, model, demos, prompts
+    TURN = "turn"  # a message added to the conversation: role, kind, text, images (frame files)
+    REQUEST = "request"  # a request as sent: call, images (frame files), omitted_images, est_tokens, messages
+    REPLY = "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (never sent back)
+    MODEL_ERROR = "model_error"  # the provider could not answer: error, permanent, attempts
+    REJECTED = "rejected"  # a reply that failed validation: error, repairs_used
+    DECISION = "decision"  # a valid decision: kind, label, reason
+    TOOL_RESULT = "tool_result"  # tool, ok (its text is the next turn)
+    COMPACTION = "compaction"  # text, turns_kept
+    ACTION = "action"  # the env step: label, kind, payload, valid, planner_success, feedback, success, checkpoints
+    STATE = "state"  # evaluator state after reset and each action: bodies, arms, recording (view file)
+    STOP = "stop"  # the model stopped: reason
+    TIMEOUT = "timeout"  # the episode ran out of time: error
+    CRASH = "crash"  # the simulator or the harness crashed: error (traceback)
+    INTERRUPTED = "interrupted"  # Ctrl-C or exit: no result follows
+    RESULT = "result"  # the outcome row
+    LEARNING_RESULT = "learning_result"  # summary learning's end: end_reason, error, frames, usage
+
+
+ENDINGS = (Event.STOP, Event.CRASH, Event.TIMEOUT, Event.INTERRUPTED)  # how an episode can end besides its result
 
 
 def read_events(path: Path) -> list[dict]:

@@ -1,14 +1,17 @@
 """The benchmark's words, defined once: protocols with their properties, tracks, summary modes,
-episode statuses and end reasons, arm counts.
+episode statuses, end reasons and error kinds, step kinds, arm counts, observation profiles and
+render presets, and the seeds per task.
 
-Every layer (envs, agents, actors, analysis) imports these instead of re-deriving them from
-strings, so a new protocol or mode is added here and nowhere else. This module imports nothing
-from vabench and nothing heavy.
+Every layer (envs, agents, actors, analysis, review) imports these instead of writing the words
+as string literals (tests/test_architecture.py checks it), so a new word is added here and nowhere
+else. The words are ``StrEnum`` members: they equal their strings, so Parquet, JSON and pandas see
+plain strings. This module imports nothing from vabench and nothing heavy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 
 @dataclass(frozen=True)
@@ -44,19 +47,33 @@ def protocol_named(name: str | Protocol) -> Protocol:
         raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {name!r}") from None
 
 
-# Tracks (paper Table 2, 5, 15): which part of the suite a task belongs to.
-BASE, TRANSFER, LONG_HORIZON = "base", "transfer", "long_horizon"
-TRACKS: dict[str, str] = {
-    BASE: "the 14 base task families",
-    TRANSFER: "held-out variants of base families, reusing their base task's summary",
-    LONG_HORIZON: "the five-object basket task, learned from atomic-skill demonstrations",
+class Track(StrEnum):
+    """Which part of the suite a task belongs to (paper Tables 2, 5, 15)."""
+
+    BASE = "base"
+    TRANSFER = "transfer"
+    LONG_HORIZON = "long_horizon"
+
+
+TRACKS: dict[Track, str] = {
+    Track.BASE: "the 14 base task families",
+    Track.TRANSFER: "held-out variants of base families, reusing their base task's summary",
+    Track.LONG_HORIZON: "the five-object basket task, learned from atomic-skill demonstrations",
 }
 
 
-def track(name: str) -> str:
-    if name not in TRACKS:
-        raise ValueError(f"track must be one of {', '.join(TRACKS)}, got {name!r}")
-    return name
+def track(name: str) -> Track:
+    """The track called ``name``; ValueError names the allowed values."""
+    try:
+        return Track(name)
+    except ValueError:
+        raise ValueError(f"track must be one of {', '.join(Track)}, got {name!r}") from None
+
+
+class SummaryKind(StrEnum):
+    OWN = "own"  # the evaluated model's own summary, learned from the demonstration
+    NONE = "none"
+    SHARED = "shared"  # another model's (shared:<model id>), the shared-summary control
 
 
 @dataclass(frozen=True)
@@ -64,42 +81,88 @@ class SummaryMode:
     """Which demonstration summary an episode carries (paper 3.3, Table 6): the evaluated model's
     ``own``, ``none``, or another model's (``shared:<model id>``, the shared-summary control)."""
 
-    kind: str  # own | none | shared
+    kind: SummaryKind
     source: str | None = None  # the author of a shared summary
 
     def __str__(self) -> str:
-        return f"shared:{self.source}" if self.kind == "shared" else self.kind
+        return f"{SummaryKind.SHARED}:{self.source}" if self.kind == SummaryKind.SHARED else str(self.kind)
 
 
-SUMMARY_MODES = ("own", "none", "shared:<model id>")
+SUMMARY_MODES = (SummaryKind.OWN, SummaryKind.NONE, f"{SummaryKind.SHARED}:<model id>")
 
 
 def summary_mode(text: str | SummaryMode) -> SummaryMode:
     """Parse ``own`` / ``none`` / ``shared:<model id>``; ValueError names the allowed forms."""
     if isinstance(text, SummaryMode):
         return text
-    if text in ("own", "none"):
-        return SummaryMode(text)
-    if isinstance(text, str) and text.startswith("shared:") and text[len("shared:") :].strip():
-        return SummaryMode("shared", text[len("shared:") :].strip())
+    if text in (SummaryKind.OWN, SummaryKind.NONE):
+        return SummaryMode(SummaryKind(text))
+    prefix = f"{SummaryKind.SHARED}:"
+    if isinstance(text, str) and text.startswith(prefix) and text[len(prefix) :].strip():
+        return SummaryMode(SummaryKind.SHARED, text[len(prefix) :].strip())
     shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
     raise ValueError(f"unknown summary mode {shown}; allowed: {', '.join(SUMMARY_MODES)}")
 
 
-# Outcome vocabulary (DESIGN.md, the outcome table).
-OK, INFRA_ERROR = "ok", "infra_error"
-STATUSES = (OK, INFRA_ERROR)  # infra_error: the episode could not be judged; excluded, retried
-END_REASONS = ("success", "stop", "budget", "repairs_exhausted", "call_limit", "infra_error")
+# The outcome table's words (docs/design.md, the outcome row).
+class Status(StrEnum):
+    OK = "ok"
+    INFRA_ERROR = "infra_error"  # the episode could not be judged: excluded from every rate, retried
 
 
-SINGLE, DUAL = "single", "dual"
-PAPER_OBSERVATION = "paper"  # the observation profile of the paper's boundary (harness.observation's default)
-PAPER_RENDER = "paper"  # the render preset of the paper's study: the reference's image sizes and encodings
+class EndReason(StrEnum):
+    SUCCESS = "success"
+    STOP = "stop"
+    BUDGET = "budget"
+    REPAIRS_EXHAUSTED = "repairs_exhausted"
+    CALL_LIMIT = "call_limit"
+    INFRA_ERROR = "infra_error"
 
 
-def arms_label(arms: tuple[str, ...] | list[str]) -> str:
+LEARNED = "learned"  # a summary learning's end when it saved a summary (its others are EndReason's)
+
+
+class ErrorKind(StrEnum):
+    """Why an episode (or a summary learning) could not be judged: the driver's retry decision."""
+
+    INFRA = "infra"  # the provider, the simulator or a worker failed: retried
+    PERMANENT = "permanent"  # retrying cannot help (bad key, unknown model, a rejected request): never retried
+
+
+class StepKind(StrEnum):
+    """What one env step was (every kind counts against the budget)."""
+
+    CAMERA = "camera"
+    ROBOT = "robot"
+    INVALID = "invalid"
+
+
+class Arms(StrEnum):
+    SINGLE = "single"
+    DUAL = "dual"
+
+
+class ObservationProfile(StrEnum):
+    """What each observation tells the model (harness.observation; README, "What the model is told")."""
+
+    PAPER = "paper"  # the paper's boundary: step, instruction, proprioception, actions, two booleans, images
+    EXPLAINED = "explained"  # an ablation: + budget left, the env's reason texts, table height, earlier images
+
+
+class Render(StrEnum):
+    """Render presets (vabench.envs.render): the model's image sizes and encodings per protocol."""
+
+    PAPER = "paper"  # the paper's study: the reference harness's sizes and encodings
+    FAST = "fast"  # 640x480 everywhere: smoke and ad-hoc runs on a laptop
+    SMALL = "small"  # 320x240: tests
+
+
+SEEDS_PER_TASK = 20  # verified seeds per task (paper 5.1; the seed manifests)
+
+
+def arms_label(arms: tuple[str, ...] | list[str]) -> Arms:
     """``single`` or ``dual``: the outcome table's name for a task's controlled arms."""
-    return DUAL if len(arms) == 2 else SINGLE
+    return Arms.DUAL if len(arms) == 2 else Arms.SINGLE
 
 
 def condition_label(
@@ -109,6 +172,6 @@ def condition_label(
     the paper compares. An observation profile or a render preset other than the paper's
     (``explained``; ``fast``) is part of the label, so its rows never pool with the paper's."""
     label = f"{model} | {protocol} | summary {summary_source}"
-    if observation not in (None, PAPER_OBSERVATION):
+    if observation not in (None, ObservationProfile.PAPER):
         label += f" | observation {observation}"
-    return label if render in (None, PAPER_RENDER) else f"{label} | render {render}"
+    return label if render in (None, Render.PAPER) else f"{label} | render {render}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import uuid
 from concurrent.futures import Future
-from dataclasses import asdict
 
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
@@ -51,11 +50,10 @@ def worker_args(
 ) -> tuple:
     return (
         run.render,
-        asdict(run.recording),
-        asdict(run.harness),
-        asdict(run.model),
+        run.recording,
+        run.harness,
+        run.model,
         str(run.run_dir),
-        run.identity,
         lock,
         slots,
         limiter,
@@ -143,13 +141,13 @@ class InProcessBackend:
             future.set_exception(e)
         return future
 
-    def submit(self, worker, spec: dict, attempt: int, summary=None) -> Future:
-        return self._now(worker.run, spec, attempt, summary)
+    def submit(self, worker, episode) -> Future:
+        return self._now(worker.run, episode)
 
     def submit_learn(self, task: str) -> Future:
         from .worker import learn
 
-        return self._now(learn, asdict(self.run.model), task, _demo_root(self.run), self.limiter, self.run.render)
+        return self._now(learn, self.run.model, task, _demo_root(self.run), self.limiter, self.run.render)
 
     def wait(self, refs: list, timeout: float) -> list:
         return [r for r in refs if r.done()]
@@ -285,8 +283,8 @@ class RayBackend:
         except Exception:
             return None
 
-    def submit(self, worker, spec: dict, attempt: int, summary=None):
-        return worker.run.remote(spec, attempt, summary)
+    def submit(self, worker, episode):
+        return worker.run.remote(episode)
 
     def submit_learn(self, task: str):
         from .worker import learn
@@ -294,7 +292,7 @@ class RayBackend:
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(asdict(run.model), task, _demo_root(run), limiter, run.render)
+        return remote.remote(run.model, task, _demo_root(run), limiter, run.render)
 
     def wait(self, refs: list, timeout: float) -> list:
         ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)

@@ -35,19 +35,19 @@ from collections import deque
 import pandas as pd
 from tqdm import tqdm
 
-from vabench.agents.harness import PERMANENT
+from vabench.agents.harness import Episode
 from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
 from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
+from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, read_rows, write_row
-from vabench.vocab import INFRA_ERROR, OK
+from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
 from .config import RunConfig
 from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
 from .scratch import land
-from .specs import EpisodeSpec
 
 POLL_S = 2.0
 STUCK_S = 600.0  # one simulator call this long is stuck (they take < 5 s): the episode cannot end itself
@@ -102,9 +102,9 @@ class Driver:
         infrastructure leaves its episodes to run without one (``summary_learned`` false in the row)."""
         run = self.run
         mode = todo[0][0].summary_mode if todo else None  # offline agents read none, whatever was asked
-        if mode is None or mode.kind == "none":
+        if mode is None or mode.kind == SummaryKind.NONE:
             return todo
-        if mode.kind == "shared":
+        if mode.kind == SummaryKind.SHARED:
             for base in sorted({s.base_task for s, _ in todo}):
                 resolve_summary(self.store, mode, run.model_name, base)  # raises SummaryError naming the file
             return todo
@@ -128,9 +128,9 @@ class Driver:
             except RunLocked:
                 raise
             except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
-                out = {"end_reason": INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
+                out = {"end_reason": EndReason.INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
-            if out["end_reason"] == INFRA_ERROR:
+            if out["end_reason"] == EndReason.INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"
             elif not out.get("learned", True):
                 self.log(f"summary {task}: none learned; its episodes run without one (summary_learned false)")
@@ -184,7 +184,7 @@ class Driver:
                 while queue and idle:
                     worker = idle.pop()
                     spec, attempt = queue.popleft()
-                    ref = backend.submit(worker, spec.as_dict(), attempt, self._summary(spec))
+                    ref = backend.submit(worker, Episode(spec, attempt, self._summary(spec), run.identity))
                     inflight[ref] = (worker, spec, attempt, time.monotonic())
                 for ref in backend.wait(list(inflight), POLL_S):
                     worker, spec, attempt, _ = inflight.pop(ref)
@@ -304,9 +304,9 @@ class Driver:
             except (OSError, ValueError) as e:  # a record the run folder cannot hold: the attempt is infra
                 return self._retry(spec, attempt, f"storing the record failed: {type(e).__name__}: {e}", queue)
         self._write(spec, row)
-        if row["status"] != OK:
-            error = row.get("error") or INFRA_ERROR
-            if error.startswith(PERMANENT):  # retrying cannot help; the row stays infra_error
+        if row["status"] != Status.OK:
+            error = row.get("error") or EndReason.INFRA_ERROR
+            if row.get("error_kind") == ErrorKind.PERMANENT:  # retrying cannot help; the row stays infra_error
                 self.counts["permanent"] += 1
                 self.counts["infra"] += 1
                 if self.counts["permanent"] >= ABORT_AFTER and self.counts["ok"] + self.counts["failed"] == 0:

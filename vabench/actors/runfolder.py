@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.agents import prompts
+from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow
-from vabench.vocab import OK
+from vabench.vocab import Status
 
 from .config import RunConfig
-from .specs import EpisodeSpec, expand
+from .specs import expand
 
 
 def _read_status(path: Path) -> tuple[str, int] | None:
@@ -38,7 +39,7 @@ def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
         state = _read_status(spec.outcome_path(run.run_dir))
         if state is None:
             todo.append((spec, 1))
-        elif state[0] == OK or not run.retry_infra:
+        elif state[0] == Status.OK or not run.retry_infra:
             done += 1
         else:
             todo.append((spec, state[1] + 1))

@@ -1,78 +1,18 @@
-"""Episode specs: a run configuration expanded into (condition x task x seed x run) episodes, each
-with a deterministic place in the run folder, so a rerun knows what is already done."""
+"""A run configuration expanded into (condition x task x seed x run) episode specs
+(:class:`vabench.episodes.EpisodeSpec`), each with a deterministic place in the run folder."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
 from vabench.agents.registry import is_offline
-from vabench.vocab import PAPER_OBSERVATION, PAPER_RENDER, SummaryMode, condition_label, summary_mode
+from vabench.episodes import EpisodeSpec
+from vabench.vocab import SummaryKind
 
 from .config import RunConfig
 
 
-@dataclass(frozen=True)
-class EpisodeSpec:
-    model: str
-    protocol: str
-    summary_source: str
-    track: str
-    task: str
-    base_task: str
-    seed: int
-    run_index: int
-    observation: str = PAPER_OBSERVATION  # harness.observation; part of the condition (and the folder) when not paper
-    render: str = PAPER_RENDER  # the render preset; part of the condition (and the folder) when not paper
-
-    @property
-    def condition(self) -> str:
-        return condition_label(self.model, self.protocol, self.summary_source, self.observation, self.render)
-
-    @property
-    def summary_mode(self) -> SummaryMode:
-        return summary_mode(self.summary_source)
-
-    def identity(self) -> dict:
-        """The outcome row's episode identity (:class:`vabench.outcomes.OutcomeRow` fields)."""
-        return {**asdict(self), "condition": self.condition}
-
-    @property
-    def key(self) -> str:
-        """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
-        profile = () if self.observation == PAPER_OBSERVATION else (f"observation_{self.observation}",)
-        render = () if self.render == PAPER_RENDER else (f"render_{self.render}",)
-        return "/".join(
-            (
-                slug(self.model),
-                *profile,
-                *render,
-                self.protocol,
-                slug(self.summary_source),
-                self.track,
-                self.task,
-                f"seed{self.seed}_run{self.run_index}",
-            )
-        )
-
-    def outcome_path(self, run_dir: Path) -> Path:
-        return Path(run_dir) / "outcomes" / f"{self.key}.parquet"
-
-    def record_dir(self, run_dir: Path) -> Path:
-        return Path(run_dir) / "_records" / self.key
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"
-
-
 def summary_source(run: RunConfig) -> str:
     """Offline agents read no summary: their episodes say ``none`` whatever the condition asked."""
-    return "none" if is_offline(run.model.model) else str(run.summary)
+    return SummaryKind.NONE if is_offline(run.model.model) else str(run.summary)
 
 
 def expand(run: RunConfig) -> list[EpisodeSpec]:

@@ -29,18 +29,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.agents.harness import HarnessConfig, run_episode
+from vabench.agents.harness import Episode, HarnessConfig, Runtime, run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
-from vabench.agents.summary_store import Summary, SummaryStore, summary_identity
+from vabench.agents.summary_store import SummaryStore
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
-from vabench.vocab import INFRA_ERROR, PAPER_RENDER, TRANSFER
+from vabench.vocab import EndReason, Render
 
 from .runlock import DriverWatch, _snapshot
 from .scratch import Scratch, pack, read
-from .specs import EpisodeSpec
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 
@@ -126,11 +125,10 @@ class EpisodeWorker:
     def __init__(
         self,
         render: str,
-        recording: dict,
-        harness: dict,
-        model: dict,
+        recording: RecordingConfig,
+        harness: HarnessConfig,
+        model: ModelConfig,
         run_dir: str,
-        meta: dict,
         lock: tuple[str, str] | None = None,
         slots: int = 1,
         limiter=None,
@@ -143,13 +141,12 @@ class EpisodeWorker:
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.limiter, self.timeout_s = limiter, timeout_s
-        self.harness = HarnessConfig(**harness)
-        self.run_dir, self.meta = Path(run_dir), meta
+        self.harness, self.run_dir = harness, Path(run_dir)
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
         # episode's clock runs while another seat is being made
-        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=RecordingConfig(**recording), hold_cameras=slots == 1)
-        self.seats = [self._seat(VABenchEnv(cfg), make_model(ModelConfig(**model))) for _ in range(slots)]
+        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=recording, hold_cameras=slots == 1)
+        self.seats = [self._seat(VABenchEnv(cfg), make_model(model)) for _ in range(slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:
             self.free.put(seat)
@@ -208,17 +205,17 @@ class EpisodeWorker:
                 print(f"vabench worker {os.getpid()}: driver watch: {type(e).__name__}: {e}", file=sys.stderr)
             time.sleep(WATCH_S)
 
-    def run(self, spec: dict, attempt: int, summary: Summary | None = None) -> dict:
+    def run(self, episode: Episode) -> dict:
         """Run one episode on a free seat: ``{"row": its outcome row, "files": its record folder's
-        files, or None when written in place}``. ``summary``: the one the driver resolved for it; an
-        ``own`` episode given none is one whose learning ended without a summary (not infra): it runs
-        without, and its row says ``summary_learned`` false, so the analysis can count it."""
-        s = EpisodeSpec(**spec)
+        files, or None when written in place}``. ``episode.summary``: the one the driver resolved
+        for it; an ``own`` episode given none is one whose learning ended without a summary (not
+        infra): it runs without, and its row says ``summary_learned`` false, so the analysis can
+        count it."""
         seat = self.free.get()  # the driver never runs more episodes on a worker than it has seats
         seat.started, seat.limiter_s = time.monotonic(), 0.0
-        seat.key = s.key  # last: a clock read by stuck() is this episode's
+        seat.key = episode.spec.key  # last: a clock read by stuck() is this episode's
         try:
-            return self._run(seat, s, attempt, summary)
+            return self._run(seat, episode)
         finally:
             seat.key, seat.scratch = None, None
             self.free.put(seat)
@@ -233,43 +230,31 @@ class EpisodeWorker:
             else None
         )
 
-    def _run(self, seat: Seat, s: EpisodeSpec, attempt: int, summary: Summary | None) -> dict:
-        told = summary_identity(summary, s.summary_source)
-        rel = s.record_dir(Path()) / f"attempt{attempt}"
+    def _run(self, seat: Seat, episode: Episode) -> dict:
+        rel = episode.spec.record_dir(Path()) / f"attempt{episode.attempt}"
         if self.scratch is not None:
             folder = self.scratch.folder(rel)
             seat.scratch = (rel.as_posix(), folder)
         else:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
-        result = run_episode(
-            seat.env,
-            seat.model,
-            s.task,
-            s.seed,
-            folder,
-            s.protocol,
-            self.harness,
-            summary=summary,
-            summary_source=s.summary_source,
-            transfer=s.track == TRANSFER,
-            identity={**self.meta, **s.identity(), **told, "attempt": attempt},
-            sim=_SeatSim(self.sim, seat),
-            overdue=self._overdue(seat),
-        )
+        runtime = Runtime(_SeatSim(self.sim, seat), self._overdue(seat))
+        result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
         result.record = (rel / result.record).as_posix()
         self._check_driver()
         seat.scratch = None
         return {"row": result.row(), "files": pack(folder) if self.scratch is not None else None}
 
 
-def learn(model: dict, task: str, demo_root: str | None = None, limiter=None, render: str = PAPER_RENDER) -> dict:
+def learn(
+    model: ModelConfig, task: str, demo_root: str | None = None, limiter=None, render: str = Render.PAPER
+) -> dict:
     """Summary learning for one (model, task), on any node, from the demos recorded at the run's
     ``render`` preset: no simulator unless a demo must be recorded. Its requests go through the
     run's ``limiter`` like the episodes'. The summary and the learning record come back as text and
     files for the driver to store (workers never write the run's summary store, which another node
     may not see)."""
-    m = make_model(ModelConfig(**model))
+    m = make_model(model)
     if limiter is not None:
         m.limiter = limiter
     demos = Path(demo_root) if demo_root else None
@@ -280,7 +265,7 @@ def learn(model: dict, task: str, demo_root: str | None = None, limiter=None, re
             result = learn_summary(m, task, store, scratch.folder("record"), demos, preset=render)
             end, error, learned = result.end_reason, result.error, result.summary is not None
         except Exception as e:  # a crash: infra, and its record still reaches the driver
-            end, error, learned = INFRA_ERROR, f"{type(e).__name__}: {e}", False
+            end, error, learned = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", False
         return {
             "task": task,
             "end_reason": end,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vabench.vocab import PAPER_RENDER
+from vabench.vocab import Render
 
 from .tools import ToolResult
 
@@ -81,7 +81,7 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def load_demo(name: str, root: Path | None = None, preset: str = PAPER_RENDER) -> Demo:
+def load_demo(name: str, root: Path | None = None, preset: str = Render.PAPER) -> Demo:
     """Read and check ``<root>/<preset>/<name>/demo.json`` (root: ``$VABENCH_CACHE/demos``)."""
     from vabench.envs.demos import DEMO_FORMAT, demo_dir
 
@@ -131,7 +131,7 @@ class DemoStore:
     """The demonstration(s) a summary of ``task`` is learned from, served through ``expert.retrieve``
     and ``expert.frame``, with the record of which distinct frames the model inspected."""
 
-    def __init__(self, task: str, root: Path | None = None, preset: str = PAPER_RENDER):
+    def __init__(self, task: str, root: Path | None = None, preset: str = Render.PAPER):
         self.task = task
         self.summary_task = summary_task(task)
         self.demos: dict[str, Demo] = {name: load_demo(name, root, preset) for name in task_demos(task)}

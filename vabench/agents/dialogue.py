@@ -9,24 +9,24 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from vabench.vocab import INFRA_ERROR
+from vabench.vocab import EndReason, ErrorKind
 
 from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
-from .models import Model, ModelError, Reply
+from .models import Model, ModelError, Reply, Usage
 from .protocol import TOOL, Decision, ProtocolError
 from .records import EpisodeRecord
 from .tools import ToolResult
 
-PERMANENT = "model (permanent): "  # prefix of an infra error that retrying cannot fix
-
 
 class EpisodeEnd(Exception):
-    """Ends an episode (or a learning exchange) with an end_reason."""
+    """Ends an episode (or a learning exchange) with an end reason; one that could not be judged
+    (``infra_error``) says why (``error``) and whether retrying can help (``kind``)."""
 
-    def __init__(self, reason: str, error: str | None = None):
+    def __init__(self, reason: EndReason, error: str | None = None, kind: ErrorKind | None = None):
         super().__init__(reason)
         self.reason, self.error = reason, error
+        self.kind = kind or (ErrorKind.INFRA if reason == EndReason.INFRA_ERROR else None)
 
 
 class Dialogue:
@@ -44,11 +44,8 @@ class Dialogue:
     ):
         self.model, self.conv, self.record, self.config = model, conv, record, config
         self.overdue = overdue  # a reason when the episode ran out of time (checked before each call)
-        self.calls = self.repairs = self.tool_calls = self.prompt_tokens = self.completion_tokens = 0
-        self.reasoning_tokens = 0
-        self.answered = self.attempts = self.retries = 0  # answered calls; HTTP attempts; attempts after a failure
-        self.backoff_s = self.limit_wait_s = 0.0
-        self.cost: float | None = 0.0
+        self.calls = self.repairs = self.tool_calls = 0  # calls asked; repair prompts sent; tool calls answered
+        self.usage = Usage()  # what the calls cost, answered or not
 
     def ask(self, step: int, parse, tools, until=None) -> Decision:
         """Return the next non-tool decision. ``parse(text) -> Decision`` may raise ProtocolError;
@@ -57,7 +54,7 @@ class Dialogue:
         calls = repairs = 0
         while True:
             if calls >= self.config.max_calls_per_step:
-                raise EpisodeEnd("call_limit", f"{calls} model calls in step {step} without an action")
+                raise EpisodeEnd(EndReason.CALL_LIMIT, f"{calls} model calls in step {step} without an action")
             calls += 1
             reply = self._call(step)
             try:
@@ -65,7 +62,7 @@ class Dialogue:
             except ProtocolError as e:
                 self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
                 if repairs >= self.config.max_repairs:
-                    raise EpisodeEnd("repairs_exhausted", str(e)) from None
+                    raise EpisodeEnd(EndReason.REPAIRS_EXHAUSTED, str(e)) from None
                 repairs += 1
                 self.repairs += 1  # repair prompts sent
                 self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
@@ -92,7 +89,7 @@ class Dialogue:
         late = self.overdue() if self.overdue is not None else None
         if late:
             self.record.event("timeout", step=step, error=late)
-            raise EpisodeEnd(INFRA_ERROR, late)
+            raise EpisodeEnd(EndReason.INFRA_ERROR, late)
         messages, info = self.conv.request()
         self.calls += 1
         self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
@@ -100,44 +97,36 @@ class Dialogue:
         try:
             reply = self.model.complete(messages)
         except ModelError as e:
-            self.attempts += e.attempts
-            self.retries += max(0, e.attempts - 1)
-            self.backoff_s += e.backoff_s
-            self.limit_wait_s += e.limit_wait_s
+            self.usage += e.usage
+            u = e.usage
             self.record.event(
                 "model_error",
                 step=step,
                 error=str(e),
                 permanent=e.permanent,
-                attempts=e.attempts,
-                backoff_s=round(e.backoff_s, 4),
+                attempts=u.provider_attempts,
+                backoff_s=round(u.backoff_s, 4),
             )
-            raise EpisodeEnd(INFRA_ERROR, f"{PERMANENT if e.permanent else 'model: '}{e}") from None
+            kind = ErrorKind.PERMANENT if e.permanent else ErrorKind.INFRA
+            raise EpisodeEnd(EndReason.INFRA_ERROR, f"model: {e}", kind) from None
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
-            raise EpisodeEnd(INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
-        self.answered += 1
-        self.attempts += reply.attempts
-        self.retries += max(0, reply.attempts - 1)
-        self.backoff_s += reply.backoff_s
-        self.limit_wait_s += reply.limit_wait_s
-        self.prompt_tokens += reply.prompt_tokens
-        self.completion_tokens += reply.completion_tokens
-        self.reasoning_tokens += reply.reasoning_tokens
-        self.cost = None if self.cost is None or reply.cost_usd is None else self.cost + reply.cost_usd
+            raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
+        self.usage += reply.usage
+        u = reply.usage
         self.record.event(
             "reply",
             step=step,
             call=self.calls,
             text=reply.text,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            reasoning_tokens=reply.reasoning_tokens,
+            prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens,
+            reasoning_tokens=u.reasoning_tokens,
             reasoning=reply.reasoning,  # evaluator side: the conversation keeps only the reply's text
-            cost_usd=reply.cost_usd,
-            attempts=reply.attempts,
-            backoff_s=round(reply.backoff_s, 4),
-            limit_wait_s=round(reply.limit_wait_s, 4),
+            cost_usd=u.cost_usd,
+            attempts=u.provider_attempts,
+            backoff_s=round(u.backoff_s, 4),
+            limit_wait_s=round(u.limit_wait_s, 4),
             model_latency_s=round(reply.latency_s, 4),  # the answering attempt
             call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
             request_id=reply.request_id,

@@ -12,34 +12,50 @@ never scored as a task failure.
 Only the env API is used; the one privileged call (the task expert) is handed to models that
 declare ``privileged = True`` (the oracle), and their results say so.
 
-Several episodes may run at once in one process (threads, one env each): ``sim`` is then the
-process's simulator lock, held around every env call (reset, step, checker, expert) and never
-while the model is asked, so one episode steps while the others wait for their models.
+An episode is a value (:class:`Episode`: the spec, the attempt, the summary it carries and the
+run's part of its row) and runs in a :class:`Runtime`: several episodes may run at once in one
+process (threads, one env each), and ``Runtime.sim`` is then the process's simulator lock, held
+around every env call (reset, step, checker, expert) and never while the model is asked, so one
+episode steps while the others wait for their models.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from vabench.episodes import EpisodeSpec
 from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
-from vabench.vocab import INFRA_ERROR, OK, arms_label, protocol_named
+from vabench.recordfile import Event
+from vabench.vocab import (
+    EndReason,
+    ErrorKind,
+    ObservationProfile,
+    Status,
+    StepKind,
+    SummaryKind,
+    arms_label,
+    protocol_named,
+)
 
 from . import prompts
-from .dialogue import PERMANENT, Dialogue, EpisodeEnd, record_paths
+from .dialogue import Dialogue, EpisodeEnd, record_paths
 from .history import USER, Conversation, ImageRef
 from .models import EpisodeContext, Model
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
 from .records import RECORD_FORMAT, EpisodeRecord
+from .summary_store import Summary, summary_identity
 from .tools import EpisodeTools
 
-__all__ = ["PERMANENT", "EpisodeEnd", "HarnessConfig", "run_episode"]
+__all__ = ["Episode", "EpisodeEnd", "HarnessConfig", "Runtime", "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +66,7 @@ class HarnessConfig:
     context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
     keep_turns: int = 6  # observations kept verbatim when compacting
     history_actions: int = 20  # executed actions listed in each observation
-    observation: str = "paper"  # paper | explained: what each observation tells the model (prompts.OBSERVATIONS)
+    observation: str = ObservationProfile.PAPER  # what each observation tells the model (vocab.ObservationProfile)
     # Paper C.6: "the agent instruction limits camera-only chains to at most five consecutive actions": an
     # instruction (the system prompt says so); later camera actions execute and are counted in the row
     # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
@@ -63,9 +79,9 @@ class HarnessConfig:
         for key in ("max_calls_per_step", "max_images", "context_tokens", "keep_turns"):
             if getattr(self, key) < 1:
                 raise ValueError(f"harness.{key} must be >= 1, got {getattr(self, key)}")
-        if self.observation not in prompts.OBSERVATIONS:
+        if self.observation not in set(ObservationProfile):
             raise ValueError(
-                f"harness.observation must be one of {', '.join(prompts.OBSERVATIONS)}, got {self.observation!r}"
+                f"harness.observation must be one of {', '.join(ObservationProfile)}, got {self.observation!r}"
             )
 
 
@@ -87,90 +103,93 @@ def _serialised(expert: Callable, sim) -> Callable:
     return run
 
 
-def run_episode(
-    env,
-    model: Model,
-    task,
-    seed: int,
-    out_dir: Path,
-    protocol: str = "active",
-    config: HarnessConfig | None = None,
-    summary=None,
-    summary_source: str = "none",
-    transfer: bool = False,
-    identity: dict | None = None,
-    sim=None,
-    overdue: Callable[[], str | None] | None = None,
-) -> OutcomeRow:
-    """Run one episode of ``model`` on (task, seed) and return its outcome row.
+@dataclass(frozen=True)
+class Episode:
+    """One episode to run: what (``spec``), which infrastructure ``attempt``, the ``summary`` it
+    carries (a :class:`Summary` or None) and the ``run``'s part of its row (run_id, experiment)."""
 
-    ``summary`` is a :class:`vabench.agents.summary_store.Summary` (or None); ``identity`` holds
-    the row's run identity (run_id, experiment, condition, track, base_task, run_index, attempt;
-    see :class:`vabench.outcomes.OutcomeRow`), which the driver takes from the episode spec.
-    ``sim``: a lock held around every env call (episodes sharing a process); ``overdue()``: a
-    reason once the episode has run out of time, checked before every model call (an infra error).
-    """
-    config = config or HarnessConfig()
-    protocol = protocol_named(protocol).name  # a Protocol or its name; ValueError names the allowed ones
-    out_dir = Path(out_dir)
-    record = EpisodeRecord(out_dir)
+    spec: EpisodeSpec
+    attempt: int = 1
+    summary: Summary | None = None
+    run: Mapping = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, task: str, seed: int, protocol: str = "active", model: str = "", **spec) -> Episode:
+        """An episode of ``task`` outside any run (tests, benchmarks): the track and base task come
+        from the registered task; the model id, the observation profile and the render preset are
+        what the agent, the harness and the env use."""
+        from vabench.envs.tasks import task_class
+
+        t = task_class(task)
+        spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, **spec}
+        return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
+
+    def identity(self) -> dict:
+        """The row's identity: the run's part, the spec's, the attempt and what the summary was."""
+        told = summary_identity(self.summary, self.spec.summary_source)
+        summary_model = self.summary.summary_model if self.summary is not None else None
+        return {**self.run, **self.spec.identity(), **told, "summary_model": summary_model, "attempt": self.attempt}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How an episode shares its process: ``sim``, the lock held around every env call; ``overdue()``,
+    a reason once the episode has run out of time (checked before every model call: an infra error)."""
+
+    sim: AbstractContextManager = field(default_factory=contextlib.nullcontext)
+    overdue: Callable[[], str | None] | None = None
+
+
+def run_episode(
+    env, model: Model, episode: Episode, out_dir: Path, config: HarnessConfig | None = None, runtime=None
+) -> OutcomeRow:
+    """Run ``episode`` with ``model`` on ``env`` under ``config``, its record in ``out_dir``, and
+    return its outcome row. The spec must name the profile and render preset the run uses."""
+    config, runtime = config or HarnessConfig(), runtime or Runtime()
+    spec = _checked(episode.spec, model, config, env)
+    record = EpisodeRecord(Path(out_dir))
     started = time.perf_counter()
-    result = OutcomeRow(
-        **{
-            "model": model.name,
-            "protocol": protocol,
-            "task": getattr(task, "name", task),
-            "seed": int(seed),
-            "summary_source": summary_source,
-            **(identity or {}),
-            "record": str(record.path.relative_to(out_dir)),
-            "summary_model": getattr(summary, "summary_model", None),
-            "privileged": bool(model.privileged),
-            "prompt_version": prompts.PROMPT_VERSION,
-            "prompt_digest": prompts.prompt_digest(),
-            "observation": config.observation,
-            "render": env.config.preset.name,
-        }
+    row = OutcomeRow(
+        **Episode(spec, episode.attempt, episode.summary, episode.run).identity(),
+        record=str(record.path.relative_to(record.root)),
+        privileged=bool(model.privileged),
+        prompt_version=prompts.PROMPT_VERSION,
+        prompt_digest=prompts.prompt_digest(),
     )
-    dialogue = None
+    run = _Episode(env, model, record, config, row, runtime)
     try:
-        episode = _Episode(env, model, record, config, result, sim or contextlib.nullcontext(), overdue)
-        dialogue = episode.dialogue
-        episode.run(task, seed, protocol, summary, transfer)
+        run.run(spec, episode.summary)
     except EpisodeEnd as end:
-        result.end_reason, result.error = end.reason, end.error
+        row.end_reason, row.error, row.error_kind = end.reason, end.error, end.kind
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
-        result.end_reason, result.error = INFRA_ERROR, f"{type(e).__name__}: {e}"
-        record.event("crash", error=traceback.format_exc(limit=8))
+        row.end_reason, row.error, row.error_kind = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", ErrorKind.INFRA
+        record.event(Event.CRASH, error=traceback.format_exc(limit=8))
     except BaseException as e:  # Ctrl-C, or the process is told to exit: no result, nothing judged
         record.interrupted(e, time.perf_counter() - started)
         raise
-    result.status = INFRA_ERROR if result.end_reason == INFRA_ERROR else OK
-    result.success = result.end_reason == "success"
-    if dialogue is not None:
-        result.model_calls, result.repairs, result.tool_calls = (
-            dialogue.answered,
-            dialogue.repairs,
-            dialogue.tool_calls,
-        )
-        result.provider_attempts, result.backoff_s = dialogue.attempts, round(dialogue.backoff_s, 3)
-        result.provider_retries = dialogue.retries
-        result.limit_wait_s = round(dialogue.limit_wait_s, 3)
-        result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
-        result.reasoning_tokens = dialogue.reasoning_tokens
-        result.cost_usd = dialogue.cost
-        result.compactions = dialogue.conv.compactions if dialogue.conv else 0
-    result.wall_s = round(time.perf_counter() - started, 3)
-    record.event("result", **result.row())
+    run.finish(time.perf_counter() - started)
+    record.event(Event.RESULT, **row.row())
     record.close()
-    _video(record, getattr(env.config, "recording", None))
-    return result
+    _video(record, env.config.recording)
+    return row
+
+
+def _checked(spec: EpisodeSpec, model: Model, config: HarnessConfig, env) -> EpisodeSpec:
+    """The spec with what it leaves open filled in (the agent's name, the profile, the preset), and
+    refused when it names another profile or preset than the episode will really use: its row would
+    be filed under another condition."""
+    protocol_named(spec.protocol)  # ValueError names the allowed protocols
+    used = {"observation": config.observation, "render": env.config.preset.name}
+    wrong = {k: getattr(spec, k) for k, v in used.items() if getattr(spec, k) not in (None, v)}
+    if wrong:
+        raise ValueError(f"the episode spec says {wrong}, but this episode uses {used}")
+    return dataclasses.replace(spec, model=spec.model or model.name, **used)
 
 
 def _video(record: EpisodeRecord, recording) -> None:
     """The episode's mp4 from its recording views; a failure costs the video, never the result
     (``python -m vabench.review videos RUN`` makes it again)."""
-    if recording is None or not recording.video:
+    if not recording.video:
         return
     try:
         episode_video(record.root, recording.fps)
@@ -179,101 +198,124 @@ def _video(record: EpisodeRecord, recording) -> None:
 
 
 class _Episode:
-    def __init__(
-        self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, result: OutcomeRow, sim, overdue
-    ):
-        self.env, self.model, self.record, self.config, self.result = env, model, record, config, result
-        self.sim = sim
+    """One episode's loop: its env, model, record, row, conversation and counters."""
+
+    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime):
+        self.env, self.model, self.record, self.config, self.row = env, model, record, config, row
+        self.sim, self.overdue = runtime.sim, runtime.overdue
         self.tools = EpisodeTools()
-        self.dialogue = Dialogue(model, None, record, config, overdue)
+        self.dialogue: Dialogue | None = None  # built with its conversation, after reset
         self.executed: list[str] = []
         self.digest_lines: list[tuple[int, str]] = []
         self.chain = 0
 
-    def run(self, task: str, seed: int, protocol: str, summary, transfer: bool) -> None:
-        record, result, config = self.record, self.result, self.config
+    def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
         with self.sim:
-            obs = self.env.reset(task, seed, protocol)
-            result.checkpoints_total = len(self.env.checkpoints())
-        arms = tuple(obs.arms)
-        result.arms = arms_label(arms)
-        result.budget = obs.budget
-        paper = config.observation == prompts.PAPER
+            obs = self.env.reset(spec.task, spec.seed, spec.protocol)
+            self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
+        self.row.arms, self.row.budget = arms_label(obs.arms), obs.budget
+        self._start(obs, spec, summary)
+        parse = self._parser(tuple(obs.arms), protocol_named(spec.protocol).camera_actions)
+        self._observe(obs)
+        while True:
+            digest = self.dialogue.conv.compact_if_needed(self._digest, prompts.COMPACTED)
+            if digest:
+                self.record.event(
+                    Event.COMPACTION, step=obs.step, text=digest, turns_kept=len(self.dialogue.conv.turns)
+                )
+            decision = self.dialogue.ask(obs.step, parse, self._tool)
+            if decision.kind == STOP:
+                self.record.event(Event.STOP, step=obs.step, reason=decision.reason)
+                raise EpisodeEnd(EndReason.STOP)
+            obs = self._act(decision)
+
+    def _start(self, obs, spec: EpisodeSpec, summary: Summary | None) -> None:
+        """The system prompt, the conversation and its dialogue, the record's start, the model's."""
+        config, arms = self.config, tuple(obs.arms)
         summary_text = summary.text() if summary else None
-        system = prompts.system_prompt(obs.task, arms, protocol, summary_text, transfer, config.observation)
-        proto = protocol_named(protocol)
-        self.conv = Conversation(
-            system, proto.bundle, config.max_images, config.context_tokens, config.keep_turns, resend=not paper
+        system = prompts.system_prompt(obs.task, arms, spec.protocol, summary_text, spec.transfer, config.observation)
+        paper = config.observation == ObservationProfile.PAPER
+        bundle = protocol_named(spec.protocol).bundle
+        conv = Conversation(
+            system, bundle, config.max_images, config.context_tokens, config.keep_turns, resend=not paper
         )
-        self.dialogue.conv = self.conv
-        record.event(
-            "episode_start",
+        self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue)
+        self.record.event(
+            Event.EPISODE_START,
             format=RECORD_FORMAT,
             task=obs.task,
             instruction=obs.instruction,
-            seed=int(seed),
-            protocol=protocol,
+            seed=int(spec.seed),
+            protocol=spec.protocol,
             model=self.model.name,
             privileged=bool(self.model.privileged),
             arms=list(arms),
             budget=obs.budget,
             prompt_version=prompts.PROMPT_VERSION,
             prompt_digest=prompts.prompt_digest(),
-            summary_model=getattr(summary, "summary_model", None),
+            summary_model=summary.summary_model if summary else None,
             summary=summary_text,  # as the system prompt below carries it
             config=config.__dict__,
         )
         with self.sim:
             seen = self._evaluate(0, "reset")
         self._keep(0, *seen)
-        record.event("turn", role="system", kind="system", step=0, text=system, images=[])
+        self.record.event(Event.TURN, role="system", kind="system", step=0, text=system, images=[])
         expert = _serialised(self.env.expert, self.sim) if self.model.privileged else None
-        self.model.start_episode(EpisodeContext(obs.task, int(seed), arms, protocol, expert))
-        camera = proto.camera_actions
-        names = EpisodeTools.NAMES
+        self.model.start_episode(EpisodeContext(obs.task, int(spec.seed), arms, spec.protocol, expert))
 
+    def _parser(self, arms: tuple[str, ...], camera: bool) -> Callable[[str], Decision]:
         def parse(text: str) -> Decision:
-            decision = parse_decision(text, arms, camera, names)
-            if config.enforce_camera_chain and decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT:
+            decision = parse_decision(text, arms, camera, EpisodeTools.NAMES)
+            chained = decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT
+            if self.config.enforce_camera_chain and chained:
                 raise ProtocolError(prompts.CAMERA_CHAIN)
             return decision
 
-        def tools(decision: Decision):
-            return self.tools.call(decision.tool, decision.args)
+        return parse
 
+    def _tool(self, decision: Decision):
+        return self.tools.call(decision.tool, decision.args)
+
+    def _act(self, decision: Decision):
+        """Dispatch one decision to the env, count and record it; the next observation."""
+        with self.sim:
+            step = self.env.step(decision.obj)
+            evaluation = self.env.evaluate()
+            self._count(decision, step, evaluation)
+            seen = self._evaluate(step.step, step.observation.last_action)
+        obs = step.observation
+        self.record.event(
+            Event.ACTION,
+            step=step.step,
+            label=obs.last_action,
+            kind=step.kind,
+            payload=decision.obj,
+            reason=decision.reason,
+            valid=step.action_valid,
+            planner_success=step.planner_success,
+            feedback=step.feedback,
+            success=step.success,
+            checkpoints=evaluation["checkpoints"],  # evaluator-side only: never sent to the model
+            **({"placement": evaluation["placement"]} if evaluation["placement"] is not None else {}),
+        )
+        self._keep(step.step, *seen)
+        if step.done:
+            raise EpisodeEnd(EndReason.SUCCESS if step.success else EndReason.BUDGET)
         self._observe(obs)
-        while True:
-            digest = self.conv.compact_if_needed(self._digest, prompts.COMPACTED)
-            if digest:
-                record.event("compaction", step=obs.step, text=digest, turns_kept=len(self.conv.turns))
-            decision = self.dialogue.ask(obs.step, parse, tools)
-            if decision.kind == STOP:
-                record.event("stop", step=obs.step, reason=decision.reason)
-                raise EpisodeEnd("stop", None)
-            with self.sim:
-                step = self.env.step(decision.obj)
-                self._count(decision, step)
-                checkpoints, placement = self.env.checkpoints(), self._placement()
-                seen = self._evaluate(step.step, step.observation.last_action)
-            obs = step.observation
-            record.event(
-                "action",
-                step=step.step,
-                label=obs.last_action,
-                kind=step.kind,
-                payload=decision.obj,
-                reason=decision.reason,
-                valid=step.action_valid,
-                planner_success=step.planner_success,
-                feedback=step.feedback,
-                success=step.success,
-                checkpoints=checkpoints,  # evaluator-side only: never sent to the model
-                **placement,
-            )
-            self._keep(step.step, *seen)
-            if step.done:
-                raise EpisodeEnd("success" if step.success else "budget", None)
-            self._observe(obs)
+        return obs
+
+    def finish(self, wall_s: float) -> None:
+        """Close the row: status, success, what the calls cost, compactions, wall time."""
+        r = self.row
+        r.status = Status.INFRA_ERROR if r.end_reason == EndReason.INFRA_ERROR else Status.OK
+        r.success = r.end_reason == EndReason.SUCCESS
+        if self.dialogue is not None:
+            for key, value in self.dialogue.usage.columns().items():
+                setattr(r, key, value)
+            r.repairs, r.tool_calls = self.dialogue.repairs, self.dialogue.tool_calls
+            r.compactions = self.dialogue.conv.compactions
+        r.wall_s = round(wall_s, 3)
 
     def _evaluate(self, step: int, label: str) -> tuple:
         """The recording view and the evaluator-side state after reset or an action, for reviewers,
@@ -283,36 +325,34 @@ class _Episode:
     def _keep(self, step: int, view, state: dict) -> None:
         """Store them in the record (outside the simulator lock: other episodes may step)."""
         path = self.record.rel(self.record.save_recording(step, view)) if view is not None else None
-        self.record.event("state", step=step, recording=path, **state)
+        self.record.event(Event.STATE, step=step, recording=path, **state)
 
-    def _placement(self) -> dict:
-        """Per-object state of multi-object tasks (the basket track), for the record only."""
-        placement = getattr(self.env.task, "placement", None)
-        return {"placement": placement(self.env.privileged())} if callable(placement) else {}
-
-    def _count(self, decision: Decision, step) -> None:
-        r = self.result
+    def _count(self, decision: Decision, step, evaluation: dict) -> None:
+        r = self.row
         r.steps = step.step
         self.executed.append(step.observation.last_action)
-        self.chain = self.chain + 1 if step.kind == "camera" else 0
-        if step.kind == "camera":
+        self.chain = self.chain + 1 if step.kind == StepKind.CAMERA else 0
+        if step.kind == StepKind.CAMERA:
             r.camera_actions += 1
             r.camera_chain_over += int(self.chain > prompts.CAMERA_CHAIN_LIMIT)
-        elif step.kind == "robot":
+        elif step.kind == StepKind.ROBOT:
             r.robot_actions += 1
             r.planner_failures += int(not step.planner_success)
         else:
             r.invalid_actions += 1
-        progress = self.env.checkpoints()
+        progress = evaluation["checkpoints"]
         r.checkpoints_done, r.checkpoints_total = sum(map(bool, progress.values())), len(progress)
-        placed = getattr(self.env.task, "objects_placed", None)
-        if callable(placed):
-            r.objects_placed = int(placed(self.env.privileged()))
+        if evaluation["objects_placed"] is not None:
+            r.objects_placed = int(evaluation["objects_placed"])
+        self._digest_line(decision, step)
+
+    def _digest_line(self, decision: Decision, step) -> None:
+        """What compaction keeps of a step (under ``paper`` never the env's reason text)."""
         outcome = "valid" if step.action_valid else "invalid"
         outcome += ", planner ok" if step.planner_success else ", planner failed"
         why = f" - {decision.reason[:160]}" if decision.reason else ""
         self.digest_lines.append((step.step, f"step {step.step}: {step.observation.last_action} ({outcome}){why}"))
-        if step.feedback and self.config.observation != prompts.PAPER:  # paper: the reason stays in the record
+        if step.feedback and self.config.observation != ObservationProfile.PAPER:
             self.digest_lines.append((step.step, f"  feedback: {step.feedback[:300]}"))
 
     def _digest(self, first: int, last: int) -> str:
@@ -329,7 +369,7 @@ class _Episode:
             refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
         self.tools.observe(obs.step, frames, obs.proprio)
         text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions, self.config.observation)
-        self.conv.add(USER, text, "observation", obs.step, refs)
+        self.dialogue.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(
-            "turn", role=USER, kind="observation", step=obs.step, text=text, images=record_paths(self.record, refs)
+            Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=record_paths(self.record, refs)
         )

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vabench.vocab import INFRA_ERROR, PAPER_RENDER
+from vabench.recordfile import Event
+from vabench.vocab import LEARNED, EndReason, Render
 
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
 from .dialogue import Dialogue, EpisodeEnd
 from .harness import HarnessConfig
 from .history import USER, Conversation
-from .models import Model
+from .models import Model, Usage
 from .protocol import TOOL, Decision, ProtocolError, parse_decision
 from .records import EpisodeRecord
 from .summary_schema import SummaryError
@@ -41,14 +42,11 @@ class LearnResult:
     summary: Summary | None
     end_reason: str  # learned | repairs_exhausted | call_limit | infra_error
     attempts: int
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
+    usage: Usage = field(default_factory=Usage)
     error: str | None = None
 
 
-def ensure_demos(task: str, root: Path | None = None, preset: str = PAPER_RENDER) -> None:
+def ensure_demos(task: str, root: Path | None = None, preset: str = Render.PAPER) -> None:
     """Record any missing demonstration of ``task`` at ``preset`` (needs the simulator; cached afterwards)."""
     from vabench.envs.demos import record
 
@@ -64,25 +62,20 @@ def learn_summary(
     demo_root: Path | None = None,
     config: HarnessConfig | None = None,
     attempts: int = MAX_ATTEMPTS,
-    preset: str = PAPER_RENDER,
+    preset: str = Render.PAPER,
 ) -> LearnResult:
     """Run learning episodes until one saves a summary (at most ``attempts``), from the demos
     recorded at the run's render ``preset``."""
     config = config or HarnessConfig()
     base = summary_task(task)
     ensure_demos(base, demo_root, preset)
-    total = LearnResult(base, model.name, None, "call_limit", 0)
+    total = LearnResult(base, model.name, None, EndReason.CALL_LIMIT, 0)
     for attempt in range(1, attempts + 1):
-        one = _attempt(
-            model, base, store, Path(out_dir) / f"attempt_{attempt}", DemoStore(base, demo_root, preset), config
-        )
-        total.attempts = attempt
-        total.model_calls += one.model_calls
-        total.prompt_tokens += one.prompt_tokens
-        total.completion_tokens += one.completion_tokens
-        total.cost_usd = None if total.cost_usd is None or one.cost_usd is None else total.cost_usd + one.cost_usd
+        demos = DemoStore(base, demo_root, preset)
+        one = _attempt(model, base, store, Path(out_dir) / f"attempt_{attempt}", demos, config)
+        total.attempts, total.usage = attempt, total.usage + one.usage
         total.summary, total.end_reason, total.error = one.summary, one.end_reason, one.error
-        if one.summary is not None or one.end_reason == INFRA_ERROR:
+        if one.summary is not None or one.end_reason == EndReason.INFRA_ERROR:
             break
     return total
 
@@ -92,15 +85,14 @@ def _attempt(
 ) -> LearnResult:
     from vabench.envs.tasks import task_class
 
-    instruction = task_class(task).instruction
     record = EpisodeRecord(out_dir)
     conv = Conversation(prompts.LEARNING_SYSTEM, False, config.max_images, config.context_tokens, config.keep_turns)
     dialogue = Dialogue(model, conv, record, config)
-    result = LearnResult(task, model.name, None, "call_limit", 1)
+    result = LearnResult(task, model.name, None, EndReason.CALL_LIMIT, 1)
     saved: list[Summary] = []
     started = time.perf_counter()
     record.event(
-        "learning_start",
+        Event.LEARNING_START,
         format="vabench.learning_record.v1",
         task=task,
         model=model.name,
@@ -108,19 +100,46 @@ def _attempt(
         prompt_version=prompts.PROMPT_VERSION,
         prompt_digest=prompts.prompt_digest(),
     )
-    record.event("turn", role="system", kind="system", step=0, text=prompts.LEARNING_SYSTEM, images=[])
-    opening = prompts.LEARNING_TASK.format(instruction=instruction)
+    record.event(Event.TURN, role="system", kind="system", step=0, text=prompts.LEARNING_SYSTEM, images=[])
+    opening = prompts.LEARNING_TASK.format(instruction=task_class(task).instruction)
     conv.add(USER, opening, "task", 0)
-    record.event("turn", role=USER, kind="task", step=0, text=opening, images=[])
+    record.event(Event.TURN, role=USER, kind="task", step=0, text=opening, images=[])
+    try:
+        dialogue.ask(0, _parse, _tools(demos, store, model.name, task, saved), until=lambda: bool(saved))
+        result.end_reason, result.summary = LEARNED, saved[-1]
+    except EpisodeEnd as end:
+        result.end_reason, result.error = end.reason, end.error
+    except BaseException as e:  # Ctrl-C, or a bug: the record says so, and the exception goes on
+        record.interrupted(e, time.perf_counter() - started)
+        raise
+    result.usage = dialogue.usage
+    record.event(
+        Event.LEARNING_RESULT,
+        end_reason=result.end_reason,
+        error=result.error,
+        frames_inspected=demos.inspected,
+        model_calls=result.usage.model_calls,
+        provider_attempts=result.usage.provider_attempts,
+        provider_retries=result.usage.provider_retries,
+        backoff_s=round(result.usage.backoff_s, 3),
+        wall_s=round(time.perf_counter() - started, 3),
+    )
+    record.close()
+    return result
 
-    def parse(text: str) -> Decision:
-        decision = parse_decision(text, ("right",), False, LEARN_TOOLS)
-        if decision.kind != TOOL:
-            raise ProtocolError(
-                "during summary learning only the tools expert.retrieve, expert.frame and expert.learn are "
-                "available; no robot or camera action exists yet. Save your summary with expert.learn."
-            )
-        return decision
+
+def _parse(text: str) -> Decision:
+    decision = parse_decision(text, ("right",), False, LEARN_TOOLS)
+    if decision.kind != TOOL:
+        raise ProtocolError(
+            "during summary learning only the tools expert.retrieve, expert.frame and expert.learn are "
+            "available; no robot or camera action exists yet. Save your summary with expert.learn."
+        )
+    return decision
+
+
+def _tools(demos: DemoStore, store: SummaryStore, model: str, task: str, saved: list[Summary]):
+    """The learning tools: the demo tools, and ``expert.learn`` behind the frame-inspection gate."""
 
     def tools(decision: Decision) -> ToolResult:
         if decision.tool == "expert.retrieve":
@@ -131,33 +150,10 @@ def _attempt(
         if gate:
             return ToolResult(gate, ok=False)
         try:
-            path = store.save(model.name, task, decision.args, demos.inspected, prompts.PROMPT_VERSION)
+            path = store.save(model, task, decision.args, demos.inspected, prompts.PROMPT_VERSION)
         except SummaryError as e:
             return ToolResult(f"summary not saved: {e}", ok=False)
-        saved.append(store.load(model.name, task))
+        saved.append(store.load(model, task))
         return ToolResult(f"summary saved ({path.name}):\n{json.dumps(saved[-1].fields, indent=1)}")
 
-    try:
-        dialogue.ask(0, parse, tools, until=lambda: bool(saved))
-        result.end_reason = "learned"
-        result.summary = saved[-1]
-    except EpisodeEnd as end:
-        result.end_reason, result.error = end.reason, end.error
-    except BaseException as e:  # Ctrl-C, or a bug: the record says so, and the exception goes on
-        record.interrupted(e, time.perf_counter() - started)
-        raise
-    result.model_calls, result.cost_usd = dialogue.answered, dialogue.cost
-    result.prompt_tokens, result.completion_tokens = dialogue.prompt_tokens, dialogue.completion_tokens
-    record.event(
-        "learning_result",
-        end_reason=result.end_reason,
-        error=result.error,
-        frames_inspected=demos.inspected,
-        model_calls=result.model_calls,
-        provider_attempts=dialogue.attempts,
-        provider_retries=dialogue.retries,
-        backoff_s=round(dialogue.backoff_s, 3),
-        wall_s=round(time.perf_counter() - started, 3),
-    )
-    record.close()
-    return result
+    return tools

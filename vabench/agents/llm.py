@@ -21,7 +21,7 @@ from typing import Any
 import tenacity
 
 from .history import message_tokens
-from .models import Model, ModelConfig, ModelError, Reply
+from .models import Model, ModelConfig, ModelError, Reply, Usage
 from .ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -261,103 +261,107 @@ class LiteLLMModel(Model):
 
     # -- the call -------------------------------------------------------------------------------
     def complete(self, messages: list[dict]) -> Reply:
-        litellm = _litellm()
-        import openai  # installed with litellm; imported after it
+        call = _Call(self, messages, self._api_key())
+        return call.reply(call.run())
 
-        key = self._api_key()
-        kwargs = self._kwargs(messages, key)
-        attempts = 0
-        latency = backoff = limit_wait = 0.0
-        limiter = self._limiter()
-        est = message_tokens(messages) + self.cfg.max_tokens if limiter is not None else 0
 
-        def attempt() -> Any:
-            nonlocal attempts, latency, limit_wait
-            if limiter is not None:  # every attempt is a request the provider counts, retries included
-                wait = self._limit(limiter, "acquire", est)
-                if wait > 0:
-                    time.sleep(wait)
-                    limit_wait += wait
-            attempts += 1
-            t0 = time.perf_counter()
-            try:
-                response = litellm.completion(**kwargs)
-            except Exception as exc:
-                if _is_retryable(exc):
-                    asked = _retry_after_s(exc) if limiter is not None and _is_rate_limited(exc) else None
-                    if asked is not None:  # capped like the backoff: one knob bounds a provider's say-so
-                        self._limit(limiter, "pause", min(asked, self.cfg.backoff_max_s))
-                    raise
-                if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
-                    status = getattr(exc, "status_code", None)
-                    raise ModelError(
-                        f"{self.name}: not retryable (status {status}): {type(exc).__name__}: {self._short(exc, key)}",
-                        permanent=True,
-                    ) from None
-                raise  # a bug on our side (bad arguments, ...): let it surface as itself
-            latency = time.perf_counter() - t0
-            return response
+class _Call:
+    """One request and its retries, and what it has cost so far (HTTP attempts, backoff, limit
+    waits): the usage of its Reply, or of the ModelError when the provider cannot answer."""
 
-        def log_retry(state: tenacity.RetryCallState) -> None:
-            nonlocal backoff
-            exc = state.outcome.exception() if state.outcome is not None else None
-            wait = state.next_action.sleep if state.next_action is not None else 0.0
-            backoff += wait
-            log.warning(
-                "%s: attempt %d/%d failed with %s; retrying in %.2f s",
-                self.name,
-                state.attempt_number,
-                self.cfg.max_retries + 1,
-                type(exc).__name__,
-                wait,
-            )
+    def __init__(self, model: LiteLLMModel, messages: list[dict], key: str | None):
+        self.model, self.key = model, key
+        self.kwargs = model._kwargs(messages, key)
+        self.limiter = model._limiter()
+        self.est = message_tokens(messages) + model.cfg.max_tokens if self.limiter is not None else 0
+        self.attempts = 0
+        self.latency = self.backoff = self.limit_wait = 0.0
 
+    def usage(self, answered: bool = False, **tokens) -> Usage:
+        return Usage.of_call(self.attempts, answered, self.backoff, self.limit_wait, **tokens)
+
+    def _failed(self, text: str, permanent: bool = False) -> ModelError:
+        return ModelError(f"{self.model.name}: {text}", permanent=permanent, usage=self.usage())
+
+    def attempt(self) -> Any:
+        """One HTTP attempt; every attempt is a request the provider counts, retries included."""
+        import openai  # installed with litellm
+
+        if self.limiter is not None:
+            wait = self.model._limit(self.limiter, "acquire", self.est)
+            if wait > 0:
+                time.sleep(wait)
+                self.limit_wait += wait
+        self.attempts += 1
+        t0 = time.perf_counter()
+        try:
+            response = _litellm().completion(**self.kwargs)
+        except Exception as exc:
+            if _is_retryable(exc):
+                asked = _retry_after_s(exc) if self.limiter is not None and _is_rate_limited(exc) else None
+                if asked is not None:  # capped like the backoff: one knob bounds a provider's say-so
+                    self.model._limit(self.limiter, "pause", min(asked, self.model.cfg.backoff_max_s))
+                raise
+            if isinstance(exc, openai.OpenAIError):  # every LiteLLM exception derives from it
+                status = getattr(exc, "status_code", None)
+                short = self.model._short(exc, self.key)
+                raise self._failed(f"not retryable (status {status}): {type(exc).__name__}: {short}", True) from None
+            raise  # a bug on our side (bad arguments, ...): let it surface as itself
+        self.latency = time.perf_counter() - t0
+        return response
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        self.backoff += wait
+        cfg = self.model.cfg
+        log.warning(
+            "%s: attempt %d/%d failed with %s; retrying in %.2f s",
+            self.model.name,
+            state.attempt_number,
+            cfg.max_retries + 1,
+            type(exc).__name__,
+            wait,
+        )
+
+    def run(self) -> Any:
+        cfg = self.model.cfg
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_is_retryable),
-            wait=_Backoff(self.cfg.backoff_initial_s, self.cfg.backoff_max_s),
-            stop=tenacity.stop_after_attempt(self.cfg.max_retries + 1),
-            before_sleep=log_retry,
+            wait=_Backoff(cfg.backoff_initial_s, cfg.backoff_max_s),
+            stop=tenacity.stop_after_attempt(cfg.max_retries + 1),
+            before_sleep=self._before_retry,
             reraise=True,
         )
         try:
-            response = retrying(attempt)
-        except ModelError as e:
-            e.attempts, e.backoff_s, e.limit_wait_s = attempts, backoff, limit_wait
+            return retrying(self.attempt)
+        except ModelError:
             raise
         except Exception as exc:
             if not _is_retryable(exc):
                 raise
-            raise ModelError(
-                f"{self.name}: gave up after {attempts} attempts: {type(exc).__name__}: {self._short(exc, key)}",
-                attempts=attempts,
-                backoff_s=backoff,
-                limit_wait_s=limit_wait,
-            ) from None
+            short = self.model._short(exc, self.key)
+            raise self._failed(f"gave up after {self.attempts} attempts: {type(exc).__name__}: {short}") from None
 
+    def reply(self, response: Any) -> Reply:
         usage = getattr(response, "usage", None)
-        used = int(getattr(usage, "prompt_tokens", 0) or 0) + int(getattr(usage, "completion_tokens", 0) or 0)
-        if limiter is not None and used > 0:  # no usage reported: the estimate stands
-            self._limit(limiter, "settle", est, used)
-
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        if self.limiter is not None and prompt + completion > 0:  # no usage reported: the estimate stands
+            self.model._limit(self.limiter, "settle", self.est, prompt + completion)
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise ModelError(
-                f"{self.name}: the provider returned no choices (request {getattr(response, 'id', None)})",
-                attempts=attempts,
-                backoff_s=backoff,
-                limit_wait_s=limit_wait,
-            )
+            raise self._failed(f"the provider returned no choices (request {getattr(response, 'id', None)})")
         message = choices[0].message
+        tokens = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "reasoning_tokens": _reasoning_tokens(usage),
+        }
         return Reply(
             text=getattr(message, "content", None) or "",
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            reasoning_tokens=_reasoning_tokens(usage),
-            reasoning=getattr(message, "reasoning_content", None) or None,
-            cost_usd=self._cost(response),
-            latency_s=latency,
-            attempts=attempts,
+            usage=self.usage(answered=True, **tokens, cost_usd=self.model._cost(response)),
+            latency_s=self.latency,
             request_id=getattr(response, "id", None),
-            backoff_s=backoff,
-            limit_wait_s=limit_wait,
+            reasoning=getattr(message, "reasoning_content", None) or None,
         )

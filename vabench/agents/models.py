@@ -11,21 +11,48 @@ from __future__ import annotations
 import base64
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What model calls cost, one value that adds up: per reply or failed call, per episode, per
+    summary learning. Its field names are the outcome row's columns, copied as they are."""
+
+    model_calls: int = 0  # calls the provider answered
+    provider_attempts: int = 0  # HTTP attempts, failed and retried ones included
+    provider_retries: int = 0  # attempts that repeated a failed one (rate limit, timeout, 5xx)
+    backoff_s: float = 0.0  # waited before retries (Retry-After honoured)
+    limit_wait_s: float = 0.0  # waited on the run's rate limits before sending; never an error
+    prompt_tokens: int = 0
+    completion_tokens: int = 0  # reasoning tokens included
+    reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
+    cost_usd: float | None = 0.0  # None: some price was unknown (unmapped model)
+
+    @classmethod
+    def of_call(cls, attempts: int, answered: bool, backoff_s: float = 0.0, limit_wait_s: float = 0.0, **tokens):
+        """One call's usage: ``attempts`` HTTP attempts, answered or not, and its tokens and cost."""
+        return cls(int(answered), attempts, max(0, attempts - 1), backoff_s, limit_wait_s, **tokens)
+
+    def __add__(self, other: Usage) -> Usage:
+        added = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "cost_usd"}
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return Usage(**added, cost_usd=cost)
+
+    def columns(self) -> dict:
+        """The outcome row's usage columns (waits rounded to milliseconds)."""
+        return {**asdict(self), "backoff_s": round(self.backoff_s, 3), "limit_wait_s": round(self.limit_wait_s, 3)}
+
+
+ANSWERED = Usage(model_calls=1)  # an offline agent's reply: answered, no HTTP, no cost
 
 
 @dataclass(frozen=True)
 class Reply:
     text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None  # None: the provider's price is unknown (unmapped model)
-    latency_s: float = 0.0
-    attempts: int = 1  # HTTP attempts, retries included
+    usage: Usage = ANSWERED
+    latency_s: float = 0.0  # the answering HTTP attempt
     request_id: str | None = None
-    backoff_s: float = 0.0  # time spent waiting between failed attempts and their retries
-    limit_wait_s: float = 0.0  # seconds waited on the run's rate limits before sending; never an error
-    reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
     reasoning: str | None = None  # reasoning text a provider returned: kept in the record, never sent back
 
 
@@ -33,20 +60,12 @@ class ModelError(RuntimeError):
     """The provider could not answer (retries exhausted, or a non-retryable error). Infra, not skill.
 
     ``permanent``: retrying cannot help (bad key, unknown model, a rejected request), so a driver
-    should stop and say so instead of burning every episode's attempts."""
+    should stop and say so instead of burning every episode's attempts; ``usage``: what the
+    unanswered call cost (HTTP attempts, waits)."""
 
-    def __init__(
-        self,
-        message: str,
-        permanent: bool = False,
-        attempts: int = 0,
-        backoff_s: float = 0.0,
-        limit_wait_s: float = 0.0,
-    ):
+    def __init__(self, message: str, permanent: bool = False, usage: Usage | None = None):
         super().__init__(message)
-        self.permanent = permanent
-        self.attempts, self.backoff_s = attempts, backoff_s  # what the unanswered call cost (HTTP attempts, waits)
-        self.limit_wait_s = limit_wait_s  # seconds of it spent waiting on the run's rate limits
+        self.permanent, self.usage = permanent, usage or Usage()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from vabench.envs import action_names
+from vabench.recordfile import Event
 from vabench.vocab import protocol_named
 
 from .models import EpisodeContext, Model, ModelError, Reply
@@ -42,10 +43,8 @@ class OracleAgent(Model):
             raise ModelError("oracle: no episode started")
         action = next(self._actions, None)
         if action is None:
-            return Reply(
-                json.dumps({"stop": True, "reason": ORACLE_REASON + ": expert finished"}), cost_usd=0.0, attempts=0
-            )
-        return Reply(json.dumps({**action, "reason": ORACLE_REASON}), cost_usd=0.0, attempts=0)
+            return Reply(json.dumps({"stop": True, "reason": ORACLE_REASON + ": expert finished"}))
+        return Reply(json.dumps({**action, "reason": ORACLE_REASON}))
 
 
 class RandomAgent(Model):
@@ -89,14 +88,14 @@ class RandomAgent(Model):
         return out
 
     def complete(self, messages: list[dict]) -> Reply:
-        return Reply(json.dumps({**self.decision(), "reason": "random"}), cost_usd=0.0, attempts=0)
+        return Reply(json.dumps({**self.decision(), "reason": "random"}))
 
 
 class ReplayAgent(Model):
     def __init__(self, record: Path, name: str | None = None):
         events = read_events(Path(record))
         self.replies = [e["text"] for e in events if e.get("type") == "reply"]
-        start = next((e for e in events if e.get("type") == "episode_start"), {})
+        start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
         self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
         self.privileged = bool(start.get("privileged", False))
         self.name = name or f"replay:{start.get('model', 'unknown')}"
@@ -114,4 +113,4 @@ class ReplayAgent(Model):
         if self._next >= len(self.replies):
             raise ModelError(f"replay: the record has only {len(self.replies)} replies; the episode diverged")
         self._next += 1
-        return Reply(self.replies[self._next - 1], cost_usd=0.0, attempts=0)
+        return Reply(self.replies[self._next - 1])

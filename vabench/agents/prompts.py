@@ -18,11 +18,9 @@ import json
 from pathlib import Path
 
 from vabench.envs import action_names
-from vabench.vocab import PAPER_OBSERVATION, protocol_named
+from vabench.vocab import ObservationProfile, protocol_named
 
 PROMPT_VERSION = "vabench-prompts-v2"  # v2: observation profiles (paper | explained)
-PAPER, EXPLAINED = PAPER_OBSERVATION, "explained"
-OBSERVATIONS = (PAPER, EXPLAINED)  # what each observation tells the model (harness.observation)
 PASSIVE_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
 CAMERA_CHAIN_LIMIT = 5
 
@@ -201,8 +199,8 @@ EXPLAINED_FEEDBACK = (  # explained only: the env's reasons reach the model
 )
 
 
-def _rules(observation: str = PAPER) -> str:
-    explained = observation != PAPER
+def _rules(observation: str = ObservationProfile.PAPER) -> str:
+    explained = observation != ObservationProfile.PAPER
     lines = []
     for key, text in RULES:
         if explained and key == "world_axes":
@@ -219,7 +217,7 @@ def system_prompt(
     protocol: str,
     summary: str | None = None,
     transfer: bool = False,
-    observation: str = PAPER,
+    observation: str = ObservationProfile.PAPER,
 ) -> str:
     """The first message of every evaluation episode (summary included once, not every step)."""
     parts = [HEADER, _rules(observation)]
@@ -261,7 +259,9 @@ def proprio_text(proprio: dict) -> str:
     return "\n".join(lines)
 
 
-def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 20, observation: str = PAPER) -> str:
+def step_text(
+    obs, executed: list[str], camera_chain: int, history_steps: int = 20, observation: str = ObservationProfile.PAPER
+) -> str:
     """The text of one observation turn (images follow it).
 
     ``paper`` (the default; paper 3.4, D.1-D.2, reference harness 2.2 and 5.6): the step count, the
@@ -269,7 +269,7 @@ def step_text(obs, executed: list[str], camera_chain: int, history_steps: int = 
     proprioception, the executed actions; no budget, no reason text. ``explained`` (an ablation)
     adds the budget left, why an action was invalid, clamped, refused or stopped short (texts that
     may name task objects and distances) and the consecutive-camera count."""
-    explained = observation == EXPLAINED
+    explained = observation == ObservationProfile.EXPLAINED
     if explained:
         lines = [f"Observation step {obs.step} of {obs.budget} ({obs.budget_left} steps left)."]
     else:

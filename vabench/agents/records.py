@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vabench.recordfile import RECORDING, read_events
+from vabench.recordfile import RECORDING, Event, read_events
 
 __all__ = ["RECORD_FORMAT", "EpisodeRecord", "read_events", "set_aside"]
 
@@ -35,10 +35,12 @@ class EpisodeRecord:
             raise FileExistsError(f"{self.path} already holds an episode record; use a new folder") from None
         self._seq = 0
 
-    def event(self, event_type: str, /, **data) -> None:
+    def event(self, kind: Event, /, **data) -> None:
+        """Append one event (``kind``: a declared :class:`vabench.recordfile.Event`; a typo is an error)."""
+        kind = Event(kind)
         self._seq += 1
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        line = {"seq": self._seq, "time": now, "type": event_type, **data}
+        line = {"seq": self._seq, "time": now, "type": kind, **data}
         self._file.write(json.dumps(line, default=_jsonable) + "\n")  # ASCII: lone surrogates cannot break it
         self._file.flush()
 
@@ -74,7 +76,7 @@ class EpisodeRecord:
 
     def interrupted(self, exc: BaseException, wall_s: float) -> None:
         """Close the record of an episode that ends without a result (Ctrl-C, exit): it says so."""
-        self.event("interrupted", error=type(exc).__name__, wall_s=round(wall_s, 3))
+        self.event(Event.INTERRUPTED, error=type(exc).__name__, wall_s=round(wall_s, 3))
         self.close()
 
     def close(self) -> None:

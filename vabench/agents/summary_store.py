@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vabench.vocab import SummaryMode, summary_mode
+from vabench.vocab import SummaryKind, SummaryMode, summary_mode
 
 from .demo_tools import is_int as _is_int
 from .demo_tools import show_value as _show
@@ -214,9 +214,9 @@ def resolve_summary(store: SummaryStore, mode: str | SummaryMode, evaluated_mode
     learned one yet; the caller runs the learning episode first). ``none``: None. ``shared:<m>``:
     m's summary, which must exist (a shared-summary control never silently falls back)."""
     mode = summary_mode(mode)
-    if mode.kind == "none":
+    if mode.kind == SummaryKind.NONE:
         return None
-    if mode.kind == "own":
+    if mode.kind == SummaryKind.OWN:
         return store.load(evaluated_model, task)
     source = mode.source
     found = store.load(source, task)
@@ -233,7 +233,7 @@ def resolve_summary(store: SummaryStore, mode: str | SummaryMode, evaluated_mode
 def summary_identity(summary: Summary | None, mode: str | SummaryMode) -> dict:
     """The row's ``summary_learned`` and ``summary_digest`` for an episode run with ``summary``:
     an ``own`` episode whose learning ended without a summary runs without one, and says so."""
-    asked = summary_mode(mode).kind != "none"
+    asked = summary_mode(mode).kind != SummaryKind.NONE
     return {
         "summary_learned": (summary is not None) if asked else None,
         "summary_digest": summary.digest() if summary is not None else None,

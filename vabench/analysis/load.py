@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.outcomes import COLUMNS, read_rows
-from vabench.vocab import DUAL, INFRA_ERROR, OK, SINGLE, condition_label
+from vabench.vocab import Arms, ObservationProfile, Status, condition_label
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -102,7 +102,7 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         p.loc[old & p["condition"].notna(), "condition"] = (
             p.loc[old & p["condition"].notna(), "condition"] + " | observation prompts-v1"
         )
-    p["observation"] = p["observation"].fillna("paper")
+    p["observation"] = p["observation"].fillna(ObservationProfile.PAPER)
     no_cond = p["condition"].isna()
     cols = ["model", "protocol", "summary_source", "observation"]
     p.loc[no_cond, "condition"] = [condition_label(*x) for x in p.loc[no_cond, cols].itertuples(index=False)]
@@ -116,8 +116,8 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p.loc[priv, "condition"] = p.loc[priv, "condition"] + PRIVILEGED
 
     success = p["success"].astype("boolean")
-    infra = p["status"] == INFRA_ERROR
-    judged = ~infra & (p["status"].isna() | (p["status"] == OK)) & success.notna()
+    infra = p["status"] == Status.INFRA_ERROR
+    judged = ~infra & (p["status"].isna() | (p["status"] == Status.OK)) & success.notna()
     p["state"] = "unjudged"
     p.loc[judged, "state"] = "judged"
     p.loc[infra, "state"] = "infra_error"
@@ -152,7 +152,7 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     # a task's arms from its judged rows (an infra row may predate the scene reset)
     arms = _arms_map(p)
     p["arms"] = p["task"].map(arms).where(p["task"].isin(arms.keys()), p["arms"])
-    no_arms = (p["state"] == "judged") & ~p["arms"].isin([SINGLE, DUAL])
+    no_arms = (p["state"] == "judged") & ~p["arms"].isin(list(Arms))
     if no_arms.any():
         tasks = ", ".join(sorted(set(p.loc[no_arms, "task"])))
         notes.append(f"No single/dual arms for task(s) {tasks}: counted in 'all' only.")

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.recordfile import read_events
+from vabench.recordfile import Event, read_events
+from vabench.vocab import StepKind
 
 from . import labels as L
 from .agreement import ac1_pair, cohen_kappa
@@ -88,9 +89,9 @@ class Record:
 def read_record(path: str | Path) -> Record:
     """The action and state events of an episode record (JSONL; torn or non-object lines skipped)."""
     events = read_events(path)
-    start = next((e for e in events if e.get("type") == "episode_start"), {})
-    actions = sorted((e for e in events if e.get("type") == "action" and "step" in e), key=lambda e: e["step"])
-    states = {int(e["step"]): e for e in events if e.get("type") == "state" and "step" in e}
+    start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
+    actions = sorted((e for e in events if e.get("type") == Event.ACTION and "step" in e), key=lambda e: e["step"])
+    states = {int(e["step"]): e for e in events if e.get("type") == Event.STATE and "step" in e}
     return Record(start.get("task"), actions, states)
 
 
@@ -164,10 +165,10 @@ def errors(rec: Record, tgt: str | None) -> list[tuple[int, str]]:
     pressing = (rec.task or "").removesuffix("_heldout") in TOUCH_ONLY  # closed fingers press: no grasp to miss
     for a in rec.actions:
         k = a["step"]
-        if a.get("kind") == "invalid" or a.get("valid") is False:
+        if a.get("kind") == StepKind.INVALID or a.get("valid") is False:
             out.append((k, "invalid"))
             continue
-        if a.get("kind") == "robot" and a.get("planner_success") is False:
+        if a.get("kind") == StepKind.ROBOT and a.get("planner_success") is False:
             out.append((k, "planner"))
             continue
         prev, now = rec.states.get(k - 1), rec.states.get(k)
@@ -215,7 +216,7 @@ def _fg(rec: Record, tgt: str | None) -> int:
     idx = next((i for i, a in enumerate(rec.actions) if str(_payload(a).get("action", "")).endswith("close")), None)
     if idx is None:
         return 0
-    looked = any(a.get("kind") == "camera" for a in rec.actions[max(0, idx - FG_WINDOW) : idx])
+    looked = any(a.get("kind") == StepKind.CAMERA for a in rec.actions[max(0, idx - FG_WINDOW) : idx])
     at = rec.states.get(rec.actions[idx]["step"] - 1)  # the state the close was decided in
     near = at is None or tgt is None or _dist(at, tgt) <= TL_RADIUS_M  # without state: the look alone
     return int(looked and near)
@@ -227,7 +228,7 @@ def _ed(rec: Record, err: tuple[int, str]) -> int:
     nxt = next((a for a in rec.actions if a["step"] > k), None)
     if nxt is None:
         return 0
-    if nxt.get("kind") == "camera":
+    if nxt.get("kind") == StepKind.CAMERA:
         return 1
     p = _payload(nxt)
     act, move = str(p.get("action", "")), str(p.get("action", "")).endswith("move_world")
@@ -248,7 +249,7 @@ def _pf(rec: Record, err: tuple[int, str], tgt: str) -> int:
     k, kind = err
     failed = next(a for a in rec.actions if a["step"] == k)
     if kind in ("invalid", "planner"):
-        retry = next((a for a in rec.actions if a["step"] > k and a.get("kind") != "camera"), None)
+        retry = next((a for a in rec.actions if a["step"] > k and a.get("kind") != StepKind.CAMERA), None)
         if retry is None:
             return 0
         if _sig(retry) != _sig(failed):

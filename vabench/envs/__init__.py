@@ -16,7 +16,6 @@ _EXPORTS = {
     "action_names": "actions",
     "parse_action": "actions",
     "CameraConfig": "sim.camera",
-    "PAPER_RENDER": "render",
     "RENDER_PRESETS": "render",
     "RenderPreset": "render",
     "render_preset": "render",

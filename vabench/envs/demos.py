@@ -23,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 from vabench.media import demo_video
+from vabench.vocab import Render
 
 from .env import EnvConfig, VABenchEnv
-from .render import PAPER_RENDER, RenderPreset, render_preset
+from .render import RenderPreset, render_preset
 from .seeds import demo_seed
 from .sim.assets import cache_dir
 from .sim.camera import INITIAL_VIEW
@@ -36,12 +37,12 @@ HOLD_S = 1.0  # the final state is held this long after the expert ends
 DEMO_FORMAT = "vabench.demo.v1"
 
 
-def demo_dir(task: str, root: Path | None = None, preset: str = PAPER_RENDER) -> Path:
+def demo_dir(task: str, root: Path | None = None, preset: str = Render.PAPER) -> Path:
     """Where the demo of ``task`` recorded at ``preset`` lives (root: ``$VABENCH_CACHE/demos``)."""
     return (root or cache_dir() / "demos") / preset / task
 
 
-def record(task: str, root: Path | None = None, preset: str | RenderPreset = PAPER_RENDER, force: bool = False) -> Path:
+def record(task: str, root: Path | None = None, preset: str | RenderPreset = Render.PAPER, force: bool = False) -> Path:
     """Record (or reuse) the demo of ``task`` at ``preset``; returns its directory."""
     if task not in demo_tasks():
         raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
@@ -72,17 +73,16 @@ def _film(task: str, preset: RenderPreset, folder: Path) -> None:
     def grab(step: int) -> None:  # ``step``: physics steps since the demo began
         if step >= round(len(frames) * per_frame):
             name = f"frame_{len(frames):05d}{preset.demo_encoding.suffix}"
-            (folder / name).write_bytes(preset.demo_encoding.encode(env.camera.render()))
+            (folder / name).write_bytes(preset.demo_encoding.encode(env.render()))
             frames.append(name)
 
     try:
         env.reset(task, seed)
-        start = env.world.step_count
         grab(0)
-        env.world.step_hooks.append(lambda step: grab(step - start))
+        env.on_physics_step(grab)
         for _ in env.expert_steps():
             pass
-        env.world.step(round(HOLD_S / TIMESTEP))
+        env.hold(round(HOLD_S / TIMESTEP))
         if not env.success:
             raise RuntimeError(f"the expert failed on demo seed {seed} of {task}; re-screen the seeds")
         cam = preset.active

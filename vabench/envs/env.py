@@ -16,7 +16,7 @@ always validates it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -332,6 +332,35 @@ class VABenchEnv:
         if self._state is None:
             raise RuntimeError("no episode: call reset() first")
         return dict(self.progress)
+
+    def evaluate(self) -> dict:
+        """The evaluator's view now (ManiSkill's ``evaluate()``): ``success``, the latched
+        ``checkpoints``, and for multi-object tasks ``objects_placed`` and per-object ``placement``
+        (None otherwise). Evaluator side: never part of a model request."""
+        state = self.privileged()
+        return {
+            "success": bool(self.success),
+            "checkpoints": dict(self.progress),
+            "objects_placed": self.task.objects_placed(state),
+            "placement": self.task.placement(state),
+        }
+
+    # -- demonstrations -------------------------------------------------------------------
+    def render(self) -> np.ndarray:
+        """The active camera's view now (demonstrations film it; a model sees it in observations)."""
+        if self.camera is None:
+            raise RuntimeError("no camera: rendering is off, or no episode (call reset() first)")
+        return self.camera.render()
+
+    def hold(self, steps: int) -> None:
+        """Run ``steps`` physics steps with the robot holding still (a demonstration's last moment)."""
+        self.world.step(steps)
+
+    def on_physics_step(self, hook: Callable[[int], None]) -> None:
+        """Call ``hook(n)`` after every physics step of this episode, ``n`` counted from its reset
+        (demonstrations grab frames at a fixed simulated rate). Cleared by the next reset."""
+        start = self.world.step_count
+        self.world.step_hooks.append(lambda step: hook(step - start))
 
 
 def _hide(arm) -> None:

@@ -24,7 +24,7 @@ from io import BytesIO
 import numpy as np
 from PIL import Image
 
-from vabench.vocab import PAPER_RENDER
+from vabench.vocab import Render
 
 from .sim.camera import CameraConfig
 
@@ -87,13 +87,13 @@ RENDER_PRESETS: dict[str, RenderPreset] = {
     p.name: p
     for p in (
         RenderPreset(
-            PAPER_RENDER,
+            Render.PAPER,
             CameraConfig(width=1280, height=960),
             (384, 288),
             passive_encoding=Encoding(quality=95, source_quality=60),
         ),
-        RenderPreset("fast", CameraConfig(width=640, height=480), (640, 480)),
-        RenderPreset("small", CameraConfig(width=320, height=240), (320, 240)),
+        RenderPreset(Render.FAST, CameraConfig(width=640, height=480), (640, 480)),
+        RenderPreset(Render.SMALL, CameraConfig(width=320, height=240), (320, 240)),
     )
 }
 

@@ -22,7 +22,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from vabench.analysis import labels as L
-from vabench.vocab import PAPER_OBSERVATION
+from vabench.vocab import ObservationProfile
 
 from . import runs
 
@@ -81,7 +81,7 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     store = RunFolders(folders)
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.globals.update(
-        RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=PAPER_OBSERVATION
+        RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=ObservationProfile.PAPER
     )
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.state.store = store

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.recordfile import EVENTS, VIDEO_NAME, read_events
+from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
@@ -99,7 +99,15 @@ class Episode:
         return states[-1] if states else self.initial
 
 
-EXCHANGE = {"request", "reply", "rejected", "decision", "tool_result", "model_error", "compaction"}
+EXCHANGE = {
+    Event.REQUEST,
+    Event.REPLY,
+    Event.REJECTED,
+    Event.DECISION,
+    Event.TOOL_RESULT,
+    Event.MODEL_ERROR,
+    Event.COMPACTION,
+}
 
 
 def episode(root: Path, record: str) -> Episode:
@@ -117,24 +125,24 @@ def episode(root: Path, record: str) -> Episode:
     start, system, initial, result, end = {}, "", None, None, []
     for e in events:
         kind, i = e.get("type"), int(e.get("step") or 0)
-        if kind == "episode_start":
+        if kind == Event.EPISODE_START:
             start = e
-        elif kind == "turn" and e.get("kind") == "system":
+        elif kind == Event.TURN and e.get("kind") == "system":
             system = e.get("text", "")
-        elif kind == "turn" and e.get("kind") == "observation":
+        elif kind == Event.TURN and e.get("kind") == "observation":
             at(i).observation = e
-        elif kind == "turn" or kind in EXCHANGE:
+        elif kind == Event.TURN or kind in EXCHANGE:
             at(i).exchange.append(e)
-        elif kind == "action":
+        elif kind == Event.ACTION:
             at(i - 1).action = e
-        elif kind == "state":
+        elif kind == Event.STATE:
             if i == 0 and initial is None:
                 initial = e
             else:
                 at(i - 1).state = e
-        elif kind == "result":
+        elif kind == Event.RESULT:
             result = e
-        elif kind in ("stop", "crash", "timeout", "interrupted"):
+        elif kind in ENDINGS:
             end.append(e)
     video = f"{folder}/{VIDEO_NAME}" if (path.parent / VIDEO_NAME).is_file() else None
     return Episode(record, folder, start, system, initial, [steps[k] for k in sorted(steps)], result, end, video)

@@ -91,4 +91,4 @@ class ServoAgent(Model):
             decision = self._start(seen) if self._plan is None else self._plan.send(seen)
         except StopIteration as end:
             decision = {"stop": True, "reason": str(end.value or "servo: plan finished")}
-        return Reply(json.dumps(decision), cost_usd=0.0, attempts=0)
+        return Reply(json.dumps(decision))

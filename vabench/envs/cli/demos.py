@@ -13,15 +13,17 @@ import json
 import sys
 from pathlib import Path
 
+from vabench.vocab import Render
+
 from ..demos import demo_tasks, record
-from ..render import PAPER_RENDER, RENDER_PRESETS
+from ..render import RENDER_PRESETS
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
     ap.add_argument("--task", action="append", choices=demo_tasks(), help="default: every base task")
     ap.add_argument("--out", type=Path, default=None, help="root directory (default: $VABENCH_CACHE/demos)")
-    ap.add_argument("--render", choices=list(RENDER_PRESETS), default=PAPER_RENDER, help="the run's render preset")
+    ap.add_argument("--render", choices=list(RENDER_PRESETS), default=Render.PAPER, help="the run's render preset")
     ap.add_argument("--force", action="store_true", help="re-record even if a demo exists")
     args = ap.parse_args(argv)
     for task in args.task or demo_tasks():

@@ -46,6 +46,14 @@ class Task(ABC):
     def expert(self, s: PrivilegedState) -> Iterator[dict]:
         """Protocol actions (the same JSON a model emits), computed from privileged state."""
 
+    def objects_placed(self, s: PrivilegedState) -> int | None:
+        """Objects placed so far (multi-object tasks: the basket track's count); None for the others."""
+        return None
+
+    def placement(self, s: PrivilegedState) -> dict[str, dict] | None:
+        """Per-object state for the episode record (multi-object tasks); None for the others."""
+        return None
+
     def update(self, s: PrivilegedState) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Latch history-dependent flags; called after every action, before the checks."""
 

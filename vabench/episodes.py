@@ -1,0 +1,74 @@
+"""What one episode is (:class:`EpisodeSpec`): the condition, task, seed and repetition, with its
+deterministic place in a run folder, so a rerun knows what is already done. A plain frozen value
+of the vocabulary's words: the driver expands a run into specs (:mod:`vabench.actors.specs`), they
+travel to workers as they are, the harness runs one, and its row carries the spec's identity."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vabench.vocab import ObservationProfile, Render, SummaryMode, Track, condition_label, summary_mode
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    model: str  # the row's model id (ModelConfig.name, or the agent's own name)
+    protocol: str
+    summary_source: str  # own | none | shared:<model id>
+    track: str
+    task: str
+    base_task: str  # the family a held-out variant belongs to; the summary it reads
+    seed: int
+    run_index: int = 1
+    observation: str | None = (
+        ObservationProfile.PAPER
+    )  # harness.observation; in the condition and folder when not paper
+    render: str | None = Render.PAPER  # the render preset; in the condition and the folder when not paper
+    # (None, in an episode outside any run: the harness fills in what it uses)
+
+    @property
+    def condition(self) -> str:
+        return condition_label(self.model, self.protocol, self.summary_source, self.observation, self.render)
+
+    @property
+    def summary_mode(self) -> SummaryMode:
+        return summary_mode(self.summary_source)
+
+    @property
+    def transfer(self) -> bool:
+        """A held-out variant: its prompt says the scene may differ from the demonstration."""
+        return self.track == Track.TRANSFER
+
+    def identity(self) -> dict:
+        """The outcome row's episode identity (:class:`vabench.outcomes.OutcomeRow` fields)."""
+        return {**asdict(self), "condition": self.condition}
+
+    @property
+    def key(self) -> str:
+        """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
+        profile = () if self.observation == ObservationProfile.PAPER else (f"observation_{self.observation}",)
+        render = () if self.render == Render.PAPER else (f"render_{self.render}",)
+        return "/".join(
+            (
+                slug(self.model),
+                *profile,
+                *render,
+                self.protocol,
+                slug(self.summary_source),
+                self.track,
+                self.task,
+                f"seed{self.seed}_run{self.run_index}",
+            )
+        )
+
+    def outcome_path(self, run_dir: Path) -> Path:
+        return Path(run_dir) / "outcomes" / f"{self.key}.parquet"
+
+    def record_dir(self, run_dir: Path) -> Path:
+        return Path(run_dir) / "_records" / self.key
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"
