@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from vabench import paper
-from vabench.envs.seeds import FORMAT, MANIFEST_DIR, N_ACCEPT
+from vabench.envs.seeds import FORMAT, MANIFEST_DIR
 from vabench.envs.tasks import TASKS, demo_tasks, registry, task_class, tasks_of_track
-from vabench.vocab import TRACKS, arms_label
+from vabench.vocab import SEEDS_PER_TASK, TRACKS, arms_label
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
 
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
-    ("vabench.vocab", "vabench.paper"),
+    ("vabench.vocab", "vabench.paper", "vabench.checks"),
     ("vabench.outcomes", "vabench.recordfile", "vabench.media", "vabench.episodes"),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
@@ -43,7 +43,7 @@ ISOLATED = {
 # third-party frameworks that only these modules may import
 CONFINED = {
     "ray": ("vabench.actors.backends",),
-    "hydra": ("vabench.launch", "vabench.actors.config"),
+    "hydra": ("vabench.launch", "vabench.actors.sections"),
     "litellm": ("vabench.agents.llm",),
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
@@ -156,7 +156,7 @@ def test_every_registered_task_has_a_track_and_a_manifest_of_verified_seeds():
         assert cls.track in TRACKS and cls.summary_task in TASKS and cls.demos, name
         manifest = json.loads((MANIFEST_DIR / f"{name}.json").read_text())
         assert (manifest["format"], manifest["task"]) == (FORMAT, name)
-        assert len(manifest["accepted"]) >= N_ACCEPT and manifest["budget"] == cls.budget, name
+        assert len(manifest["accepted"]) >= SEEDS_PER_TASK and manifest["budget"] == cls.budget, name
     assert {p.stem for p in MANIFEST_DIR.glob("*.json")} == set(TASKS)  # no manifest without a task
 
 

@@ -63,4 +63,3 @@ PAPER_HELD_OUT = tuple(t.name for t in PAPER_TASKS if t.track == "transfer")
 PAPER_COUNTS = {"single": len(PAPER_SINGLE_ARM), "dual": len(PAPER_DUAL_ARM), "all": len(PAPER_FAMILIES)}
 PAPER_MATCHED_TRANSFER = len(PAPER_HELD_OUT)  # held-out families with a base counterpart (Tables 5, 15)
 PAPER_OBJECTS_PER_EPISODE = 5  # long-horizon basket task (Table 5)
-PAPER_SEEDS_PER_TASK = 20

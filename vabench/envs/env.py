@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vabench.checks import within
 from vabench.vocab import Protocol, protocol_named
 
 from .actions import (
@@ -97,13 +98,12 @@ class RecordingConfig:
     fps: float = 2.0
 
     def __post_init__(self):
-        if not (16 <= self.width <= 1920 and 16 <= self.height <= 1080) or self.width % 2 or self.height % 2:
-            raise ValueError(
-                f"recording.width and recording.height must be even and in [16, 1920] x [16, 1080] (H.264 needs "
-                f"even sizes), got {self.width}x{self.height}"
-            )
-        if not 0.1 <= self.fps <= 60:
-            raise ValueError(f"recording.fps must be in [0.1, 60], got {self.fps}")
+        within(self, "recording", 16, 1920, "width")
+        within(self, "recording", 16, 1080, "height")
+        if self.width % 2 or self.height % 2:
+            size = f"{self.width}x{self.height}"
+            raise ValueError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
+        within(self, "recording", 0.1, 60, "fps")
 
 
 @dataclass(frozen=True)
