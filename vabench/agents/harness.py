@@ -36,6 +36,7 @@ from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
 from vabench.recordfile import Event
 from vabench.vocab import (
+    ACTIVE,
     EndReason,
     ErrorKind,
     ObservationProfile,
@@ -88,7 +89,7 @@ class Episode:
     run: Mapping = field(default_factory=dict)
 
     @classmethod
-    def of(cls, task: str, seed: int, protocol: str = "active", model: str = "", **spec) -> Episode:
+    def of(cls, task: str, seed: int, protocol: str = ACTIVE.name, model: str = "", **spec) -> Episode:
         """An episode of ``task`` outside any run (tests, benchmarks): the track and base task come
         from the registered task; the model id, the observation profile and the render preset are
         what the agent, the harness and the env use."""
