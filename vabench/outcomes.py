@@ -1,4 +1,4 @@
-"""The outcome table: one row per episode (DESIGN.md), one Parquet file per episode.
+"""The outcome table: one row per episode (docs/design.md), one Parquet file per episode.
 
 The columns are declared once, as the fields of :class:`OutcomeRow` (the builder every writer uses),
 and the Arrow schema is derived from them, so a column is never silently dropped or retyped when a

@@ -1,4 +1,4 @@
-"""The env API, which is the privilege boundary (DESIGN.md).
+"""The env API, which is the privilege boundary (docs/design.md).
 
 ``reset(task, seed, protocol)`` builds the scene from the seed and returns an
 :class:`Observation`; ``step(action)`` dispatches one camera or robot action and returns a

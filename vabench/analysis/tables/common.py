@@ -8,7 +8,7 @@ without the summary their condition names). ``report`` renders them as Markdown 
 
 Rules shared by all tables (paper line numbers refer to shared/reference/va-bench-paper.txt):
 - an episode counts only when judged: status ``infra_error`` rows are excluded from every rate and
-  reported (DESIGN.md: "episode could not be judged; excluded, retried"); stops and budget
+  reported (docs/design.md: "episode could not be judged; excluded, retried"); stops and budget
   exhaustion are failures (paper l.146);
 - a per-family rate is k/n over judged episodes; a macro-average gives every family present equal
   weight (eq. 3, l.289-291); run-level macro-averages are summarised by mean and sample SD (l.293);

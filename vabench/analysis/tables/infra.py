@@ -29,7 +29,7 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows.append(_infra_row("total", "", "", p))
     notes += [
         "An infra_error episode could not be judged: it is excluded from every rate and never counted as a "
-        "failure (DESIGN.md); the driver retries it as a new attempt.",
+        "failure (docs/design.md); the driver retries it as a new attempt.",
         "provider_retries: HTTP attempts that repeated a failed one (rate limit, timeout, 5xx, malformed reply); "
         "backoff_s: seconds spent waiting before them. Rows list where any row was excluded or retried.",
         *privileged_note(p["condition"].unique()),
