@@ -96,6 +96,8 @@ def test_summary_modes_compose_for_multirun_grids():
         (["run_id=../escape"], "'run_id'"),
         (["ray.env_actors=0"], "'ray.env_actors' must be >= 1"),
         (["+ray.gpus=1"], "unknown key\\(s\\) ray.gpus"),
+        (["ray.hang_s=0"], "'ray.hang_s' must be > 0"),
+        (["ray.place_timeout_s=soon"], "'ray.place_timeout_s' must be a number"),
         (["harness.max_images=0"], "harness.max_images must be >= 1"),
         (["+harness.colour=red"], "'harness'"),
         (["model.id=gpt-4o"], "LiteLLM provider string"),

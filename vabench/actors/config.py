@@ -41,10 +41,18 @@ class RayConfig:
     episodes_per_actor: int = 8  # episodes one env actor hosts at once (threads; one scene each)
     actor_cpus: float = 0.5
     actor_gpus: float = 0.0
+    place_timeout_s: float = 120.0  # a worker Ray has not placed this long is given up while another is live
+    starve_timeout_s: float = 600.0  # no worker live this long: the run stops as interrupted (resumable)
+    check_every_s: float = 15.0  # how often the backstop looks at the workers
+    hang_s: float = 300.0  # a busy worker with no evidence of progress this long (x load) is killed
+    stuck_s: float = 600.0  # an episode inside one simulator call this long (x load): its worker is killed
 
     @property
     def in_process(self) -> bool:
         return self.address == NO_RAY
+
+
+RAY_TIMES = ("place_timeout_s", "starve_timeout_s", "check_every_s", "hang_s", "stuck_s")
 
 
 @dataclass(frozen=True)
@@ -280,6 +288,7 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         episodes_per_actor=_int(ray["episodes_per_actor"], "ray.episodes_per_actor", 1),
         actor_cpus=_number(ray["actor_cpus"], "ray.actor_cpus", 0, inclusive=False),
         actor_gpus=_number(ray["actor_gpus"], "ray.actor_gpus", 0),
+        **{k: _number(ray[k], f"ray.{k}", 0, inclusive=False) for k in RAY_TIMES},
     )
     try:
         harness = HarnessConfig(**_get(cfg, "harness"))

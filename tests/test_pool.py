@@ -1,0 +1,236 @@
+"""The driver never waits forever for a worker, and its backstop kills stuck workers, never slow
+ones: the pool's and the backstop's rules on a scripted backend and clock (milliseconds), then on
+a real local Ray where one worker cannot be placed and where none can."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.test_driver import smoke
+from vabench.actors.backstop import Backstop, Limits
+from vabench.actors.driver import Driver
+from vabench.actors.pool import ClusterStarved, WorkerPool
+
+RAY = pytest.mark.xdist_group("ray")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Ref:
+    def __init__(self, value=None):
+        self.value, self.done, self.error = value, False, None
+
+
+class FakeBackend:
+    """Workers the test places, answers and kills by hand."""
+
+    def __init__(self):
+        self.workers, self.killed, self.released, self.asked = [], [], [], []
+        self.board = {}
+
+    def new_worker(self, slots: int):
+        worker = type("W", (), {})()
+        worker.n, worker.place = len(self.workers), Ref(123)
+        self.workers.append(worker)
+        return worker
+
+    def placing(self, worker):
+        return worker.place
+
+    def wait(self, refs, timeout, every=False):
+        return [r for r in refs if r.done]
+
+    def get(self, ref):
+        if ref.error:
+            raise ref.error
+        return ref.value
+
+    def kill(self, worker):
+        self.killed.append(worker.n)
+
+    def release(self, worker):
+        self.released.append(worker.n)
+
+    def lacks(self) -> str:
+        return "2.0/2.0 CPU in use"
+
+    def ask(self, worker, limit_s):
+        ref = Ref([])
+        self.asked.append((worker.n, ref, limit_s))
+        return ref
+
+    def read_board(self):
+        ref = Ref(dict(self.board))
+        ref.done = True
+        return ref
+
+    def worker_id(self, worker):
+        return f"w{worker.n}"
+
+
+def pool_of(n: int, place_s=60.0, starve_s=300.0):
+    backend, clock, lines = FakeBackend(), Clock(), []
+    pool = WorkerPool(backend, place_s, starve_s, lines.append, clock)
+    pool.start(n, n)
+    return pool, backend, clock, lines
+
+
+def test_only_live_workers_get_episodes_and_a_worker_never_placed_is_given_up_saying_what_the_cluster_lacks():
+    pool, backend, clock, lines = pool_of(3)
+    pool.tick(wanted=True)
+    assert pool.seat() is None  # nothing placed yet: no episode waits on a pending worker
+    backend.workers[0].place.done = True
+    pool.tick(wanted=True)
+    assert pool.seat() is backend.workers[0] and pool.seat() is None  # one slot, on the live worker
+    clock.now = 61.0
+    pool.tick(wanted=True)
+    assert sorted(backend.killed) == [1, 2] and pool.given_up == 2  # cancelled, never waited on again
+    assert lines == [
+        "2 worker(s) pending for 61 s (ray.place_timeout_s=60): 2.0/2.0 CPU in use; "
+        "given up, their episodes run on the 1 live worker(s)"
+    ]
+    pool.done(backend.workers[0])
+    assert pool.seat() is backend.workers[0]  # a re-queued episode runs on the live worker's free slot
+
+
+def test_a_run_with_no_live_worker_stops_as_interrupted_within_the_bound():
+    pool, backend, clock, _ = pool_of(2, starve_s=300.0)
+    clock.now = 299.0
+    pool.tick(wanted=True)  # within the bound: keeps waiting (a pending worker is never given up alone)
+    assert backend.killed == []
+    clock.now = 301.0
+    with pytest.raises(ClusterStarved, match=r"2 worker\(s\) pending for 301 s and none live .*2.0/2.0 CPU in use"):
+        pool.tick(wanted=True)
+
+
+def test_a_lost_workers_replacement_is_bounded_like_any_other_and_idle_workers_are_freed_at_the_end():
+    pool, backend, clock, _ = pool_of(2)
+    for w in backend.workers:
+        w.place.done = True
+    pool.tick(wanted=True)
+    first = pool.seat()
+    assert pool.lost(first) and not pool.lost(first)  # one replacement per dead worker
+    assert pool.crashes == 1 and len(backend.workers) == 3
+    clock.now = 500.0  # the replacement never places; the other worker lives: give it up, no stop
+    pool.tick(wanted=True)
+    assert 2 in backend.killed and pool.given_up == 1
+    pool.tick(wanted=False)  # nothing left to start: the idle worker frees its CPU for other runs now
+    assert backend.released == [1] and pool.members == {}
+
+
+def test_a_worker_that_dies_starting_is_dropped_and_a_run_left_with_none_stops():
+    pool, backend, _, lines = pool_of(1)
+    backend.workers[0].place.done, backend.workers[0].place.error = True, RuntimeError("no Vulkan")
+    with pytest.raises(ClusterStarved, match="no worker could start: RuntimeError: no Vulkan"):
+        pool.tick(wanted=True)
+    assert "died while starting" in lines[0]
+
+
+def backstop_of(load=1.0):
+    backend, clock = FakeBackend(), Clock()
+    worker = backend.new_worker(1)
+    stop = Backstop(backend, Limits(check_every_s=10, hang_s=100, stuck_s=600), clock, lambda: load)
+    stop.alive(worker)
+    return stop, backend, clock, worker
+
+
+def test_a_slow_worker_that_never_answers_a_check_but_makes_progress_is_never_killed():
+    stop, backend, clock, worker = backstop_of()
+    for t in range(10, 1000, 10):  # its checks stay unanswered (a busy GIL) for 1000 s
+        clock.now = t
+        backend.board["w0"] = t  # but its episodes step, render and call their model
+        assert stop.verdicts([worker]) == []
+    assert len(backend.asked) == 1  # one check outstanding, never a pile of them
+
+
+def test_a_worker_with_no_sign_of_progress_is_killed_after_hang_s_times_load_saying_why():
+    stop, backend, clock, worker = backstop_of(load=2.0)
+    clock.now = 150.0
+    assert stop.verdicts([worker]) == []  # 150 s < 100 s x load 2
+    clock.now = 201.0
+    [(killed, why)] = stop.verdicts([worker])
+    assert killed is worker
+    assert why.startswith("no sign of progress for 201 s") and "ray.hang_s=100 x load 2.0" in why
+
+
+def test_an_answer_is_evidence_and_an_episode_stuck_in_one_simulator_call_is_named():
+    stop, backend, clock, worker = backstop_of()
+    clock.now = 90.0
+    stop.verdicts([worker])
+    (_, check, limit) = backend.asked[0]
+    assert limit == 600
+    check.done = True  # answered at 90 s: nothing stuck
+    stop.verdicts([worker])
+    clock.now = 180.0  # 90 s after the answer: still within hang_s
+    assert stop.verdicts([worker]) == []
+    (_, check, _) = backend.asked[-1]
+    check.value, check.done = ["grasp_single_cube/seed0"], True
+    [(_, why)] = stop.verdicts([worker])
+    assert "inside one simulator call for over 600 s (ray.stuck_s=600 x load 1.0)" in why
+
+
+@pytest.fixture(scope="module")
+def ray_two_cpus():
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def quiet(run, lines=None) -> Driver:
+    return Driver(run, log=(lines.append if lines is not None else lambda *_: None), progress=False)
+
+
+FULL = ("tasks=[grasp_single_cube]", "seeds=2", "ray.env_actors=2", "ray.episodes_per_actor=1", "ray.actor_cpus=2")
+
+
+@RAY
+def test_on_ray_a_worker_the_cluster_cannot_hold_is_given_up_and_its_slot_goes_to_the_live_one(ray_two_cpus, tmp_path):
+    """Two workers of 2 CPUs each on a 2-CPU Ray: one is placed, the other is given up after
+    place_timeout_s and both episodes run on the live one."""
+    lines: list[str] = []
+    run = smoke(tmp_path, "full", *FULL, "ray.place_timeout_s=3")
+    driver = quiet(run, lines)
+    df = driver.execute()
+    assert len(df) == 2 and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
+    assert driver.counts["given_up"] == 1 and driver.counts["worker_crashes"] == 0
+    said = [line for line in lines if "pending for" in line]
+    assert len(said) == 1 and "(ray.place_timeout_s=3)" in said[0] and "CPU in use" in said[0], lines
+
+
+@RAY
+def test_on_ray_a_run_no_worker_of_which_can_be_placed_stops_as_interrupted_and_resumes(ray_two_cpus, tmp_path):
+    """A blocker holds one of the two CPUs: no 2-CPU worker fits, the run says what the cluster has
+    in use and stops within starve_timeout_s (which counts a worker's start too: shaders compile);
+    freed, the same run folder resumes to completion."""
+    import time
+
+    ray = ray_two_cpus
+    blocker = ray.remote(num_cpus=1)(Blocker).remote()
+    ray.get(blocker.ready.remote())
+    lines: list[str] = []
+    run = smoke(tmp_path, "starved", *FULL, "ray.starve_timeout_s=4")
+    began = time.monotonic()
+    with pytest.raises(ClusterStarved, match=r"pending for \d+ s and none live .*/2.0 CPU in use"):
+        quiet(run, lines).execute()
+    assert time.monotonic() - began < 60
+    assert any(f"rerun with run_id={run.run_id} to resume" in line for line in lines)
+    ray.kill(blocker)
+    df = quiet(smoke(tmp_path, "starved", *FULL)).execute()  # the default bound outlasts a worker's start
+    assert len(df) == 2 and (df["status"] == "ok").all()
+
+
+class Blocker:
+    def ready(self) -> bool:
+        return True
