@@ -234,3 +234,31 @@ def test_on_ray_a_run_no_worker_of_which_can_be_placed_stops_as_interrupted_and_
 class Blocker:
     def ready(self) -> bool:
         return True
+
+
+def test_a_summary_another_driver_is_learning_is_waited_for_and_reused_not_learned_again(tmp_path):
+    """Parallel jobs of a study share the summary store: the cube summary is being learned by
+    another (live) driver, so this one learns only the bowl's, waits, and reuses the cube's."""
+    from vabench.actors.learnlock import _lock, learn_once
+    from vabench.agents.summary_store import SummaryStore
+
+    store = SummaryStore(tmp_path)
+    other = _lock(store, "m", "grasp_single_cube", lambda *_: None)
+    other.acquire()
+    learned, lines = [], []
+
+    def other_finishes(line: str) -> None:  # told it waits: the other driver stores its summary, ends
+        lines.append(line)
+        store.path("m", "grasp_single_cube").write_text("{}")
+        other.release()
+
+    failed = learn_once(
+        store,
+        "m",
+        ["grasp_single_cube", "place_cube_in_bowl"],
+        lambda t: learned.append(t) or {},
+        lambda: None,
+        other_finishes,
+    )
+    assert failed == {} and learned == [["place_cube_in_bowl"]]
+    assert lines == ["waiting for another driver learning summaries of: grasp_single_cube (they are then reused)"]

@@ -35,6 +35,7 @@ import signal
 import threading
 import time
 from collections import deque
+from functools import partial
 
 import pandas as pd
 from tqdm import tqdm
@@ -50,6 +51,7 @@ from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind
 from .backends import NodeCheckFailed, WorkerDied, backend_for
 from .backstop import Backstop, Limits
 from .config import RunConfig
+from .learnlock import learn_once
 from .pool import ClusterStarved, WorkerPool
 from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
@@ -100,7 +102,8 @@ class Driver:
     def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
         """Shared summaries must exist; own summaries are learned once per (model, base task) and
         summary root, which by default every run in the results folder shares (a passive or transfer
-        run reuses the base run's). A learning that ends without a summary for a reason other than
+        run reuses the base run's), by one driver at a time (:mod:`vabench.actors.learnlock`: parallel
+        jobs of a sweep reuse it too). A learning that ends without a summary for a reason other than
         infrastructure leaves its episodes to run without one (``summary_learned`` false in the row)."""
         run = self.run
         mode = todo[0][0].summary_mode if todo else None  # offline agents read none, whatever was asked
@@ -116,11 +119,24 @@ class Driver:
             self.log(f"reusing {len(bases) - len(missing)} stored summary(ies) from {run.summary_root}")
         if not missing:
             return todo
-        self.log(f"learning summaries for {len(missing)} task(s): {', '.join(missing)}")
+        failed = learn_once(self.store, run.model_name, missing, partial(self._learn, backend), self._hold, self.log)
+        keep = []
+        for spec, attempt in todo:
+            if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
+                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
+                self.counts["infra"] += 1
+            else:
+                keep.append((spec, attempt))
+        return keep
+
+    def _learn(self, backend, tasks: list[str]) -> dict[str, str]:
+        """Learn and store the summaries of ``tasks``; returns {task: error} for those that failed
+        because of infrastructure."""
+        self.log(f"learning summaries for {len(tasks)} task(s): {', '.join(tasks)}")
         failed: dict[str, str] = {}
-        queue, inflight = deque(missing), {}
+        queue, inflight = deque(tasks), {}
         while queue or inflight:
-            while queue and len(inflight) < run.model.max_concurrency:
+            while queue and len(inflight) < self.run.model.max_concurrency:
                 task = queue.popleft()
                 inflight[backend.submit_learn(task)] = task
             ready = backend.wait(list(inflight), None)
@@ -136,14 +152,7 @@ class Driver:
                 failed[task] = out.get("error") or "summary learning failed"
             elif not out.get("learned", True):
                 self.log(f"summary {task}: none learned; its episodes run without one (summary_learned false)")
-        keep = []
-        for spec, attempt in todo:
-            if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
-                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
-                self.counts["infra"] += 1
-            else:
-                keep.append((spec, attempt))
-        return keep
+        return failed
 
     def _keep_learning(self, task: str, out: dict) -> dict:
         """Land a learning's record in ``_learning/<task>/<time>/`` (a rerun learns anew) and its
