@@ -262,3 +262,12 @@ def test_a_summary_another_driver_is_learning_is_waited_for_and_reused_not_learn
     )
     assert failed == {} and learned == [["place_cube_in_bowl"]]
     assert lines == ["waiting for another driver learning summaries of: grasp_single_cube (they are then reused)"]
+
+
+def test_the_progress_bar_ends_on_the_exact_tally(tmp_path, capfd):
+    """The last line drawn counts the last episode (it once showed ok=118 at 120/120)."""
+    run = smoke(tmp_path, "bar", "ray.address=none", "tasks=[grasp_single_cube]", "seeds=1")
+    Driver(run, log=lambda *_: None, progress=True).execute()
+    drawn = capfd.readouterr().err.replace("\r", "\n").splitlines()
+    last = [line for line in drawn if "1/1" in line][-1]
+    assert "ok=1" in last and "infra=0" in last, drawn[-5:]

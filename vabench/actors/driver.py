@@ -183,7 +183,7 @@ class Driver:
         limits = Limits(ray_cfg.check_every_s, ray_cfg.hang_s, ray_cfg.stuck_s)
         self.backstop = backstop = Backstop(backend, limits) if backend.watched else None
         inflight: dict = {}  # ref -> (worker, spec, attempt)
-        self._shown, self._stats = 0.0, None
+        self._shown, self._stats, self._postfix = 0.0, None, None
         desc = None if self.line is None else self.run.run_dir.name
         bar = tqdm(
             total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True, position=self.line, desc=desc
@@ -269,14 +269,10 @@ class Driver:
         extra = {}
         if stats:
             extra = {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
-        bar.set_postfix(
-            ok=self.counts["ok"],
-            failed=self.counts["failed"],
-            infra=self.counts["infra"],
-            retried=self.counts["retried"],
-            **extra,
-            refresh=True,
-        )
+        shown = {k: self.counts[k] for k in ("ok", "failed", "infra", "retried")} | extra
+        if shown != self._postfix:  # redrawn on a change only: logs stay short
+            self._postfix = shown
+            bar.set_postfix(**shown, refresh=True)
 
     def _catch_ctrl_c(self):
         """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
