@@ -34,7 +34,13 @@ class FakeBackend:
 
     def __init__(self):
         self.workers, self.killed, self.released, self.asked = [], [], [], []
-        self.board = {}
+        self.board, self.cluster = {}, None  # cluster: {run: (live, pending)} as Ray's actor table says
+
+    def runs(self):
+        return self.cluster
+
+    def capacity(self) -> int:
+        return 4
 
     def new_worker(self, slots: int):
         worker = type("W", (), {})()
@@ -132,6 +138,27 @@ def test_a_worker_that_dies_starting_is_dropped_and_a_run_left_with_none_stops()
     with pytest.raises(ClusterStarved, match="no worker could start: RuntimeError: no Vulkan"):
         pool.tick(wanted=True)
     assert "died while starting" in lines[0]
+
+
+def test_a_run_holding_more_than_its_share_makes_room_for_a_starved_one_and_a_starved_one_asks_for_its_share():
+    pool, backend, clock, lines = pool_of(3)
+    for w in backend.workers:
+        w.place.done = True
+    pool.tick(wanted=True)
+    busy = [pool.seat(), pool.seat()]  # two of three workers run an episode
+    backend.cluster = {"self": (3, 0), "other": (0, 4)}  # 4 workers fit; 2 runs want some: 2 each
+    clock.now = 10.0
+    pool.tick(wanted=True)
+    assert backend.released == [next(w.n for w in backend.workers if w not in busy)]  # the idle one, at once
+    assert lines[-1] == (
+        "1 other run(s) on the cluster have no worker: retiring 1 of this run's 3 as their episodes end "
+        "(a fair share is 2)"
+    )
+    starved, sbackend, sclock, _ = pool_of(4)
+    sbackend.cluster = {"self": (0, 4), "other": (3, 0)}
+    sclock.now = 10.0
+    starved.tick(wanted=True)
+    assert sorted(sbackend.killed) == [2, 3]  # keeps its share of requests pending, not all four
 
 
 def backstop_of(load=1.0):

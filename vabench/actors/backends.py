@@ -134,6 +134,9 @@ class InProcessBackend:
     def lacks(self) -> str:
         return "this process"
 
+    def runs(self) -> None:
+        return None  # one worker in this process: nothing to share
+
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
 
@@ -284,6 +287,33 @@ class RayBackend:
             return self.ray.get(self.limiter.stats.remote(), timeout=2.0)
         except Exception:  # progress display only: never hold the driver up
             return None
+
+    def runs(self) -> dict[str, tuple[int, int]] | None:
+        """Env workers on the whole cluster by run (Ray job): {job: (live, pending)}, this run's
+        under ``"self"``; None where Ray's actor table cannot be read (the pool then skips sharing)."""
+        try:
+            from ray._private import state
+
+            table = state.actors()
+            mine = self.ray.get_runtime_context().get_job_id()
+        except Exception:
+            return None
+        out: dict[str, list[int]] = {}
+        for actor in table.values():
+            if actor.get("ActorClassName") != "EpisodeWorker":
+                continue
+            at = {"ALIVE": 0, "PENDING_CREATION": 1, "DEPENDENCIES_UNREADY": 1}.get(actor.get("State"))
+            if at is not None:
+                job = "self" if actor.get("JobID") == mine else str(actor.get("JobID"))
+                out.setdefault(job, [0, 0])[at] += 1
+        return {job: (live, pending) for job, (live, pending) in out.items()}
+
+    def capacity(self) -> int:
+        """Env workers the whole cluster holds at ``ray.actor_cpus`` each."""
+        try:
+            return max(1, int(self.ray.cluster_resources().get("CPU", 0) // self.run.ray.actor_cpus))
+        except Exception:
+            return 1
 
     def ask(self, worker, limit_s: float):
         """A check, answered whenever the worker can: its episodes inside one simulator call for over ``limit_s``."""

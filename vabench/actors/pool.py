@@ -8,6 +8,11 @@ run has a live one is given up (Ray cancels it) with one line saying what the cl
 with no live worker for ``ray.starve_timeout_s`` stops as interrupted (:class:`ClusterStarved`,
 resumable). Once no episode is left to start, idle workers are released at once, so their CPUs go
 to the other runs on the cluster instead of waiting for this run's last episodes.
+
+Runs share a full cluster fairly (Ray places workers first come, first served, and never takes
+one back): while another run on the cluster has workers pending and none live, a run holding more
+than its share (the workers the cluster holds / the runs wanting some) retires its extra workers
+as their episodes end, and a run with none live keeps no more than its share of requests pending.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import time
 from dataclasses import dataclass
 
 from .backends import spread
+
+SHARE_EVERY_S = 10.0  # how often a run looks for runs starved of workers
 
 
 class ClusterStarved(RuntimeError):
@@ -32,6 +39,7 @@ class Member:
     made: float
     placing: object | None
     busy: int = 0
+    retired: bool = False  # making room for a starved run: no new episode, released once idle
 
 
 class WorkerPool:
@@ -46,6 +54,7 @@ class WorkerPool:
         self._live_at = clock()  # when the pool last had a live worker (or was started)
         self._failed: list[str] = []  # why workers died while starting
         self._new: list = []  # workers placed since newly_live() was last asked
+        self._shared = float("-inf")  # when the fair share was last looked at
 
     # -- membership -----------------------------------------------------------------------------
     def start(self, slots: int, actors: int) -> None:
@@ -71,7 +80,7 @@ class WorkerPool:
     # -- slots ------------------------------------------------------------------------------------
     def seat(self):
         """A live worker with a free slot (taken), or None."""
-        free = [m for m in self.members.values() if m.placing is None and m.busy < m.slots]
+        free = [m for m in self.members.values() if m.placing is None and not m.retired and m.busy < m.slots]
         if not free:
             return None
         m = max(free, key=lambda m: m.slots - m.busy)  # the emptiest: episodes spread over processes
@@ -104,11 +113,13 @@ class WorkerPool:
         cancel pending ones; give up workers pending too long; stop a run that has none."""
         self._note_placements()
         now = self.clock()
-        if not wanted:
-            for m in list(self.members.values()):
-                if m.busy == 0:
-                    self.members.pop(id(m.worker))
-                    (self.backend.kill if m.placing is not None else self.backend.release)(m.worker)
+        if wanted and now - self._shared >= SHARE_EVERY_S:
+            self._shared = now
+            self._share()
+        for m in list(self.members.values()):
+            if m.busy == 0 and (m.retired or not wanted):
+                self.members.pop(id(m.worker))
+                (self.backend.kill if m.placing is not None else self.backend.release)(m.worker)
         live = self.live()
         if live:
             self._live_at = now
@@ -118,6 +129,29 @@ class WorkerPool:
             self._give_up(late, now, len(live))
         elif not live and (pending or wanted):
             self._starving(pending, now)
+
+    def _share(self) -> None:
+        """Make room for runs starved of workers (see the module's docstring)."""
+        runs = self.backend.runs()
+        if not runs:
+            return
+        wanting = sum(live + pending > 0 for live, pending in runs.values())
+        share = max(1, self.backend.capacity() // max(1, wanting))
+        live = [m for m in self.members.values() if m.placing is None and not m.retired]
+        pending = [m for m in self.members.values() if m.placing is not None]
+        if not live and len(pending) > share:  # starved: ask for no more than a share
+            for m in sorted(pending, key=lambda m: m.made)[share:]:
+                self.members.pop(id(m.worker))
+                self.backend.kill(m.worker)
+        starved = [job for job, (n, waiting) in runs.items() if job != "self" and n == 0 and waiting > 0]
+        if starved and len(live) > share:
+            extra = sorted(live, key=lambda m: m.busy)[: len(live) - share]
+            for m in extra:
+                m.retired = True
+            self.log(
+                f"{len(starved)} other run(s) on the cluster have no worker: retiring {len(extra)} of this run's "
+                f"{len(live)} as their episodes end (a fair share is {share})"
+            )
 
     def _note_placements(self) -> None:
         pending = {id(m.placing): m for m in self.members.values() if m.placing is not None}
