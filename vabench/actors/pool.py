@@ -3,10 +3,12 @@
 A Ray cluster may not hold every worker a run asks for (several runs share it, a node went away):
 a worker Ray cannot place stays pending, and an episode submitted to it would wait with it. So the
 pool hands out only slots of *live* workers (their start-up answered), and a re-queued episode runs
-on any live worker with a free slot. A worker pending for over ``ray.place_timeout_s`` while the
-run has a live one is given up (Ray cancels it) with one line saying what the cluster lacks; a run
-with no live worker for ``ray.starve_timeout_s`` stops as interrupted (:class:`ClusterStarved`,
-resumable). Once no episode is left to start, idle workers are released at once, so their CPUs go
+on any live worker with a free slot. A worker pending (or starting) for over
+``ray.place_timeout_s`` while the run has a live one is given up (Ray cancels it) with one line
+saying what the cluster lacks; a run with no live worker for ``ray.starve_timeout_s`` stops as
+interrupted (:class:`ClusterStarved`, resumable). Both bounds are multiplied by the driver node's
+load per CPU (at least 1), like the backstop's: a crowded node starts workers slowly. Once no
+episode is left to start, idle workers are released at once, so their CPUs go
 to the other runs on the cluster instead of waiting for this run's last episodes.
 
 Runs share a full cluster fairly (Ray places workers first come, first served, and never takes
@@ -21,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 from .backends import spread
+from .backstop import load_factor
 
 SHARE_EVERY_S = 10.0  # how often a run looks for runs starved of workers
 
@@ -46,8 +49,9 @@ class WorkerPool:
     """``backend``: the run's backend (new_worker, placing, wait, get, kill, release, lacks);
     ``place_s``/``starve_s``: ``ray.place_timeout_s`` and ``ray.starve_timeout_s``."""
 
-    def __init__(self, backend, place_s: float, starve_s: float, log=print, clock=time.monotonic):
+    def __init__(self, backend, place_s: float, starve_s: float, log=print, clock=time.monotonic, load=load_factor):
         self.backend, self.place_s, self.starve_s, self.log, self.clock = backend, place_s, starve_s, log, clock
+        self.load = load  # the bounds grow with the node's load: a crowded node starts workers slowly
         self.members: dict[int, Member] = {}
         self.crashes = 0  # workers lost (died, or killed by the backstop) and replaced
         self.given_up = 0  # workers never placed within place_s
@@ -124,11 +128,12 @@ class WorkerPool:
         if live:
             self._live_at = now
         pending = [m for m in self.members.values() if m.placing is not None]
-        late = [m for m in pending if now - m.made > self.place_s]
+        load = self.load()
+        late = [m for m in pending if now - m.made > self.place_s * load]
         if live and late:
-            self._give_up(late, now, len(live))
+            self._give_up(late, now, len(live), load)
         elif not live and (pending or wanted):
-            self._starving(pending, now)
+            self._starving(pending, now, load)
 
     def _share(self) -> None:
         """Make room for runs starved of workers (see the module's docstring)."""
@@ -170,26 +175,26 @@ class WorkerPool:
             m.placing = None
             self._new.append(m.worker)
 
-    def _give_up(self, late: list[Member], now: float, live: int) -> None:
+    def _give_up(self, late: list[Member], now: float, live: int, load: float) -> None:
         for m in late:
             self.members.pop(id(m.worker))
             self.backend.kill(m.worker)  # Ray cancels a pending actor: its request leaves the cluster
         self.given_up += len(late)
         oldest = max(now - m.made for m in late)
         self.log(
-            f"{len(late)} worker(s) pending for {oldest:.0f} s (ray.place_timeout_s={self.place_s:g}): "
-            f"{self.backend.lacks()}; given up, their episodes run on the {live} live worker(s)"
+            f"{len(late)} worker(s) pending for {oldest:.0f} s (ray.place_timeout_s={self.place_s:g} x load "
+            f"{load:.1f}): {self.backend.lacks()}; given up, their episodes run on the {live} live worker(s)"
         )
 
-    def _starving(self, pending: list[Member], now: float) -> None:
+    def _starving(self, pending: list[Member], now: float, load: float) -> None:
         if not pending:
             why = "; ".join(self._failed[-3:]) or "no worker left"
             raise ClusterStarved(f"no worker could start: {why}")
         waited = now - max(self._live_at, min(m.made for m in pending))
-        if waited > self.starve_s:
+        if waited > self.starve_s * load:
             raise ClusterStarved(
                 f"{len(pending)} worker(s) pending for {waited:.0f} s and none live "
-                f"(ray.starve_timeout_s={self.starve_s:g}): {self.backend.lacks()}"
+                f"(ray.starve_timeout_s={self.starve_s:g} x load {load:.1f}): {self.backend.lacks()}"
             )
 
     def close(self) -> None:
