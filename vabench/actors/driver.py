@@ -234,7 +234,8 @@ class Driver:
     def _finish(self, bar, backend, ref, worker, spec: EpisodeSpec, attempt: int, queue) -> None:
         """An episode came back: judge it, free its slot, or replace its worker if that died."""
         final, died = self._collect(backend, ref, spec, attempt, queue)
-        bar.update(final)
+        self._show(bar, backend, force=True, draw=not final)
+        bar.update(final)  # draws the new count with its tally
         if died:
             if self.pool.lost(worker):
                 self.log(f"a worker died ({died[:200]}); its episodes are re-queued and a replacement asked for")
@@ -242,7 +243,6 @@ class Driver:
             self.pool.done(worker)
             if self.backstop is not None:
                 self.backstop.alive(worker)
-        self._show(bar, backend, force=True)
 
     def _kill(self, bar, backend, worker, why: str, inflight: dict, queue) -> None:
         """The backstop judged ``worker`` stuck: kill it (saying why), collect its episodes as after a
@@ -256,7 +256,7 @@ class Driver:
                 bar.update(final)
         self._show(bar, backend, force=True)
 
-    def _show(self, bar, backend, force: bool = False) -> None:
+    def _show(self, bar, backend, force: bool = False, draw: bool = True) -> None:
         """The bar's tally, drawn at once on every change and last at the end (``infra``: episodes
         whose final attempt was an infra error; ``retried``: attempts re-queued after one). The
         limiter's figures are asked for at most every :data:`POLL_S`."""
@@ -272,7 +272,7 @@ class Driver:
         shown = {k: self.counts[k] for k in ("ok", "failed", "infra", "retried")} | extra
         if shown != self._postfix:  # redrawn on a change only: logs stay short
             self._postfix = shown
-            bar.set_postfix(**shown, refresh=True)
+            bar.set_postfix(**shown, refresh=draw)
 
     def _catch_ctrl_c(self):
         """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
