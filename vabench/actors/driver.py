@@ -190,14 +190,15 @@ class Driver:
         )
         previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
         try:
-            pool.start(slots, 1 if not backend.watched else ray_cfg.env_actors)
+            pool.start(slots, ray_cfg.env_actors)
             while queue or inflight:
                 if self._stop:
                     raise KeyboardInterrupt
                 self._hold()
                 pool.tick(bool(queue))
                 for worker in pool.newly_live():
-                    backstop and backstop.alive(worker)
+                    if backstop is not None:
+                        backstop.alive(worker)
                 while queue and (worker := pool.seat()) is not None:
                     spec, attempt = queue.popleft()
                     ref = backend.submit(worker, Episode(spec, attempt, self._summary(spec), run.identity))
