@@ -5,6 +5,9 @@ beside it), and prints the sweep folder read with ``pandas.read_parquet`` as one
 
     python benchmarks/study_summaries.py --address 127.0.0.1:PORT [--out /tmp/study]
 
+On a cluster, start Ray with ``VABENCH_FAKE_KEY=sk-fake`` exported (the model's key variable: the
+driver checks every node has it, as for a real provider).
+
 The model answers every evaluation request with ``stop`` (the episode is judged at once); a
 learning conversation retrieves the frame index, inspects three frames of each demonstration and
 saves a summary. Demonstrations are small synthetic ones in the real on-disk format (no simulator).
@@ -99,6 +102,8 @@ def main() -> None:
     stored = sorted(p.stem for p in (args.out / "_summaries").rglob("*.json"))
     print(f"learning conversations: {model.learnings}; summaries stored: {len(stored)}")
     df = pd.read_parquet(args.out / "study")
+    if df.empty:
+        raise SystemExit(f"no rows: see {args.out / 'study.log'}")
     table = df.groupby(["experiment", "protocol"]).agg(
         episodes=("status", "size"),
         ok=("status", lambda s: int((s == "ok").sum())),

@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 import time
+import uuid
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,6 +20,10 @@ from tests.test_cluster import ROOT, Cluster
 
 pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def ray_tmp() -> Path:
+    return Path(f"/tmp/vbr{uuid.uuid4().hex[:6]}")  # short: Ray's socket paths have a length limit
 
 
 def launch(cluster: Cluster, results, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
@@ -30,7 +36,7 @@ def test_four_runs_at_once_on_a_full_cluster_end_with_every_episode_judged_and_n
     """4 jobs x 2 workers of 0.5 CPU = 4 CPUs asked of a 2-CPU cluster: the jobs that cannot place
     a worker wait (a run's idle workers are released when it has nothing left to start), extra
     workers are given up, and the sweep folder reads as one table."""
-    with Cluster(ENV, tmp_path / "ray") as cluster:
+    with Cluster(ENV, ray_tmp()) as cluster:
         began = time.monotonic()
         done = launch(
             cluster,
@@ -71,7 +77,7 @@ sys.stdin.read()
 
 
 def test_a_starved_cluster_stops_the_run_as_interrupted_within_the_bound_and_it_resumes(tmp_path):
-    with Cluster(ENV, tmp_path / "ray") as cluster:
+    with Cluster(ENV, ray_tmp()) as cluster:
         blocker = subprocess.Popen(
             [sys.executable, "-c", BLOCKER, cluster.address],
             env=ENV,
