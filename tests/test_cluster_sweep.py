@@ -106,4 +106,4 @@ def test_a_starved_cluster_stops_the_run_as_interrupted_within_the_bound_and_it_
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
     df = pd.read_parquet(tmp_path / "starved")
     assert len(df) == 2 and set(df["status"]) == {"ok"}
-    print(f"starved run stopped after {waited:.0f} s (bound 20 s)")
+    print(f"starved run stopped after {waited:.0f} s (bound ray.starve_timeout_s=20 x load {load:.1f})")
