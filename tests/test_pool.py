@@ -212,6 +212,7 @@ def test_an_answer_is_evidence_and_an_episode_stuck_in_one_simulator_call_is_nam
 def ray_two_cpus():
     os.environ["RAY_AUTH_MODE"] = "disabled"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["VABENCH_TEST_KEY"] = "sk-test"  # before Ray starts: its workers inherit it (never a runtime_env)
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -303,3 +304,36 @@ def test_the_progress_bar_ends_on_the_exact_tally(tmp_path, capfd):
     drawn = capfd.readouterr().err.replace("\r", "\n").splitlines()
     last = [line for line in drawn if "1/1" in line][-1]
     assert "ok=1" in last and "infra=0" in last, drawn[-5:]
+
+
+@RAY
+def test_on_ray_a_summary_learning_the_cluster_cannot_place_stops_the_run_as_interrupted(
+    ray_two_cpus, tmp_path, demo_root
+):
+    """The learning of an own summary waits for a CPU like a worker: with both CPUs held, the run
+    stops within starve_timeout_s x load instead of waiting forever."""
+    from tests.openai_server import ScriptedServer
+
+    ray = ray_two_cpus
+    blocker = ray.remote(num_cpus=2)(Blocker).remote()
+    ray.get(blocker.ready.remote())
+    try:
+        with ScriptedServer(default='{"stop": true}') as server:
+            run = smoke(
+                tmp_path,
+                "unlearned",
+                "model=openai",
+                "model.id=openai/learner",
+                "model.api_key_env=VABENCH_TEST_KEY",
+                f"model.api_base={server.url}",
+                "summary=own",
+                f"demo_root={demo_root}",
+                "tasks=[grasp_single_cube]",
+                "seeds=1",
+                "ray.starve_timeout_s=2",
+            )
+            with pytest.raises(ClusterStarved, match=r"summary learning not started for \d+ s .*2.0/2.0 CPU in use"):
+                quiet(run).execute()
+            assert server.requests == []
+    finally:
+        ray.kill(blocker)

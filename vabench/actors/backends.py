@@ -23,6 +23,7 @@ from .backstop import ProgressBoard
 from .config import RunConfig
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
+LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
 ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
 
 
@@ -156,6 +157,9 @@ class InProcessBackend:
         from .worker import learn
 
         return self._now(learn, self.run.model, task, _demo_root(self.run), self.limiter, self.run.render)
+
+    def learning_started(self) -> bool:
+        return True  # it runs inside submit_learn()
 
     def wait(self, refs: list, timeout: float, every: bool = False) -> list:
         return [r for r in refs if r.done()]
@@ -331,7 +335,14 @@ class RayBackend:
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(run.model, task, _demo_root(run), limiter, run.render)
+        return remote.remote(run.model, task, _demo_root(run), limiter, run.render, self.board, LEARN_KEY)
+
+    def learning_started(self) -> bool:
+        """Some learning of this run has started (Ray placed it), as the progress board says."""
+        try:
+            return LEARN_KEY in self.ray.get(self.board.read.remote(), timeout=ASK_S)
+        except Exception:  # the board is the driver's own actor: an unanswered read is no evidence either way
+            return True
 
     def wait(self, refs: list, timeout: float, every: bool = False) -> list:
         """The first ready ref within ``timeout`` (``every``: all those ready by then)."""

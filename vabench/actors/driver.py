@@ -49,7 +49,7 @@ from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
-from .backstop import Backstop, Limits
+from .backstop import Backstop, Limits, load_factor
 from .config import RunConfig
 from .learnlock import learn_once
 from .pool import ClusterStarved, WorkerPool
@@ -134,12 +134,15 @@ class Driver:
         because of infrastructure."""
         self.log(f"learning summaries for {len(tasks)} task(s): {', '.join(tasks)}")
         failed: dict[str, str] = {}
-        queue, inflight = deque(tasks), {}
+        queue, inflight, began = deque(tasks), {}, time.monotonic()
         while queue or inflight:
             while queue and len(inflight) < self.run.model.max_concurrency:
                 task = queue.popleft()
                 inflight[backend.submit_learn(task)] = task
-            ready = backend.wait(list(inflight), None)
+            ready = backend.wait(list(inflight), POLL_S)
+            if not ready:
+                self._unplaced_learning(backend, began)
+                continue
             task = inflight.pop(ready[0])
             try:
                 out = self._keep_learning(task, backend.get(ready[0]))
@@ -153,6 +156,19 @@ class Driver:
             elif not out.get("learned", True):
                 self.log(f"summary {task}: none learned; its episodes run without one (summary_learned false)")
         return failed
+
+    def _unplaced_learning(self, backend, began: float) -> None:
+        """A run whose summary learning the cluster cannot place stops as interrupted after
+        ``ray.starve_timeout_s`` x load, like one none of whose workers can be placed."""
+        if self._stop:
+            raise KeyboardInterrupt
+        limit, load = self.run.ray.starve_timeout_s, load_factor()
+        waited = time.monotonic() - began
+        if waited > limit * load and not backend.learning_started():
+            raise ClusterStarved(
+                f"summary learning not started for {waited:.0f} s (ray.starve_timeout_s={limit:g} x load "
+                f"{load:.1f}): {backend.lacks()}"
+            )
 
     def _keep_learning(self, task: str, out: dict) -> dict:
         """Land a learning's record in ``_learning/<task>/<time>/`` (a rerun learns anew) and its
@@ -369,4 +385,6 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int |
     except (RunLocked, NodeCheckFailed) as e:
         raise SystemExit(str(e)) from None
     except ClusterStarved as e:
-        raise SystemExit(f"interrupted: the cluster cannot place a worker for this run: {e}") from None
+        raise SystemExit(
+            f"interrupted: the cluster cannot place this run's work: {e}; rerun with run_id={run.run_id} to resume"
+        ) from None

@@ -259,13 +259,22 @@ class EpisodeWorker:
 
 
 def learn(
-    model: ModelConfig, task: str, demo_root: str | None = None, limiter=None, render: str = Render.PAPER
+    model: ModelConfig,
+    task: str,
+    demo_root: str | None = None,
+    limiter=None,
+    render: str = Render.PAPER,
+    board=None,
+    key: str = "",
 ) -> dict:
     """Summary learning for one (model, task), on any node, from the demos recorded at the run's
     ``render`` preset: no simulator unless a demo must be recorded. Its requests go through the
     run's ``limiter`` like the episodes'. The summary and the learning record come back as text and
     files for the driver to store (workers never write the run's summary store, which another node
-    may not see)."""
+    may not see). It tells the run's progress ``board`` (under ``key``) that it started: the driver
+    bounds how long a learning the cluster cannot place may wait."""
+    if board is not None:
+        board.bump.remote(key, 1)
     m = make_model(model)
     if limiter is not None:
         m.limiter = limiter
