@@ -10,6 +10,7 @@ import re
 import pytest
 
 from tests.test_driver import smoke
+from vabench.actors import pool as pool_mod
 from vabench.actors.backstop import Backstop, Limits
 from vabench.actors.driver import Driver
 from vabench.actors.pool import ClusterStarved, WorkerPool
@@ -228,17 +229,20 @@ FULL = ("tasks=[grasp_single_cube]", "seeds=2", "ray.env_actors=2", "ray.episode
 
 
 @RAY
-def test_on_ray_a_worker_the_cluster_cannot_hold_is_given_up_and_its_slot_goes_to_the_live_one(ray_two_cpus, tmp_path):
+def test_on_ray_a_worker_the_cluster_cannot_hold_is_given_up_and_its_slot_goes_to_the_live_one(
+    ray_two_cpus, tmp_path, monkeypatch
+):
     """Two workers of 2 CPUs each on a 2-CPU Ray: one is placed, the other is given up after
     place_timeout_s and both episodes run on the live one."""
+    monkeypatch.setattr(pool_mod, "load_factor", lambda: 1.0)  # the bound exact: 1 s, far less than an episode
     lines: list[str] = []
-    run = smoke(tmp_path, "full", *FULL, "ray.place_timeout_s=3")
+    run = smoke(tmp_path, "full", *FULL, "ray.place_timeout_s=1")
     driver = quiet(run, lines)
     df = driver.execute()
     assert len(df) == 2 and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
     assert driver.counts["given_up"] == 1 and driver.counts["worker_crashes"] == 0
     said = [line for line in lines if "pending for" in line]
-    assert len(said) == 1 and "(ray.place_timeout_s=3 x load" in said[0] and "CPU in use" in said[0], lines
+    assert len(said) == 1 and "(ray.place_timeout_s=1 x load 1.0)" in said[0] and "CPU in use" in said[0], lines
 
 
 @RAY

@@ -49,9 +49,9 @@ class WorkerPool:
     """``backend``: the run's backend (new_worker, placing, wait, get, kill, release, lacks);
     ``place_s``/``starve_s``: ``ray.place_timeout_s`` and ``ray.starve_timeout_s``."""
 
-    def __init__(self, backend, place_s: float, starve_s: float, log=print, clock=time.monotonic, load=load_factor):
+    def __init__(self, backend, place_s: float, starve_s: float, log=print, clock=time.monotonic, load=None):
         self.backend, self.place_s, self.starve_s, self.log, self.clock = backend, place_s, starve_s, log, clock
-        self.load = load  # the bounds grow with the node's load: a crowded node starts workers slowly
+        self.load = load or load_factor  # the bounds grow with the node's load: a crowded node starts workers slowly
         self.members: dict[int, Member] = {}
         self.crashes = 0  # workers lost (died, or killed by the backstop) and replaced
         self.given_up = 0  # workers never placed within place_s
