@@ -109,6 +109,16 @@ def test_only_live_workers_get_episodes_and_a_worker_never_placed_is_given_up_sa
     assert pool.seat() is backend.workers[0]  # a re-queued episode runs on the live worker's free slot
 
 
+def test_a_run_asks_for_no_more_workers_than_the_cluster_holds_while_it_has_none():
+    pool, backend, clock, lines = pool_of(6)
+    backend.cluster = {"self": (0, 6)}  # the cluster holds 4 (FakeBackend.capacity)
+    pool.tick(wanted=True)
+    assert sorted(backend.killed) == [4, 5] and pool.given_up == 2
+    assert lines == [
+        "2 of this run's 6 pending worker(s) given up: the cluster holds 4 and 1 run(s) want some (2.0/2.0 CPU in use)"
+    ]
+
+
 def test_a_run_with_no_live_worker_stops_as_interrupted_within_the_bound():
     pool, backend, clock, _ = pool_of(2, starve_s=300.0)
     clock.now = 299.0
@@ -232,13 +242,19 @@ FULL = ("tasks=[grasp_single_cube]", "seeds=2", "ray.env_actors=2", "ray.episode
 def test_on_ray_a_worker_the_cluster_cannot_hold_is_given_up_and_its_slot_goes_to_the_live_one(
     ray_two_cpus, tmp_path, monkeypatch
 ):
-    """Two workers of 2 CPUs each on a 2-CPU Ray: one is placed, the other is given up after
-    place_timeout_s and both episodes run on the live one."""
+    """Two workers of 1 CPU each on a 2-CPU Ray one CPU of which another user holds: one is
+    placed, the other is given up after place_timeout_s and both episodes run on the live one."""
     monkeypatch.setattr(pool_mod, "load_factor", lambda: 1.0)  # the bound exact: 1 s, far less than an episode
+    ray = ray_two_cpus
+    blocker = ray.remote(num_cpus=1)(Blocker).remote()  # another user's work holds one of the two CPUs
+    ray.get(blocker.ready.remote())
     lines: list[str] = []
-    run = smoke(tmp_path, "full", *FULL, "ray.place_timeout_s=1")
+    run = smoke(tmp_path, "full", *FULL[:-1], "ray.actor_cpus=1", "ray.place_timeout_s=1")
     driver = quiet(run, lines)
-    df = driver.execute()
+    try:
+        df = driver.execute()
+    finally:
+        ray.kill(blocker)
     assert len(df) == 2 and (df["status"] == "ok").all() and (df["attempt"] == 1).all()
     assert driver.counts["given_up"] == 1 and driver.counts["worker_crashes"] == 0
     said = [line for line in lines if "pending for" in line]

@@ -145,9 +145,15 @@ class WorkerPool:
         live = [m for m in self.members.values() if m.placing is None and not m.retired]
         pending = [m for m in self.members.values() if m.placing is not None]
         if not live and len(pending) > share:  # starved: ask for no more than a share
-            for m in sorted(pending, key=lambda m: m.made)[share:]:
+            extra = sorted(pending, key=lambda m: m.made)[share:]
+            for m in extra:
                 self.members.pop(id(m.worker))
                 self.backend.kill(m.worker)
+            self.given_up += len(extra)
+            self.log(
+                f"{len(extra)} of this run's {len(pending)} pending worker(s) given up: the cluster holds "
+                f"{self.backend.capacity()} and {wanting} run(s) want some ({self.backend.lacks()})"
+            )
         starved = [job for job, (n, waiting) in runs.items() if job != "self" and n == 0 and waiting > 0]
         if starved and len(live) > share:
             extra = sorted(live, key=lambda m: m.busy)[: len(live) - share]
