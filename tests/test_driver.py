@@ -416,6 +416,8 @@ def test_a_parallel_sweep_runs_three_models_at_once_and_loads_as_one_table(tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     assert gate.seen == server_models and gate.waited_out == []
     assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()) == ["job0", "job1", "job2"]
+    assert (tmp_path / "sweep" / "_multirun.yaml").is_file()  # Hydra's record, under a name Parquet skips
+    assert len(pd.read_parquet(tmp_path / "sweep")) == 3  # the sweep folder is a table, as a run folder is
     df = load_runs(tmp_path / "sweep")
     assert sorted(df["model"]) == ["openai/a", "openai/b", "openai/c"] and (df["status"] == "ok").all()
     assert sorted(df["condition"]) == [f"openai/{m} | active | summary none | render fast" for m in "abc"]

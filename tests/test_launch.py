@@ -96,6 +96,8 @@ def test_summary_modes_compose_for_multirun_grids():
         (["run_id=../escape"], "'run_id'"),
         (["ray.env_actors=0"], "'ray.env_actors' must be >= 1"),
         (["+ray.gpus=1"], "unknown key\\(s\\) ray.gpus"),
+        (["ray.hang_s=0"], "'ray.hang_s' must be > 0"),
+        (["ray.place_timeout_s=soon"], "'ray.place_timeout_s' must be a number"),
         (["harness.max_images=0"], "'harness.max_images' must be >= 1"),
         (["+harness.colour=red"], "unknown key\\(s\\) harness.colour; allowed: context_tokens"),
         (["+harness.max_image=3"], "harness.max_image \\(did you mean 'max_images'\\?\\)"),
@@ -181,3 +183,13 @@ def test_a_run_begun_before_stores_were_shared_keeps_its_own_summaries(tmp_path)
     assert from_config(cfg, tmp_path / "old").summary_root == (tmp_path / "old" / "_summaries")
     fresh = composed("+experiment=smoke", f"results_dir={tmp_path}", "run_id=new")
     assert from_config(fresh, tmp_path / "new").summary_root == tmp_path / "_summaries" / "fast"
+
+
+def test_the_paper_study_sweeps_every_condition_base_runs_first_side_by_side():
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["+study=paper"], return_hydra_config=True)
+    sweep = cfg.hydra.sweeper.params["+experiment"].split(",")
+    assert sweep[0] == "main" and set(sweep) == {"main", "passive_ablation", "transfer", "long_horizon"}
+    assert cfg.hydra.launcher._target_.endswith("JoblibLauncher") and cfg.hydra.mode.name == "MULTIRUN"
+    for name in sweep:  # each condition validates on its own
+        assert validate(f"+experiment={name}", "model=oracle").experiment == name

@@ -6,7 +6,9 @@ any work starts; the episodes run on Ray (``ray.address=local|auto|<address>``) 
 (``ray.address=none``), through the same driver; the run folder gets one Parquet file per episode
 under ``outcomes/``, and everything else under names starting with ``_`` (``_records/``,
 ``_learning/``, ``_run.json``; summaries in ``results_dir/_summaries/``), which Parquet readers
-skip: ``pandas.read_parquet(run_folder)`` loads just the outcomes.
+skip: ``pandas.read_parquet(run_folder)`` loads just the outcomes. A sweep folder too: Hydra's
+``multirun.yaml`` is renamed ``_multirun.yaml`` (:class:`SweepFiles`), so
+``pandas.read_parquet(sweep_folder)`` loads every job's outcomes as one table.
 """
 
 from __future__ import annotations
@@ -15,9 +17,31 @@ import sys
 from pathlib import Path
 
 import hydra
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from vabench.actors.config import ConfigError, from_config  # also registers the model/_defaults node
+
+SWEEP_FILE = "multirun.yaml"  # what Hydra writes into a sweep folder; Parquet readers fail on it
+
+
+class SweepFiles(Callback):
+    """Renames Hydra's ``multirun.yaml`` in a sweep folder to ``_multirun.yaml``, which Parquet
+    readers skip: as soon as the first job starts, and again when the sweep ends."""
+
+    def on_job_start(self, config: DictConfig, **kwargs) -> None:
+        self._hide(config)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        self._hide(config)
+
+    @staticmethod
+    def _hide(config: DictConfig) -> None:
+        folder = Path(str(config.hydra.sweep.dir))
+        try:
+            (folder / SWEEP_FILE).replace(folder / f"_{SWEEP_FILE}")
+        except FileNotFoundError:  # a single run, or another job of the sweep renamed it first
+            pass
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -19,10 +19,12 @@ from concurrent.futures import Future
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 
+from .backstop import ProgressBoard
 from .config import RunConfig
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
-ASK_S = 10.0  # a worker that cannot answer a ping in this long is hung (e.g. a native call holding the GIL)
+LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
+ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
 
 
 class WorkerDied(RuntimeError):
@@ -46,7 +48,12 @@ def check_local_key(run: RunConfig) -> None:
 
 
 def worker_args(
-    run: RunConfig, lock: tuple[str, str] | None = None, slots: int = 1, limiter=None, worker_id: str | None = None
+    run: RunConfig,
+    lock: tuple[str, str] | None = None,
+    slots: int = 1,
+    limiter=None,
+    worker_id: str | None = None,
+    board=None,
 ) -> tuple:
     return (
         run.render,
@@ -59,6 +66,7 @@ def worker_args(
         limiter,
         run.episode_timeout_s,
         worker_id,
+        board,
     )
 
 
@@ -106,15 +114,13 @@ class InProcessBackend:
 
     slots = 1
     catches_ctrl_c = False
+    watched = False  # no backstop: an episode runs inside submit()
 
     def __init__(self, run: RunConfig):
         check_local_key(run)
         self.run = run
         self._worker = None
         self.limiter = make_limiter(run)
-
-    def start(self, slots: int) -> list:
-        return [self.new_worker()]
 
     def new_worker(self, slots: int = 1):
         if self._worker is None:
@@ -123,14 +129,17 @@ class InProcessBackend:
             self._worker = EpisodeWorker(*worker_args(self.run, limiter=self.limiter))
         return self._worker
 
-    def slots_of(self, worker) -> int:
-        return 1
+    def placing(self, worker) -> Future:
+        return self._now(os.getpid)  # built in this process: live at once
+
+    def lacks(self) -> str:
+        return "this process"
+
+    def runs(self) -> None:
+        return None  # one worker in this process: nothing to share
 
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
-
-    def stuck(self, worker, limit_s: float) -> list[str] | None:
-        return []  # episodes run inside submit(): nothing is ever in flight while the driver looks
 
     @staticmethod
     def _now(fn, *args) -> Future:
@@ -149,14 +158,14 @@ class InProcessBackend:
 
         return self._now(learn, self.run.model, task, _demo_root(self.run), self.limiter, self.run.render)
 
-    def wait(self, refs: list, timeout: float) -> list:
+    def learning_started(self) -> bool:
+        return True  # it runs inside submit_learn()
+
+    def wait(self, refs: list, timeout: float, every: bool = False) -> list:
         return [r for r in refs if r.done()]
 
     def get(self, ref: Future):
         return ref.result()
-
-    def alive(self, worker) -> bool:
-        return True
 
     def kill(self, worker) -> None:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
@@ -177,6 +186,7 @@ class RayBackend:
     what a dead worker's episodes become, so no episode is judged twice behind its back."""
 
     catches_ctrl_c = True  # Ray's blocking calls may swallow a KeyboardInterrupt: the driver polls a flag
+    watched = True  # the driver's backstop watches the workers (vabench.actors.backstop)
 
     def __init__(self, run: RunConfig, lock: tuple[str, str] | None = None):
         import ray
@@ -192,18 +202,17 @@ class RayBackend:
                 ray.init(address=run.ray.address, log_to_driver=False)
         self.check_nodes()
         self.slots = run.ray.env_actors * run.ray.episodes_per_actor
-        self._slots: dict[int, int] = {}  # id(worker) -> its slots
-        self._prefix, self._made = uuid.uuid4().hex[:8], 0  # worker ids: their scratch folders
-        self.limiter = None
-        if not is_offline(run.model.model):  # one per run, on the driver's node; owned by the driver: ends with it
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        self._ids: dict[int, str] = {}  # id(worker) -> its worker id (scratch folder, progress counter)
+        self._prefix, self._made = uuid.uuid4().hex[:8], 0
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-            self.limiter = (
-                ray.remote(RateLimiter)
-                .options(num_cpus=0, max_restarts=0, scheduling_strategy=here)
-                .remote(run.model.rpm, run.model.tpm)
-            )
+        # the run's small actors live on the driver's node, owned by the driver: they end with it
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        small = {"num_cpus": 0, "max_restarts": 0, "scheduling_strategy": here}
+        self.board = ray.remote(ProgressBoard).options(**small).remote()
+        self.limiter = None
+        if not is_offline(run.model.model):
+            self.limiter = ray.remote(RateLimiter).options(**small).remote(run.model.rpm, run.model.tpm)
 
     def check_nodes(self) -> None:
         """Before any work, when the model names a key variable, every alive node must have it in its
@@ -239,13 +248,6 @@ class RayBackend:
                 f"Ray, which writes runtime environments to its logs in plain text."
             )
 
-    def start(self, slots: int) -> list:
-        """Workers for ``slots`` episodes at once; each worker appears once per slot it hosts."""
-        out = []
-        for k in spread(slots, self.run.ray.env_actors):
-            out += [self.new_worker(k)] * k
-        return out
-
     def new_worker(self, slots: int = 1):
         from .worker import EpisodeWorker
 
@@ -259,13 +261,28 @@ class RayBackend:
             options["num_gpus"] = self.run.ray.actor_gpus
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         self._made += 1
-        args = worker_args(self.run, self.lock, slots, limiter, f"{self._prefix}-{self._made}")
+        wid = f"{self._prefix}-{self._made}"
+        args = worker_args(self.run, self.lock, slots, limiter, wid, self.board)
         worker = self.ray.remote(concurrency_groups={CONTROL: 1})(EpisodeWorker).options(**options).remote(*args)
-        self._slots[id(worker)] = slots
+        self._ids[id(worker)] = wid
         return worker
 
-    def slots_of(self, worker) -> int:
-        return self._slots.get(id(worker), 1)
+    def placing(self, worker):
+        """Ready once Ray has placed the worker and it has started (its constructor ran)."""
+        return worker.pid.options(concurrency_group=CONTROL).remote()
+
+    def worker_id(self, worker) -> str:
+        return self._ids.get(id(worker), "")
+
+    def lacks(self) -> str:
+        """What the cluster has in use, e.g. "2.0/2.0 CPU in use" (and GPUs, when workers ask for them)."""
+        try:
+            total, free = self.ray.cluster_resources(), self.ray.available_resources()
+        except Exception as e:  # a message only
+            return f"cluster resources unknown ({type(e).__name__})"
+        kinds = ["CPU"] + (["GPU"] if self.run.ray.actor_gpus > 0 else [])
+        used = [f"{total.get(k, 0) - free.get(k, 0):.1f}/{total.get(k, 0):.1f} {k} in use" for k in kinds]
+        return ", ".join(used) + f"; each worker needs ray.actor_cpus={self.run.ray.actor_cpus:g} CPU"
 
     def limit_stats(self) -> dict | None:
         if self.limiter is None:
@@ -275,13 +292,39 @@ class RayBackend:
         except Exception:  # progress display only: never hold the driver up
             return None
 
-    def stuck(self, worker, limit_s: float) -> list[str] | None:
-        """Keys of the worker's episodes inside one simulator call for over ``limit_s``, or None
-        if the worker did not answer within :data:`ASK_S`."""
+    def runs(self) -> dict[str, tuple[int, int]] | None:
+        """Env workers on the whole cluster by run (Ray job): {job: (live, pending)}, this run's
+        under ``"self"``; None where Ray's actor table cannot be read (the pool then skips sharing)."""
         try:
-            return self.ray.get(worker.stuck.options(concurrency_group=CONTROL).remote(limit_s), timeout=ASK_S)
+            from ray._private import state
+
+            table = state.actors()
+            mine = self.ray.get_runtime_context().get_job_id()
         except Exception:
             return None
+        out: dict[str, list[int]] = {}
+        for actor in table.values():
+            if actor.get("ActorClassName") != "EpisodeWorker":
+                continue
+            at = {"ALIVE": 0, "PENDING_CREATION": 1, "DEPENDENCIES_UNREADY": 1}.get(actor.get("State"))
+            if at is not None:
+                job = "self" if actor.get("JobID") == mine else str(actor.get("JobID"))
+                out.setdefault(job, [0, 0])[at] += 1
+        return {job: (live, pending) for job, (live, pending) in out.items()}
+
+    def capacity(self) -> int:
+        """Env workers the whole cluster holds at ``ray.actor_cpus`` each."""
+        try:
+            return max(1, int(self.ray.cluster_resources().get("CPU", 0) // self.run.ray.actor_cpus))
+        except Exception:
+            return 1
+
+    def ask(self, worker, limit_s: float):
+        """A check, answered whenever the worker can: its episodes inside one simulator call for over ``limit_s``."""
+        return worker.stuck.options(concurrency_group=CONTROL).remote(limit_s)
+
+    def read_board(self):
+        return self.board.read.remote()
 
     def submit(self, worker, episode):
         return worker.run.remote(episode)
@@ -292,10 +335,20 @@ class RayBackend:
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(run.model, task, _demo_root(run), limiter, run.render)
+        return remote.remote(run.model, task, _demo_root(run), limiter, run.render, self.board, LEARN_KEY)
 
-    def wait(self, refs: list, timeout: float) -> list:
-        ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
+    def learning_started(self) -> bool:
+        """Some learning of this run has started (Ray placed it), as the progress board says."""
+        try:
+            return LEARN_KEY in self.ray.get(self.board.read.remote(), timeout=ASK_S)
+        except Exception:  # the board is the driver's own actor: an unanswered read is no evidence either way
+            return True
+
+    def wait(self, refs: list, timeout: float, every: bool = False) -> list:
+        """The first ready ref within ``timeout`` (``every``: all those ready by then)."""
+        if not refs:
+            return []
+        ready, _ = self.ray.wait(refs, num_returns=len(refs) if every else 1, timeout=timeout)
         return ready
 
     def get(self, ref):
@@ -305,13 +358,6 @@ class RayBackend:
             return self.ray.get(ref)
         except RayActorError as e:
             raise WorkerDied(f"{type(e).__name__}: {str(e)[:800]}") from e
-
-    def alive(self, worker) -> bool:
-        try:
-            self.ray.get(worker.pid.options(concurrency_group=CONTROL).remote(), timeout=30)
-            return True
-        except Exception:
-            return False
 
     def kill(self, worker) -> None:
         self.ray.kill(worker, no_restart=True)

@@ -29,6 +29,7 @@ _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
 
 
 NO_RAY = "none"
+RAY_TIMES = ("place_timeout_s", "starve_timeout_s", "check_every_s", "hang_s", "stuck_s")  # seconds, > 0
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,17 @@ class RayConfig:
     episodes_per_actor: int = 8  # episodes one env actor hosts at once (threads; one scene each)
     actor_cpus: float = 0.5
     actor_gpus: float = 0.0
+    place_timeout_s: float = 120.0  # a worker not placed and started this long (x load) is given up while one is live
+    starve_timeout_s: float = 600.0  # no worker live this long (x load): the run stops as interrupted (resumable)
+    check_every_s: float = 15.0  # how often the backstop looks at the workers
+    hang_s: float = 300.0  # a busy worker with no evidence of progress this long (x load) is killed
+    stuck_s: float = 600.0  # an episode inside one simulator call this long (x load): its worker is killed
 
     def __post_init__(self):
         at_least(self, "ray", 1, "num_cpus", "env_actors", "episodes_per_actor")
         at_least(self, "ray", 0, "actor_cpus", strict=True)
         at_least(self, "ray", 0, "actor_gpus")
+        at_least(self, "ray", 0, *RAY_TIMES, strict=True)
 
     @property
     def in_process(self) -> bool:

@@ -18,10 +18,14 @@ Correctness rules:
   interrupted driver costs nothing (Ctrl-C first fetches the partial records a worker keeps in its
   node's scratch; the stale record folder is set aside and the same attempt runs afresh); the
   backend never re-runs anything by itself, so no episode is judged twice;
-- an episode that works longer than ``episode_timeout_s`` (waits on rate limits excluded) ends
-  itself as an infra error at its next model call; one stuck inside a simulator call, or a worker
-  that stops answering, is caught by the driver's backstop, which kills that worker (its episodes
-  are then collected as after a crash);
+- an episode that works longer than ``episode_timeout_s`` (waits on rate limits and on its
+  neighbours' simulator calls excluded) ends itself as an infra error at its next model call; one
+  stuck inside a simulator call, or a worker that shows no sign of progress, is caught by the
+  driver's backstop (:mod:`vabench.actors.backstop`), which kills that worker saying why (its
+  episodes are then collected as after a crash);
+- the driver never waits forever for a worker (:mod:`vabench.actors.pool`): episodes go to live
+  workers' free slots, a worker the cluster cannot place is given up within ``ray.place_timeout_s``,
+  and a run with none stops as interrupted after ``ray.starve_timeout_s``;
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
 """
 
@@ -31,6 +35,7 @@ import signal
 import threading
 import time
 from collections import deque
+from functools import partial
 
 import pandas as pd
 from tqdm import tqdm
@@ -44,16 +49,15 @@ from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
+from .backstop import Backstop, Limits, load_factor
 from .config import RunConfig
+from .learnlock import learn_once
+from .pool import ClusterStarved, WorkerPool
 from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
 from .scratch import land
 
 POLL_S = 2.0
-STUCK_S = 600.0  # one simulator call this long is stuck (they take < 5 s): the episode cannot end itself
-BACKSTOP_EVERY_S = 15.0  # how often the driver asks workers about stuck episodes
-MISSES = 3  # checks in a row a worker failed to answer: it is hung (a native call holding the GIL)
-STARTUP_S = 600.0  # a worker that has never answered yet may still be starting (Ray, shaders)
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 
 
@@ -67,7 +71,7 @@ class Driver:
         parallel sweep's job number); its bar then names the run folder."""
         self.run, self.log, self.progress, self.line = run, log, progress, line
         self.store = SummaryStore(run.summary_root)
-        self.counts = {"ok": 0, "failed": 0, "infra": 0, "retried": 0, "worker_crashes": 0, "permanent": 0}
+        self.counts = dict.fromkeys(("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "permanent"), 0)
         self._stop = False
         self._told: dict[tuple[str, str], Summary | None] = {}  # (summary source, task) -> what episodes get
 
@@ -98,7 +102,8 @@ class Driver:
     def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
         """Shared summaries must exist; own summaries are learned once per (model, base task) and
         summary root, which by default every run in the results folder shares (a passive or transfer
-        run reuses the base run's). A learning that ends without a summary for a reason other than
+        run reuses the base run's), by one driver at a time (:mod:`vabench.actors.learnlock`: parallel
+        jobs of a sweep reuse it too). A learning that ends without a summary for a reason other than
         infrastructure leaves its episodes to run without one (``summary_learned`` false in the row)."""
         run = self.run
         mode = todo[0][0].summary_mode if todo else None  # offline agents read none, whatever was asked
@@ -114,14 +119,30 @@ class Driver:
             self.log(f"reusing {len(bases) - len(missing)} stored summary(ies) from {run.summary_root}")
         if not missing:
             return todo
-        self.log(f"learning summaries for {len(missing)} task(s): {', '.join(missing)}")
+        failed = learn_once(self.store, run.model_name, missing, partial(self._learn, backend), self._hold, self.log)
+        keep = []
+        for spec, attempt in todo:
+            if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
+                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
+                self.counts["infra"] += 1
+            else:
+                keep.append((spec, attempt))
+        return keep
+
+    def _learn(self, backend, tasks: list[str]) -> dict[str, str]:
+        """Learn and store the summaries of ``tasks``; returns {task: error} for those that failed
+        because of infrastructure."""
+        self.log(f"learning summaries for {len(tasks)} task(s): {', '.join(tasks)}")
         failed: dict[str, str] = {}
-        queue, inflight = deque(missing), {}
+        queue, inflight, began = deque(tasks), {}, time.monotonic()
         while queue or inflight:
-            while queue and len(inflight) < run.model.max_concurrency:
+            while queue and len(inflight) < self.run.model.max_concurrency:
                 task = queue.popleft()
                 inflight[backend.submit_learn(task)] = task
-            ready = backend.wait(list(inflight), None)
+            ready = backend.wait(list(inflight), POLL_S)
+            if not ready:
+                self._unplaced_learning(backend, began)
+                continue
             task = inflight.pop(ready[0])
             try:
                 out = self._keep_learning(task, backend.get(ready[0]))
@@ -134,14 +155,20 @@ class Driver:
                 failed[task] = out.get("error") or "summary learning failed"
             elif not out.get("learned", True):
                 self.log(f"summary {task}: none learned; its episodes run without one (summary_learned false)")
-        keep = []
-        for spec, attempt in todo:
-            if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
-                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
-                self.counts["infra"] += 1
-            else:
-                keep.append((spec, attempt))
-        return keep
+        return failed
+
+    def _unplaced_learning(self, backend, began: float) -> None:
+        """A run whose summary learning the cluster cannot place stops as interrupted after
+        ``ray.starve_timeout_s`` x load, like one none of whose workers can be placed."""
+        if self._stop:
+            raise KeyboardInterrupt
+        limit, load = self.run.ray.starve_timeout_s, load_factor()
+        waited = time.monotonic() - began
+        if waited > limit * load and not backend.learning_started():
+            raise ClusterStarved(
+                f"summary learning not started for {waited:.0f} s (ray.starve_timeout_s={limit:g} x load "
+                f"{load:.1f}): {backend.lacks()}"
+            )
 
     def _keep_learning(self, task: str, out: dict) -> dict:
         """Land a learning's record in ``_learning/<task>/<time>/`` (a rerun learns anew) and its
@@ -161,119 +188,108 @@ class Driver:
         return self._told[key]
 
     def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
+        """Keep every live worker's slots busy until each episode is judged: on any live worker with
+        a free slot (:class:`~vabench.actors.pool.WorkerPool`: no wait on a worker the cluster
+        cannot place lasts beyond its bound), watched by the backstop (:mod:`vabench.actors.backstop`)."""
         run = self.run
         slots = max(1, min(backend.slots, run.model.max_concurrency, len(todo)))
         queue = deque(todo)
-        idle = backend.start(slots)  # one entry per episode slot
-        inflight: dict = {}  # ref -> (worker, spec, attempt, submitted)
-        self._replaced: dict[int, tuple] = {}  # id(dead worker) -> (it, its replacement)
-        self._answered: dict[int, object] = {}  # workers that have answered a backstop check
-        self._misses: dict[int, int] = {}  # id(worker) -> checks it failed to answer, in a row
-        self._shown = 0.0
+        ray_cfg = run.ray
+        self.pool = pool = WorkerPool(backend, ray_cfg.place_timeout_s, ray_cfg.starve_timeout_s, self.log)
+        limits = Limits(ray_cfg.check_every_s, ray_cfg.hang_s, ray_cfg.stuck_s)
+        self.backstop = backstop = Backstop(backend, limits) if backend.watched else None
+        inflight: dict = {}  # ref -> (worker, spec, attempt)
+        self._shown, self._stats, self._postfix = 0.0, None, None
         desc = None if self.line is None else self.run.run_dir.name
         bar = tqdm(
             total=len(todo), disable=not self.progress, unit="ep", dynamic_ncols=True, position=self.line, desc=desc
         )
         previous = self._catch_ctrl_c() if backend.catches_ctrl_c else None
-        checked = time.monotonic()
         try:
+            pool.start(slots, ray_cfg.env_actors)
             while queue or inflight:
                 if self._stop:
                     raise KeyboardInterrupt
                 self._hold()
-                while queue and idle:
-                    worker = idle.pop()
+                pool.tick(bool(queue))
+                for worker in pool.newly_live():
+                    if backstop is not None:
+                        backstop.alive(worker)
+                while queue and (worker := pool.seat()) is not None:
                     spec, attempt = queue.popleft()
                     ref = backend.submit(worker, Episode(spec, attempt, self._summary(spec), run.identity))
-                    inflight[ref] = (worker, spec, attempt, time.monotonic())
-                for ref in backend.wait(list(inflight), POLL_S):
-                    worker, spec, attempt, _ = inflight.pop(ref)
-                    if self._collect(backend, ref, spec, attempt, queue):
-                        bar.update(1)
-                    idle.append(self._seat(backend, worker, idle))
-                if time.monotonic() - checked > BACKSTOP_EVERY_S:
-                    checked = time.monotonic()
-                    bar.update(self._backstop(backend, inflight, idle, queue))
+                    inflight[ref] = (worker, spec, attempt)
+                for ref in backend.wait(list(inflight) + pool.pending_refs(), POLL_S):
+                    if ref in inflight:
+                        worker, spec, attempt = inflight.pop(ref)
+                        self._finish(bar, backend, ref, worker, spec, attempt, queue)
+                if backstop is not None and backstop.due():
+                    for worker, why in backstop.verdicts(pool.busy()):
+                        self._kill(bar, backend, worker, why, inflight, queue)
                 self._show(bar, backend)
-        except (KeyboardInterrupt, RunAborted, RunLocked) as stop:
-            what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped"
+        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved) as stop:
+            what = "stopped" if isinstance(stop, (RunAborted, RunLocked)) else "interrupted"
+            if isinstance(stop, ClusterStarved):
+                self.log(f"\nthe cluster cannot place a worker for this run: {stop}")
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
             busy = _distinct(w for w, *_ in inflight.values())
             if not isinstance(stop, RunLocked):  # the folder is still ours: keep what was cut short
                 self._keep_partial(backend, busy)
             for worker in busy:
                 backend.kill(worker)
-                idle[:] = [w for w in idle if w is not worker]
+                pool.members.pop(id(worker), None)
             raise
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
+            self._show(bar, backend, force=True)
             bar.close()
-            for worker in _distinct(idle):
-                backend.release(worker)
+            self.counts["worker_crashes"] = pool.crashes
+            self.counts["given_up"] = pool.given_up
+            pool.close()
 
-    def _seat(self, backend, worker, idle: list):
-        """The worker for a slot that just came free: the same one, or the replacement of a dead one."""
-        if id(worker) in self._replaced:
-            return self._replaced[id(worker)][1]
-        return worker if backend.alive(worker) else self._replace(backend, worker, idle)
+    def _finish(self, bar, backend, ref, worker, spec: EpisodeSpec, attempt: int, queue) -> None:
+        """An episode came back: judge it, free its slot, or replace its worker if that died."""
+        final, died = self._collect(backend, ref, spec, attempt, queue)
+        self._show(bar, backend, force=True, draw=not final)
+        bar.update(final)  # draws the new count with its tally
+        if died:
+            if self.pool.lost(worker):
+                self.log(f"a worker died ({died[:200]}); its episodes are re-queued and a replacement asked for")
+        else:
+            self.pool.done(worker)
+            if self.backstop is not None:
+                self.backstop.alive(worker)
 
-    def _replace(self, backend, worker, idle: list):
-        """One replacement per dead worker, with as many slots, however many of its episodes come
-        back; its free slots in ``idle`` move to the replacement (never a submit to a dead worker)."""
-        if id(worker) in self._replaced:
-            return self._replaced[id(worker)][1]
-        backend.kill(worker)  # dead, or judged so: never left running beside its replacement
-        new = backend.new_worker(backend.slots_of(worker))
-        self._replaced[id(worker)] = (worker, new)
-        idle[:] = [new if w is worker else w for w in idle]
-        self.counts["worker_crashes"] += 1
-        return new
+    def _kill(self, bar, backend, worker, why: str, inflight: dict, queue) -> None:
+        """The backstop judged ``worker`` stuck: kill it (saying why), collect its episodes as after a
+        crash (each retried as its next attempt) and ask for a replacement."""
+        self.log(f"killing a worker: {why}")
+        self.pool.lost(worker)
+        for ref, (w, spec, attempt) in list(inflight.items()):
+            if w is worker:
+                inflight.pop(ref)
+                final, _ = self._collect(backend, ref, spec, attempt, queue, died=why)
+                bar.update(final)
+        self._show(bar, backend, force=True)
 
-    def _backstop(self, backend, inflight: dict, idle: list, queue) -> int:
-        """Kill a worker with an episode stuck inside one simulator call for over :data:`STUCK_S`
-        (it cannot end itself there), or one that failed :data:`MISSES` checks in a row (hung; one
-        that has never answered gets :data:`STARTUP_S` to start). Its episodes are then collected
-        as after a crash (retried). Returns episodes finished."""
-        finished = 0
-        for worker in _distinct(w for w, *_ in inflight.values()):
-            stuck = backend.stuck(worker, STUCK_S)
-            if stuck is None:
-                misses = self._misses[id(worker)] = self._misses.get(id(worker), 0) + 1
-                oldest = min(t for w, *_, t in inflight.values() if w is worker)
-                starting = id(worker) not in self._answered and time.monotonic() - oldest <= STARTUP_S
-                if misses < MISSES or starting:
-                    continue
-                why = f"worker did not answer {misses} checks in a row"
-            else:
-                self._answered[id(worker)], self._misses[id(worker)] = worker, 0
-                if not stuck:
-                    continue
-                why = f"an episode was inside one simulator call for over {STUCK_S:g} s"
-            new = self._replace(backend, worker, idle)
-            for ref, (w, spec, attempt, _) in list(inflight.items()):
-                if w is worker:
-                    inflight.pop(ref)
-                    finished += self._collect(backend, ref, spec, attempt, queue, died=why)
-                    idle.append(new)
-        return finished
-
-    def _show(self, bar, backend) -> None:
-        if not self.progress or time.monotonic() - self._shown < POLL_S:
+    def _show(self, bar, backend, force: bool = False, draw: bool = True) -> None:
+        """The bar's tally, drawn at once on every change and last at the end (``infra``: episodes
+        whose final attempt was an infra error; ``retried``: attempts re-queued after one). The
+        limiter's figures are asked for at most every :data:`POLL_S`."""
+        if not self.progress or (not force and time.monotonic() - self._shown < POLL_S):
             return
-        self._shown = time.monotonic()
-        stats = backend.limit_stats()
+        if time.monotonic() - self._shown >= POLL_S:
+            self._stats = backend.limit_stats()
+            self._shown = time.monotonic()
+        stats = self._stats
         extra = {}
         if stats:
             extra = {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
-        bar.set_postfix(
-            ok=self.counts["ok"],
-            failed=self.counts["failed"],
-            infra=self.counts["infra"],
-            retried=self.counts["retried"],
-            **extra,
-            refresh=False,
-        )
+        shown = {k: self.counts[k] for k in ("ok", "failed", "infra", "retried")} | extra
+        if shown != self._postfix:  # redrawn on a change only: logs stay short
+            self._postfix = shown
+            bar.set_postfix(**shown, refresh=draw)
 
     def _catch_ctrl_c(self):
         """Ctrl-C sets a flag the loop checks every poll: Ray's blocking calls may swallow a
@@ -287,22 +303,25 @@ class Driver:
 
         return signal.signal(signal.SIGINT, request_stop)
 
-    def _collect(self, backend, ref, spec: EpisodeSpec, attempt: int, queue, died: str | None = None) -> bool:
-        """Take one finished episode; True when it is final (judged, or out of attempts). ``died``:
-        why the driver killed its worker (the retry's error)."""
+    def _collect(
+        self, backend, ref, spec: EpisodeSpec, attempt: int, queue, died: str | None = None
+    ) -> tuple[bool, str | None]:
+        """Take one finished episode: (final: judged, or out of attempts; why its worker died, or
+        None). ``died``: why the driver killed its worker (the retry's error)."""
         try:
             out = backend.get(ref)
         except WorkerDied as e:  # the worker died (crash, kill -9): nothing of this attempt was written
-            return self._retry(spec, attempt, died or f"worker died: {e}", queue)
-        except Exception as e:  # a bug inside the worker: infra, with the reason
-            return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue)
+            why = died or f"worker died: {e}"
+            return self._retry(spec, attempt, why, queue), why
+        except Exception as e:  # a bug inside the worker: infra, with the reason; the worker lives on
+            return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue), None
         row = out["row"]
         if out["files"] is not None:  # the record of a worker that cannot see the run folder
             self._hold()
             try:
                 land(out["files"], spec.record_dir(self.run.run_dir) / f"attempt{attempt}")
             except (OSError, ValueError) as e:  # a record the run folder cannot hold: the attempt is infra
-                return self._retry(spec, attempt, f"storing the record failed: {type(e).__name__}: {e}", queue)
+                return self._retry(spec, attempt, f"storing the record failed: {type(e).__name__}: {e}", queue), None
         self._write(spec, row)
         if row["status"] != Status.OK:
             error = row.get("error") or EndReason.INFRA_ERROR
@@ -311,10 +330,10 @@ class Driver:
                 self.counts["infra"] += 1
                 if self.counts["permanent"] >= ABORT_AFTER and self.counts["ok"] + self.counts["failed"] == 0:
                     raise RunAborted(error)
-                return True
-            return self._retry(spec, attempt, error, queue, written=True)
+                return True, None
+            return self._retry(spec, attempt, error, queue, written=True), None
         self.counts["ok" if row["success"] else "failed"] += 1
-        return True
+        return True, None
 
     def _retry(self, spec: EpisodeSpec, attempt: int, error: str, queue, written: bool = False) -> bool:
         """The attempt failed: its infra row is written first (a rerun after an interruption then
@@ -365,3 +384,7 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int |
         raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
     except (RunLocked, NodeCheckFailed) as e:
         raise SystemExit(str(e)) from None
+    except ClusterStarved as e:
+        raise SystemExit(
+            f"interrupted: the cluster cannot place this run's work: {e}; rerun with run_id={run.run_id} to resume"
+        ) from None

@@ -38,6 +38,7 @@ from vabench.agents.summary_store import SummaryStore
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
 from vabench.vocab import EndReason, Render
 
+from .backstop import Progress
 from .runlock import DriverWatch, _snapshot
 from .scratch import Scratch, pack, read
 
@@ -56,7 +57,7 @@ class Seat:
     model: Model
     key: str | None = None  # the running episode (its folder key), None when free
     started: float = 0.0
-    limiter_s: float = 0.0  # limit waits granted to this episode so far
+    limiter_s: float = 0.0  # waits not counted as its work so far: rate limits, neighbours holding the simulator
     in_sim: float | None = None  # since when it holds the simulator lock (None: it does not)
     scratch: tuple[str, Path] | None = None  # (place in the run folder, scratch folder) of a record kept here
 
@@ -67,18 +68,24 @@ class Seat:
 
 class _SeatSim:
     """The worker's simulator lock as one seat takes it: the seat notes since when it holds it, so
-    the driver can tell an episode stuck inside the simulator from one waiting for its model."""
+    the driver can tell an episode stuck inside the simulator from one waiting for its model; the
+    wait for the lock (neighbours' simulator calls) is not the episode's work, so its time limit
+    skips it; every call made bumps the worker's progress counter (the backstop's evidence)."""
 
-    def __init__(self, lock: threading.RLock, seat: Seat):
-        self.lock, self.seat = lock, seat
+    def __init__(self, lock: threading.RLock, seat: Seat, progress: Progress | None = None):
+        self.lock, self.seat, self.progress = lock, seat, progress
 
     def __enter__(self) -> None:
+        asked = time.monotonic()
         self.lock.acquire()
         self.seat.in_sim = time.monotonic()
+        self.seat.limiter_s += self.seat.in_sim - asked
 
     def __exit__(self, *exc) -> None:
         self.seat.in_sim = None
         self.lock.release()
+        if self.progress is not None:
+            self.progress.bump()
 
 
 class _SeatLimiter:
@@ -118,6 +125,7 @@ class EpisodeWorker:
     row, and is ended by Ray with its driver.
 
     ``slots``: episodes this worker runs at once (:meth:`run` called from that many threads);
+    ``board``: the run's progress board (:mod:`vabench.actors.backstop`), or None;
     ``limiter``: the run's shared rate limiter (acquire/settle/pause), or None; ``timeout_s``: an
     episode that has worked this long (limit waits excluded) ends as an infra error at its next
     model call."""
@@ -134,6 +142,7 @@ class EpisodeWorker:
         limiter=None,
         timeout_s: float | None = None,
         worker_id: str | None = None,
+        board=None,
     ):
         ship = not sees_run_folder(lock)  # records go back with the rows, from this node's scratch
         self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if ship else None
@@ -141,6 +150,7 @@ class EpisodeWorker:
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
         self.limiter, self.timeout_s = limiter, timeout_s
+        self.progress = Progress(board, worker_id or "")
         self.harness, self.run_dir = harness, Path(run_dir)
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
@@ -221,14 +231,16 @@ class EpisodeWorker:
             self.free.put(seat)
 
     def _overdue(self, seat: Seat):
-        if self.timeout_s is None:
-            return None
+        """Checked before every model call: counts the call as progress, and ends an episode over its time."""
         limit = self.timeout_s
-        return lambda: (
-            f"episode exceeded {limit:g} s (episode_timeout_s; rate-limit waits excluded)"
-            if seat.active_s() > limit
-            else None
-        )
+
+        def overdue() -> str | None:
+            self.progress.bump()
+            if limit is not None and seat.active_s() > limit:
+                return f"episode exceeded {limit:g} s (episode_timeout_s; rate-limit waits excluded)"
+            return None
+
+        return overdue
 
     def _run(self, seat: Seat, episode: Episode) -> dict:
         rel = episode.spec.record_dir(Path()) / f"attempt{episode.attempt}"
@@ -238,7 +250,7 @@ class EpisodeWorker:
         else:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
-        runtime = Runtime(_SeatSim(self.sim, seat), self._overdue(seat))
+        runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat))
         result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
         result.record = (rel / result.record).as_posix()
         self._check_driver()
@@ -247,13 +259,22 @@ class EpisodeWorker:
 
 
 def learn(
-    model: ModelConfig, task: str, demo_root: str | None = None, limiter=None, render: str = Render.PAPER
+    model: ModelConfig,
+    task: str,
+    demo_root: str | None = None,
+    limiter=None,
+    render: str = Render.PAPER,
+    board=None,
+    key: str = "",
 ) -> dict:
     """Summary learning for one (model, task), on any node, from the demos recorded at the run's
     ``render`` preset: no simulator unless a demo must be recorded. Its requests go through the
     run's ``limiter`` like the episodes'. The summary and the learning record come back as text and
     files for the driver to store (workers never write the run's summary store, which another node
-    may not see)."""
+    may not see). It tells the run's progress ``board`` (under ``key``) that it started: the driver
+    bounds how long a learning the cluster cannot place may wait."""
+    if board is not None:
+        board.bump.remote(key, 1)
     m = make_model(model)
     if limiter is not None:
         m.limiter = limiter
