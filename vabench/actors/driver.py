@@ -80,7 +80,7 @@ class Driver:
         self.lock = lock
         run = self.run
         write_run_info(run, self.log)
-        todo, done = plan(run)
+        todo, done = plan(run, self.log)
         self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in todo)
         self.log(
