@@ -208,8 +208,9 @@ def misspelt(args: list[str]) -> str | None:
             if part not in where:
                 close = difflib.get_close_matches(part, [str(k) for k in where], n=1, cutoff=0.6)
                 full = ".".join(key.split(".")[:depth] + [close[0]]) if close else None
-                hint = f"; did you mean '{full}'?" if full else f"; known here: {', '.join(map(str, where))}"
-                return f"unknown config key '{key}'{hint} (a new key needs +{key}=...)"
+                if full:
+                    return f"unknown config key '{key}'; did you mean '{full}'?"
+                return f"unknown config key '{key}'; known here: {', '.join(map(str, where))} (a new key: +{key}=...)"
             where = where[part]
     return None
 

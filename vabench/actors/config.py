@@ -269,7 +269,9 @@ def _recording(raw: dict) -> RecordingConfig:
     unknown = sorted(set(raw) - set(allowed))
     if unknown:
         hint = _did_you_mean(unknown[0], allowed)
-        raise ConfigError(f"unknown key(s) recording.{', recording.'.join(unknown)}{hint}; allowed: {', '.join(allowed)}")
+        raise ConfigError(
+            f"unknown key(s) recording.{', recording.'.join(unknown)}{hint}; allowed: {', '.join(allowed)}"
+        )
     for key in ("enabled", "overlay", "video"):
         if key in raw:
             _bool(raw[key], f"recording.{key}")

@@ -73,9 +73,29 @@ def probe(cfg: ModelConfig, log=print) -> None:
         raise EndpointError(_probed[key])
 
 
+def _connect(cfg: ModelConfig) -> str | None:
+    """A TCP connection to ``api_base``, before LiteLLM's few seconds of import: a refused
+    connection or an unknown host is known in milliseconds."""
+    if not cfg.api_base:
+        return None
+    url = urlsplit(cfg.api_base)
+    if not url.hostname:
+        return f"model.api_base={cfg.api_base}: not a URL (e.g. http://host:8000/v1); fix model.api_base"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=min(cfg.timeout_s, PROBE_TIMEOUT_S)).close()
+    except OSError as exc:
+        fatal, line = classify(cfg, exc)
+        return line if fatal else None  # a timeout: left to the request below and the client's retries
+    return None
+
+
 def _ask(cfg: ModelConfig, log) -> str | None:
     if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
         return f"model.api_key_env names {cfg.api_key_env}, which is not set in this environment; export it"
+    unreachable = _connect(cfg)
+    if unreachable:
+        return unreachable
     from vabench.agents.llm import _litellm
 
     try:

@@ -40,7 +40,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", choices=("majority", "strict", "permissive"), default="majority",
                    help="vote rule of the diagnostic scores (default majority, as the paper)")  # fmt: skip
     p.add_argument("--proxies", action="store_true", help="automatic proxy labels from the episode records")
-    p.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), help="B vs A on shared seeds")
+    p.add_argument(
+        "--paired",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="B vs A on shared seeds; full condition labels or short words, e.g. 'servo active' 'servo passive'",
+    )
     p.add_argument("--seed-yield", action="store_true", help="Table 21 from the committed seed manifests")
     return p
 
