@@ -17,7 +17,6 @@ Exit status (:class:`Exit`): 0 every episode judged; 2 refused or stopped with o
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from enum import IntEnum

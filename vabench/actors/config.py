@@ -316,7 +316,8 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     unknown = sorted(set(ray) - set(RayConfig.__dataclass_fields__))
     if unknown:
         raise ConfigError(
-            f"unknown key(s) ray.{', ray.'.join(unknown)}{_did_you_mean(unknown[0], RayConfig.__dataclass_fields__)}; allowed: {', '.join(RayConfig.__dataclass_fields__)}"
+            f"unknown key(s) ray.{', ray.'.join(unknown)}{_did_you_mean(unknown[0], RayConfig.__dataclass_fields__)}; "
+            f"allowed: {', '.join(RayConfig.__dataclass_fields__)}"
         )
     ray = {**asdict(RayConfig()), **ray}
     ray_cfg = RayConfig(

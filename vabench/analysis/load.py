@@ -78,7 +78,8 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     rows), ``model_raw`` (the model name as written), and ``recovered`` (an infra_error row whose
     episode was later judged). Works on hand-built frames with only some columns."""
     notes: list[str] = [
-        f"unreadable outcome file {path} ({why}) left out; rerunning its run_id sets it aside and runs the episode again."
+        f"unreadable outcome file {path} ({why}) left out; rerunning its run_id sets it aside and runs the "
+        "episode again."
         for path, why in df.attrs.get("unreadable", [])
     ]
     p = df.copy()
