@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         from .seedyield import seed_yield
 
         tables["seed_yield"] = seed_yield()
-    print("\n".join(to_markdown(frame) for frame in tables.values()))
+    said: set[str] = set()  # a note common to several tables is printed once, under the first
+    print("\n".join(to_markdown(frame, said) for frame in tables.values()))
     if args.out:
         written = write_tables(tables, args.out, args.format)
         if args.figures:
