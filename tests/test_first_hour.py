@@ -269,3 +269,48 @@ def test_short_condition_names():
         condition_named("servo", labels)
     with pytest.raises(ValueError, match="no condition matches 'gpt'"):
         condition_named("gpt", labels)
+
+
+# -- printed tables and figures -------------------------------------------------------------------
+def test_numbers_and_words_print_as_a_reader_expects():
+    from vabench.analysis.report import sign_test, signed
+    from vabench.vocab import counted
+
+    assert [signed(x) for x in (-0.001, 0.0, 1.234, -2.5)] == ["0.00", "0.00", "+1.23", "-2.50"]
+    assert sign_test("passive worse", 0, 0, 2, float("nan")) == "no test: no non-tied family (2 tied)"
+    assert sign_test("passive worse", 3, 4, 1, 0.625) == "passive worse on 3 of 4 non-tied (1 tied), p=0.62"
+    assert (counted(1, "episode"), counted(2, "episode"), counted(0, "family", "families")) == (
+        "1 episode",
+        "2 episodes",
+        "0 families",
+    )
+
+
+def test_a_note_common_to_several_tables_is_printed_once():
+    from vabench.analysis.report import to_markdown
+
+    a, b = pd.DataFrame({"x": [1]}), pd.DataFrame({"y": [2]})
+    a.attrs, b.attrs = {"title": "A", "notes": ["shared", "only a"]}, {"title": "B", "notes": ["shared"]}
+    said: set[str] = set()
+    first, second = to_markdown(a, said), to_markdown(b, said)
+    assert "- shared" in first and "- only a" in first
+    assert "- shared" not in second and "(1 note(s) as above.)" in second
+    assert "- shared" in to_markdown(b)  # a table on its own (a file) keeps its notes
+
+
+def test_figure_labels_drop_what_every_condition_shares(tmp_path):
+    from vabench.analysis.diagnostic_plots import diagnostic_profile_radar
+    from vabench.analysis.labels import CRITERIA
+    from vabench.analysis.plots import short_labels
+
+    conds = ["oracle | active | summary none (privileged)", "servo | passive | summary none"]
+    assert short_labels(conds) == (["oracle\nactive\n(privileged)", "servo\npassive"], "summary none")
+    profile = pd.DataFrame(
+        [
+            (1, c, "M", k, 1, 2, float("nan") if (c == conds[1] and k == "SR") else 50.0)
+            for c in conds
+            for k in CRITERIA
+        ],
+        columns=["rank", "condition", "module", "criterion", "k", "n", "score_pct"],
+    )
+    assert diagnostic_profile_radar(profile, tmp_path / "radar.png").stat().st_size > 10_000
