@@ -196,9 +196,13 @@ def misspelt(args: list[str]) -> str | None:
         return None
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        node = OmegaConf.to_container(compose(config_name="config"), resolve=False)
     groups = {p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment"}
+    chosen = [a for a in args if a.split("=", 1)[0].lstrip("+") in {*groups, "experiment"} and "," not in a]
+    try:  # the defaults with the groups chosen (summary=shared has keys summary=none lacks)
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            node = OmegaConf.to_container(compose(config_name="config", overrides=chosen), resolve=False)
+    except Exception:  # an unknown group option, ...: Hydra's own message says it
+        return None
     for key in keys:
         where: dict = {**node, **{g: node.get(g) for g in groups}}
         for depth, part in enumerate(key.split(".")):
