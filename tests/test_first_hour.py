@@ -316,3 +316,24 @@ def test_figure_labels_drop_what_every_condition_shares(tmp_path):
         columns=["rank", "condition", "module", "criterion", "k", "n", "score_pct"],
     )
     assert diagnostic_profile_radar(profile, tmp_path / "radar.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    ("status", "retried"),
+    [(400, False), (401, False), (403, False), (404, False), (408, True), (429, True), (503, True)],
+)
+def test_provider_errors_are_classified_once_4xx_permanent_but_408_and_429(status, retried, monkeypatch):
+    from vabench.agents.llm import LiteLLMModel
+    from vabench.agents.models import ModelError
+
+    monkeypatch.setenv(KEY, "sk-test-0000")
+    with ScriptedServer() as server:
+        server.script({"status": status, "body": "scripted"}, "ok")
+        model = LiteLLMModel(cfg(server.url, max_retries=1, backoff_initial_s=0.01, backoff_max_s=0.01))
+        if retried:
+            assert model.complete([{"role": "user", "content": "hi"}]).text == "ok"
+            assert server.statuses == [status, 200]
+        else:
+            with pytest.raises(ModelError) as err:
+                model.complete([{"role": "user", "content": "hi"}])
+            assert err.value.permanent and server.statuses == [status] and f"status {status}" in str(err.value)
