@@ -269,7 +269,8 @@ def test_short_condition_names():
     assert condition_named(labels[2], labels) == labels[2]
     with pytest.raises(ValueError, match="2 conditions match 'servo'"):
         condition_named("servo", labels)
-    with pytest.raises(ValueError, match="no condition matches 'gpt'"):
+    assert condition_named("oracle privileged", labels) == labels[2]
+    with pytest.raises(ValueError, match="no rows of condition 'gpt'"):
         condition_named("gpt", labels)
 
 

@@ -194,8 +194,9 @@ def unreadable_why(path: Path) -> str | None:
     """Why one outcome file cannot be read as a row of the schema, or None."""
     try:
         ds.dataset(str(path), schema=SCHEMA, format="parquet").to_table()
-    except (pa.ArrowException, OSError) as e:
-        return " ".join(str(e).split())[:200] or type(e).__name__
+    except (pa.ArrowException, OSError) as e:  # the first sentence, without the path the caller names anyway
+        text = " ".join(str(e).replace(f" '{path}'", "").replace(str(path), "").split())
+        return text.split(". ")[0].rstrip(".")[:200] or type(e).__name__
     return None
 
 

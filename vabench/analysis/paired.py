@@ -31,12 +31,17 @@ def condition_named(name: str, conditions) -> str:
     conditions = sorted(set(conditions))
     if name in conditions:
         return name
-    words = [w for w in re.split(r"[\s|/,:]+", name.lower()) if w]
-    hits = [c for c in conditions if words and all(w in c.lower() for w in words)]
+    words = _words(name)
+    hits = [c for c in conditions if words and words <= _words(c)]
     if len(hits) == 1:
         return hits[0]
-    what = f"{len(hits)} conditions match {name!r}" if hits else f"no condition matches {name!r}"
-    return _raise(f"{what}; add a word (model, protocol, summary ...); conditions: {'; '.join(hits or conditions)}")
+    if hits:
+        return _raise(f"{len(hits)} conditions match {name!r}; add a word (protocol, summary ...): {'; '.join(hits)}")
+    return _raise(f"no rows of condition {name!r}; conditions: {'; '.join(conditions)}")
+
+
+def _words(label: str) -> set[str]:
+    return {w for w in re.split(r"[\s|/,:()]+", str(label).lower()) if w}
 
 
 def _raise(message: str):
