@@ -36,11 +36,16 @@ def _titled(ax, title: str, shared: str) -> None:
     ax.set_title(title + (f"\n(all: {shared})" if shared else ""), fontsize=9)
 
 
-def _bar_values(ax, bars, values, texts=None) -> None:
-    """A value on every bar, so a zero bar is seen as 0 (and a missing one as n/a), not as nothing."""
+def _bar_values(ax, bars, values, texts=None, above=None) -> None:
+    """A value on every bar, so a zero bar is seen as 0 (and a missing one as n/a), not as nothing;
+    ``above``: per bar, how far its whisker reaches above the bar (the label goes over it)."""
     if texts is None:
         texts = ["n/a" if pd.isna(v) else f"{v:.0f}" for v in values]
-    ax.bar_label(bars, texts, fontsize=6, padding=2)
+    above = [0.0] * len(texts) if above is None else [0.0 if pd.isna(a) else float(a) for a in above]
+    for bar, text, extra in zip(bars, texts, above, strict=True):
+        top = (bar.get_y() + bar.get_height()) + extra
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, top), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=6)  # fmt: skip
 
 
 def _table(obj: pd.DataFrame, kind: str, make) -> pd.DataFrame:
@@ -79,18 +84,19 @@ def success_bars(rows_or_macro: pd.DataFrame, path: str | Path) -> Path:
         bars = ax.bar(x + (i - 1) * width, sub["mean_pct"].fillna(0), width, label=T.SUBSET_NAMES[s], color=PALETTE[i])
         if has_sd:
             ax.errorbar(x + (i - 1) * width, sub["mean_pct"], yerr=sub["sd_pct"], fmt="none", ecolor="black", capsize=3)
-        _bar_values(ax, bars, sub["mean_pct"])
+        _bar_values(ax, bars, sub["mean_pct"], above=sub["sd_pct"] if has_sd else None)
     fams = m.pivot_table(index="condition", columns="subset", values="families", aggfunc="first")
     names, shared = short_labels(conds)
     fam = ["/".join(str(int(fams.loc[c, s])) for s in T.SUBSETS) for c in conds]
     labels = [f"{n}\n({f} fam.)" for n, f in zip(names, fam, strict=True)]
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("success (%)")
-    ax.set_ylim(0, 110)
+    reach = (m["mean_pct"] + m["sd_pct"].fillna(0)).max() if has_sd else 100.0
+    ax.set_ylim(0, max(110.0, float(reach) + 12.0))  # whiskers and their labels stay in view
     runs = int(m["runs"].max()) if "runs" in m and m["runs"].notna().any() else 1
     spread = "mean ± sample SD across runs" if has_sd else f"mean of {runs} run (no SD with one run)"
     _titled(ax, f"Macro-average success, {spread}", shared)
-    ax.legend(fontsize=7, ncols=3, loc="upper right")
+    ax.legend(fontsize=7, ncols=3, loc="best")
     return _save(fig, path, conds)
 
 
