@@ -120,6 +120,12 @@ def test_a_config_error_leaves_no_run_folder_behind(tmp_path):
     assert [p.name for p in (tmp_path / "results").iterdir()] == ["kept"]
 
 
+def test_a_refused_sweep_leaves_no_sweep_folder_behind(tmp_path):
+    done = launch("-m", f"results_dir={tmp_path}/results", "run_id=x", "tasks=[no_such_task]", "summary=own,none")
+    assert done.returncode == Exit.REFUSED and "config error: 'tasks': no_such_task" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_misspelt_key_gets_a_suggestion():
     assert misspelt(["tsks=[a]"]) == "unknown config key 'tsks'; did you mean 'tasks'?"
     assert misspelt(["ray.adress=none"]) == "unknown config key 'ray.adress'; did you mean 'ray.address'?"

@@ -79,15 +79,20 @@ def _cannot_write(folder: Path) -> str | None:
 def _discard(run_dir: Path) -> None:
     """A launch refused before any work leaves no folder it created: empty folders are removed up to
     the first one that did not exist before the launch (never anything with a file in it)."""
-    first_missing = _created.get(str(run_dir))
-    if first_missing is None:
+    base = next((Path(k) for k in _created if Path(k) == run_dir or Path(k) in run_dir.parents), None)
+    if base is None:
         return
+    last = _created[str(base)] or run_dir  # a sweep's job folder sits in results_dir/run_id
     for folder in [run_dir, *run_dir.parents]:
+        if folder == base and _created[str(base)] is None:
+            return  # it was there before the launch
+        if folder == base and [p.name for p in folder.iterdir()] == ["multirun.yaml"]:
+            (folder / "multirun.yaml").unlink()  # Hydra's note of a sweep this launch began and refused
         try:
             folder.rmdir()  # only when empty
         except OSError:
             return
-        if folder == first_missing:
+        if folder == last:
             return
 
 
