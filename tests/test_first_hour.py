@@ -243,7 +243,7 @@ def test_unjudged_rows_are_grouped_by_kind_and_cause():
     )
     text = unjudged_summary(rows)
     assert text.splitlines() == [
-        "3 of 4 episode(s) not judged (infra_error rows, excluded from every rate):",
+        "3 of 4 episodes not judged (infra_error rows, excluded from every rate):",
         "  infra (2; rerun the same run_id to retry):",
         "    2 x model: x: gave up after N attempts: Timeout",
         "  permanent (1; retrying cannot help: fix the cause):",
@@ -259,9 +259,7 @@ def test_a_run_whose_episodes_are_not_judged_exits_3_and_says_why(tmp_path):
                       "ray.address=none", "render=small", "recording.enabled=false", f"results_dir={tmp_path}",
                       "run_id=down")  # fmt: skip
     assert done.returncode == Exit.UNJUDGED, done.stderr[-2000:]
-    assert (
-        "1 of 1 episode(s) not judged" in done.stdout and "  infra (1; rerun the same run_id to retry):" in done.stdout
-    )
+    assert "1 of 1 episode not judged" in done.stdout and "  infra (1; rerun the same run_id to retry):" in done.stdout
     assert "probe: model.api_base=" in done.stderr and "going on" in done.stderr
     assert "HTTP Request" not in done.stdout + done.stderr  # LiteLLM / httpx logging is quiet
 

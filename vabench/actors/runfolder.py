@@ -14,7 +14,7 @@ import pandas as pd
 from vabench.agents import prompts
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, set_aside, unreadable_why
-from vabench.vocab import ErrorKind, Status
+from vabench.vocab import ErrorKind, Status, counted
 
 from .config import RunConfig
 from .specs import expand
@@ -100,7 +100,7 @@ def unjudged_summary(rows: pd.DataFrame) -> str | None:
     bad = rows[rows["status"] != Status.OK]
     if bad.empty:
         return None
-    lines = [f"{len(bad)} of {len(rows)} episode(s) not judged (infra_error rows, excluded from every rate):"]
+    lines = [f"{len(bad)} of {counted(len(rows), 'episode')} not judged (infra_error rows, excluded from every rate):"]
     kinds = bad["error_kind"].fillna(ErrorKind.INFRA)
     for kind, group in bad.groupby(kinds, sort=True):
         todo = "rerun the same run_id to retry" if kind == ErrorKind.INFRA else "retrying cannot help: fix the cause"
