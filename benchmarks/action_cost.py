@@ -32,19 +32,22 @@ TASKS = ("grasp_single_cube", "place_cube_in_bowl")
 TARGET_RATIO = 2.0
 
 
-def episode(env: VABenchEnv, task: str, seed: int, protocol: str) -> list[tuple[float, float]]:
-    """(env.step, encoding) seconds of each expert action of one episode."""
+def episode(env: VABenchEnv, task: str, seed: int, protocol: str) -> list[tuple[float, float, float]]:
+    """(env.step, encoding, process CPU) seconds of each expert action of one episode.
+
+    CPU time (all threads, lavapipe's included) is the figure to trust on a shared machine, where
+    wall time also counts the time other processes hold the cores."""
     bundle = PROTOCOLS[protocol].bundle
     encoding = env.config.preset.encoding(bundle) if env.config.render else None
     env.reset(task, seed, protocol)
     out = []
     for action in env.task.expert(env.privileged()):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         r = env.step(action)
         stepped = time.perf_counter()
         for rgb in r.observation.images.values():
             encoding.encode(rgb)
-        out.append((stepped - t, time.perf_counter() - stepped))
+        out.append((stepped - t, time.perf_counter() - stepped, time.process_time() - cpu))
         if r.done:
             break
     return out
@@ -73,20 +76,31 @@ def main() -> None:
                     times.setdefault((name, protocol), []).extend(episode(env, task, seed, protocol))
                 times.setdefault(("physics", protocol), []).extend(episode(physics, task, seed, protocol))
     print(f"{len(times[('fast', 'active')])} robot actions per cell ({args.seeds} seeds x {len(TASKS)} tasks)")
-    print(f"{'preset':22s} {'protocol':8s} {'step ms':>8s} {'encode ms':>10s} {'total ms':>9s}  ratio to fast")
+    head = f"{'preset':22s} {'protocol':8s} {'step ms':>8s} {'encode ms':>10s} {'total ms':>9s} {'cpu ms':>7s}"
+    print(head + "  ratio to fast (wall, cpu)")
     for protocol in PROTOCOLS:
-        base = statistics.median(a + b for a, b in times[("fast", protocol)])
+        base, base_cpu = median_total(times[("fast", protocol)]), median_cpu(times[("fast", protocol)])
         for name in ("physics", *envs):
             cell = times[(name, protocol)]
             step, enc = (statistics.median(t[i] for t in cell) * 1000 for i in (0, 1))
-            total = statistics.median(a + b for a, b in cell)
-            print(f"{name:22s} {protocol:8s} {step:8.1f} {enc:10.1f} {total * 1000:9.1f}  {total / base:.2f}")
+            total, cpu = median_total(cell), median_cpu(cell)
+            print(
+                f"{name:22s} {protocol:8s} {step:8.1f} {enc:10.1f} {total * 1000:9.1f} {cpu * 1000:7.1f}"
+                f"  {total / base:.2f}, {cpu / base_cpu:.2f}"
+            )
     for protocol in PROTOCOLS:
-        ratio = statistics.median(a + b for a, b in times[("paper", protocol)]) / statistics.median(
-            a + b for a, b in times[("fast", protocol)]
-        )
-        met = "met" if ratio <= TARGET_RATIO else "NOT met"
-        print(f"paper / fast, {protocol}: {ratio:.2f} (target <= {TARGET_RATIO:g}: {met})")
+        paper, fast = times[("paper", protocol)], times[("fast", protocol)]
+        ratio, cpu_ratio = median_total(paper) / median_total(fast), median_cpu(paper) / median_cpu(fast)
+        met = "met" if max(ratio, cpu_ratio) <= TARGET_RATIO else "NOT met"
+        print(f"paper / fast, {protocol}: wall {ratio:.2f}, cpu {cpu_ratio:.2f} (target <= {TARGET_RATIO:g}: {met})")
+
+
+def median_total(cell: list[tuple[float, float, float]]) -> float:
+    return statistics.median(a + b for a, b, _ in cell)
+
+
+def median_cpu(cell: list[tuple[float, float, float]]) -> float:
+    return statistics.median(c for _, _, c in cell)
 
 
 if __name__ == "__main__":

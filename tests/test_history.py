@@ -7,6 +7,7 @@ import base64
 import pytest
 from PIL import Image
 
+from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.history import ASSISTANT, USER, Conversation, Encoder, ImageRef
 
 
@@ -37,7 +38,7 @@ def images_and_stubs(messages):
 
 
 def test_active_requests_keep_the_newest_images_up_to_the_cap(frame):
-    conv = Conversation("sys", max_images=3)
+    conv = Conversation("sys", limits=HarnessConfig(max_images=3))
     for step in range(5):
         conv.add(USER, f"obs {step}", "observation", step, [frame(f"s{step}")])
         conv.add(ASSISTANT, "{}", "reply", step)
@@ -49,7 +50,7 @@ def test_active_requests_keep_the_newest_images_up_to_the_cap(frame):
 
 
 def test_passive_requests_carry_only_the_current_bundle_and_new_tool_images(frame):
-    conv = Conversation("sys", passive=True, max_images=4)
+    conv = Conversation("sys", passive=True, limits=HarnessConfig(max_images=4))
     for step in range(3):
         conv.add(USER, f"obs {step}", "observation", step, [frame(f"s{step}v{v}") for v in range(5)])
         conv.add(ASSISTANT, "{}", "reply", step)
@@ -61,7 +62,7 @@ def test_passive_requests_carry_only_the_current_bundle_and_new_tool_images(fram
 
 
 def test_the_newest_image_turn_is_never_cut_by_the_cap(frame):
-    conv = Conversation("sys", max_images=2)
+    conv = Conversation("sys", limits=HarnessConfig(max_images=2))
     conv.add(USER, "obs", "observation", 0, [frame("obs")])
     conv.add(USER, "eight demo frames", "tool", 0, [frame(f"demo{i}") for i in range(8)])
     _, info = conv.request()
@@ -80,7 +81,7 @@ def test_media_type_comes_from_the_frame_bytes(tmp_path):
 
 
 def test_compaction_replaces_old_turns_by_the_digest(frame):
-    conv = Conversation("sys", context_tokens=1500, keep_turns=2, max_images=1)
+    conv = Conversation("sys", limits=HarnessConfig(context_tokens=1500, keep_turns=2, max_images=1))
     calls = []
 
     def digest(first, last):

@@ -145,7 +145,7 @@ def test_condition_labels_and_folders_keep_the_two_profiles_apart():
     assert explained.condition == "m | active | summary own | observation explained"
     assert paper.key != explained.key and "observation_explained" in explained.key
     assert paper.identity()["observation"] == "paper" and explained.identity()["observation"] == "explained"
-    with pytest.raises(ValueError, match="harness.observation must be one of paper, explained"):
+    with pytest.raises(ValueError, match="'harness.observation' must be one of paper, explained"):
         HarnessConfig(observation="rich")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from vabench.outcomes import COLUMNS, SCHEMA, SCHEMA_VERSION, OutcomeRow, read_rows, write_row
 
-# DESIGN.md's outcome table: columns may be added, never renamed or dropped
+# docs/design.md, the run folder: columns may be added, never renamed or dropped
 DESIGN_COLUMNS = (
     "run_id experiment condition model summary_source protocol track task base_task arms seed run_index attempt "
     "status success privileged end_reason steps budget camera_actions robot_actions invalid_actions "

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.actors.config import ConfigError, _recording
+from vabench.actors.sections import ConfigError, build
 from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig
 from vabench.agents.records import read_events
@@ -105,7 +105,7 @@ def test_recording_off_means_no_views_and_no_video(tmp_path):
 )
 def test_recording_config_errors_name_the_key(raw, named):
     with pytest.raises(ConfigError, match=named):
-        _recording(raw)
+        build(RecordingConfig, raw, "recording")
 
 
 def test_a_demo_video_has_every_demo_frame_at_the_demo_rate(demo_root, tmp_path):

@@ -1,4 +1,4 @@
-"""The outcome table: one row per episode (DESIGN.md), one Parquet file per episode.
+"""The outcome table: one row per episode (docs/design.md), one Parquet file per episode.
 
 The columns are declared once, as the fields of :class:`OutcomeRow` (the builder every writer uses),
 and the Arrow schema is derived from them, so a column is never silently dropped or retyped when a
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import EndReason, ErrorKind, ObservationProfile, Render, Status, Track
+from vabench.vocab import EndReason, ErrorKind, ObservationProfile, Render, Status, SummaryKind, Track
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind
@@ -47,7 +47,7 @@ class OutcomeRow:
     experiment: str | None = _col(STR)
     condition: str | None = _col(STR, about="model | protocol | summary source")
     model: str | None = _col(STR)
-    summary_source: str | None = _col(STR, "none", "own | none | shared:<model>")
+    summary_source: str | None = _col(STR, SummaryKind.NONE, "own | none | shared:<model>")
     summary_model: str | None = _col(STR, about="who wrote the summary used (null: none)")
     summary_learned: bool | None = _col(BOOL, about="the episode had the summary its source asked for (null: none)")
     summary_digest: str | None = _col(STR, about="sha256 prefix of the summary text the model received (null: none)")

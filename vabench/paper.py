@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vabench.vocab import Arms, Track
+
 
 @dataclass(frozen=True)
 class PaperTask:
@@ -22,24 +24,24 @@ class PaperTask:
 
 
 def _heldout(base: str) -> PaperTask:
-    return PaperTask(f"{base}_heldout", "single", "transfer", "Table 15", base)
+    return PaperTask(f"{base}_heldout", Arms.SINGLE, Track.TRANSFER, "Table 15", base)
 
 
 PAPER_TASKS: tuple[PaperTask, ...] = (
-    PaperTask("grasp_single_bottle", "single", "base", "Table 22"),
-    PaperTask("grasp_single_bottle_upright", "single", "base", "Table 22"),
-    PaperTask("grasp_single_cube", "single", "base", "Table 22"),
-    PaperTask("grasp_single_pen", "single", "base", "Table 22"),
-    PaperTask("grasp_pen_leaning_cube", "single", "base", "Table 22"),
-    PaperTask("place_cube_in_bowl", "single", "base", "Table 23"),
-    PaperTask("place_cube_on_cube", "single", "base", "Table 23"),
-    PaperTask("place_single_cube", "single", "base", "Table 23"),
-    PaperTask("place_single_bottle_upright", "single", "base", "Table 23"),
-    PaperTask("click_bell_right", "single", "base", "Table 24"),
-    PaperTask("beat_block_hammer_right", "single", "base", "Table 24"),
-    PaperTask("place_shoe", "dual", "base", "Table 25"),
-    PaperTask("handover_horizontal_block", "dual", "base", "Table 25"),
-    PaperTask("lift_pot", "dual", "base", "Table 25"),
+    PaperTask("grasp_single_bottle", Arms.SINGLE, Track.BASE, "Table 22"),
+    PaperTask("grasp_single_bottle_upright", Arms.SINGLE, Track.BASE, "Table 22"),
+    PaperTask("grasp_single_cube", Arms.SINGLE, Track.BASE, "Table 22"),
+    PaperTask("grasp_single_pen", Arms.SINGLE, Track.BASE, "Table 22"),
+    PaperTask("grasp_pen_leaning_cube", Arms.SINGLE, Track.BASE, "Table 22"),
+    PaperTask("place_cube_in_bowl", Arms.SINGLE, Track.BASE, "Table 23"),
+    PaperTask("place_cube_on_cube", Arms.SINGLE, Track.BASE, "Table 23"),
+    PaperTask("place_single_cube", Arms.SINGLE, Track.BASE, "Table 23"),
+    PaperTask("place_single_bottle_upright", Arms.SINGLE, Track.BASE, "Table 23"),
+    PaperTask("click_bell_right", Arms.SINGLE, Track.BASE, "Table 24"),
+    PaperTask("beat_block_hammer_right", Arms.SINGLE, Track.BASE, "Table 24"),
+    PaperTask("place_shoe", Arms.DUAL, Track.BASE, "Table 25"),
+    PaperTask("handover_horizontal_block", Arms.DUAL, Track.BASE, "Table 25"),
+    PaperTask("lift_pot", Arms.DUAL, Track.BASE, "Table 25"),
     *(
         _heldout(b)
         for b in (
@@ -52,15 +54,14 @@ PAPER_TASKS: tuple[PaperTask, ...] = (
             "place_single_cube",
         )
     ),
-    PaperTask("put_everything_in_basket", "single", "long_horizon", "Table 5 (Long)"),
+    PaperTask("put_everything_in_basket", Arms.SINGLE, Track.LONG_HORIZON, "Table 5 (Long)"),
 )
 
-_BASE = [t for t in PAPER_TASKS if t.track == "base"]
-PAPER_SINGLE_ARM = tuple(sorted(t.name for t in _BASE if t.arms == "single"))
-PAPER_DUAL_ARM = tuple(t.name for t in _BASE if t.arms == "dual")
+_BASE = [t for t in PAPER_TASKS if t.track == Track.BASE]
+PAPER_SINGLE_ARM = tuple(sorted(t.name for t in _BASE if t.arms == Arms.SINGLE))
+PAPER_DUAL_ARM = tuple(t.name for t in _BASE if t.arms == Arms.DUAL)
 PAPER_FAMILIES = PAPER_SINGLE_ARM + PAPER_DUAL_ARM
-PAPER_HELD_OUT = tuple(t.name for t in PAPER_TASKS if t.track == "transfer")
+PAPER_HELD_OUT = tuple(t.name for t in PAPER_TASKS if t.track == Track.TRANSFER)
 PAPER_COUNTS = {"single": len(PAPER_SINGLE_ARM), "dual": len(PAPER_DUAL_ARM), "all": len(PAPER_FAMILIES)}
 PAPER_MATCHED_TRANSFER = len(PAPER_HELD_OUT)  # held-out families with a base counterpart (Tables 5, 15)
 PAPER_OBJECTS_PER_EPISODE = 5  # long-horizon basket task (Table 5)
-PAPER_SEEDS_PER_TASK = 20

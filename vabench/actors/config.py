@@ -4,30 +4,28 @@ error names the key, the value and what is allowed.
 Hydra composes the YAML under ``conf/``; :func:`from_config` turns it into a frozen
 :class:`RunConfig`. Keys never live in a config: a model names the environment variable that
 holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. The
-defaults of every ``model.*`` key are :class:`ModelConfig`'s, registered here as Hydra's
-``model/_defaults`` so each ``conf/model/*.yaml`` states only what differs.
+defaults of every ``model.*``, ``harness.*``, ``ray.*`` and ``recording.*`` key are their
+dataclasses' (:mod:`vabench.actors.sections` registers them as Hydra's ``<section>/_defaults``), so
+YAML states only what differs; ranges are checked once, in each dataclass.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hydra.core.config_store import ConfigStore
-
-from vabench.agents.harness import HarnessConfig
+from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, make_model
+from vabench.checks import at_least
 from vabench.envs import RENDER_PRESETS, RecordingConfig
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
+from .sections import ConfigError, build, register, unknown_keys
+
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
-
-
-class ConfigError(ValueError):
-    """A configuration mistake, found before any episode runs."""
 
 
 NO_RAY = "none"
@@ -41,6 +39,11 @@ class RayConfig:
     episodes_per_actor: int = 8  # episodes one env actor hosts at once (threads; one scene each)
     actor_cpus: float = 0.5
     actor_gpus: float = 0.0
+
+    def __post_init__(self):
+        at_least(self, "ray", 1, "num_cpus", "env_actors", "episodes_per_actor")
+        at_least(self, "ray", 0, "actor_cpus", strict=True)
+        at_least(self, "ray", 0, "actor_gpus")
 
     @property
     def in_process(self) -> bool:
@@ -119,60 +122,24 @@ def _no_secrets(node, where: str) -> None:
             _no_secrets(value, f"{where}{key}.")
 
 
-MODEL_KEYS = {"id" if f.name == "model" else f.name: f for f in fields(ModelConfig)}
+MODEL_KEYS = {"model": "id"}  # ModelConfig.model is ``model.id`` in the config
 
 
-def model_defaults() -> dict:
-    """``model.*`` defaults for Hydra, from the ModelConfig dataclass (``id`` names ``model``)."""
-    out = {}
-    for key, f in MODEL_KEYS.items():
-        if f.default is not MISSING:
-            out[key] = f.default
-        elif f.default_factory is not MISSING:
-            out[key] = f.default_factory()
-        else:
-            out[key] = "???"
-    return out
-
-
-ConfigStore.instance().store(group="model", name="_defaults", node=model_defaults())
+register("model", ModelConfig, MODEL_KEYS)
+register("harness", HarnessConfig)
+register("ray", RayConfig)
+register("recording", RecordingConfig)
 
 
 def _model(raw: dict) -> tuple[ModelConfig, Model]:
     """A validated ModelConfig, the agent's row name and its privilege. Keys the config leaves out
     take ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
-    unknown = sorted(set(raw) - set(MODEL_KEYS))
-    if unknown:
-        allowed = ", ".join(sorted(MODEL_KEYS))
-        hint = _did_you_mean(unknown[0], MODEL_KEYS)
-        raise ConfigError(f"unknown key(s) model.{', model.'.join(unknown)}{hint}; allowed: {allowed}")
+    unknown_keys(raw, [MODEL_KEYS.get(k, k) for k in ModelConfig.__dataclass_fields__], "model.")
     try:
         model_id = check_model_id(raw.get("id"))
     except ValueError as e:
         raise ConfigError(f"'model.id' = {e}") from None
-    raw = {**model_defaults(), **raw}
-    cfg = ModelConfig(
-        model=model_id,
-        name=raw.get("name"),
-        api_base=raw.get("api_base"),
-        api_key_env=raw.get("api_key_env"),
-        timeout_s=_number(raw.get("timeout_s"), "model.timeout_s", 0, inclusive=False),
-        max_retries=_int(raw.get("max_retries"), "model.max_retries", 0),
-        backoff_initial_s=_number(raw.get("backoff_initial_s"), "model.backoff_initial_s", 0),
-        backoff_max_s=_number(raw.get("backoff_max_s"), "model.backoff_max_s", 0),
-        max_tokens=_int(raw.get("max_tokens"), "model.max_tokens", 1),
-        temperature=raw.get("temperature"),
-        max_concurrency=_int(raw.get("max_concurrency"), "model.max_concurrency", 1),
-        rpm=None if raw.get("rpm") is None else _number(raw["rpm"], "model.rpm", 0, inclusive=False),
-        tpm=None if raw.get("tpm") is None else _number(raw["tpm"], "model.tpm", 0, inclusive=False),
-        extra=dict(raw.get("extra") or {}),
-    )
-    thinking = cfg.extra.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled" and cfg.temperature not in (None, 1, 1.0):
-        raise ConfigError(
-            f"'model.temperature' = {cfg.temperature}: with extended thinking (model.extra.thinking) providers accept "
-            "only no temperature or 1; set model.temperature=null, or model.extra.thinking.type=disabled"
-        )
+    cfg = build(ModelConfig, {**raw, "id": model_id}, "model", MODEL_KEYS)
     try:
         agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record
     except (ValueError, OSError) as e:
@@ -232,14 +199,6 @@ def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocol
     return tuple(keep)
 
 
-def _did_you_mean(key: str, allowed) -> str:
-    """`` (did you mean 'x'?)`` for a misspelt key, else ''."""
-    import difflib
-
-    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 def _seeds(raw) -> int | tuple[int, ...] | None:
     if raw == "all" or raw is None:
         return None
@@ -262,28 +221,6 @@ def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
     if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
         return (run_dir / "_summaries").absolute()
     return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
-
-
-def _recording(raw: dict) -> RecordingConfig:
-    allowed = RecordingConfig.__dataclass_fields__
-    unknown = sorted(set(raw) - set(allowed))
-    if unknown:
-        hint = _did_you_mean(unknown[0], allowed)
-        raise ConfigError(
-            f"unknown key(s) recording.{', recording.'.join(unknown)}{hint}; allowed: {', '.join(allowed)}"
-        )
-    for key in ("enabled", "overlay", "video"):
-        if key in raw:
-            _bool(raw[key], f"recording.{key}")
-    for key in ("width", "height"):
-        if key in raw:
-            _int(raw[key], f"recording.{key}", 16)
-    if "fps" in raw:
-        _number(raw["fps"], "recording.fps", 0, inclusive=False)
-    try:
-        return RecordingConfig(**raw)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(str(e)) from None
 
 
 def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
@@ -310,30 +247,10 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     render = (_get(cfg, "render") or {}).get("preset")
     if render not in RENDER_PRESETS:
         raise ConfigError(f"'render.preset' must be one of {', '.join(RENDER_PRESETS)}, got {render!r}")
-    recording = _recording(cfg.get("recording") or {})
+    ray = dict(cfg.get("ray") or {})
+    if ray.get("address", NO_RAY) is None:
+        ray["address"] = NO_RAY
     seeds = _seeds(_get(cfg, "seeds"))
-    ray = dict(_get(cfg, "ray"))
-    unknown = sorted(set(ray) - set(RayConfig.__dataclass_fields__))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) ray.{', ray.'.join(unknown)}{_did_you_mean(unknown[0], RayConfig.__dataclass_fields__)}; "
-            f"allowed: {', '.join(RayConfig.__dataclass_fields__)}"
-        )
-    ray = {**asdict(RayConfig()), **ray}
-    ray_cfg = RayConfig(
-        address=NO_RAY if ray["address"] in (None, NO_RAY) else str(ray["address"]),
-        num_cpus=None if ray["num_cpus"] is None else _int(ray["num_cpus"], "ray.num_cpus", 1),
-        env_actors=_int(ray["env_actors"], "ray.env_actors", 1),
-        episodes_per_actor=_int(ray["episodes_per_actor"], "ray.episodes_per_actor", 1),
-        actor_cpus=_number(ray["actor_cpus"], "ray.actor_cpus", 0, inclusive=False),
-        actor_gpus=_number(ray["actor_gpus"], "ray.actor_gpus", 0),
-    )
-    try:
-        harness = HarnessConfig(**_get(cfg, "harness"))
-    except TypeError as e:
-        raise ConfigError(f"'harness': {e}; allowed keys: {', '.join(HarnessConfig.__dataclass_fields__)}") from None
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
     return RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
@@ -351,9 +268,9 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
         episode_timeout_s=_number(_get(cfg, "episode_timeout_s"), "episode_timeout_s", 0, inclusive=False),
         render=render,
-        recording=recording,
-        harness=harness,
-        ray=ray_cfg,
+        recording=build(RecordingConfig, cfg.get("recording") or {}, "recording"),
+        harness=build(HarnessConfig, cfg.get("harness") or {}, "harness"),
+        ray=build(RayConfig, ray, "ray"),
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         probe=_bool(cfg.get("probe", True), "probe"),

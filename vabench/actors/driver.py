@@ -87,7 +87,7 @@ class Driver:
             f"run {run.run_id}: {counted(len(todo) + done, 'episode')}, {done} already done, {len(todo)} to run"
             + (f" ({retried} infra_error row(s) retried)" if retried else "")
         )
-        if is_offline(run.model.model) and run.summary.kind != "none":
+        if is_offline(run.model.model) and run.summary.kind != SummaryKind.NONE:
             self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
         if todo:
             backend = backend_for(run, (str(lock.path), lock.token))

@@ -36,6 +36,7 @@ from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
 from vabench.recordfile import Event
 from vabench.vocab import (
+    ACTIVE,
     EndReason,
     ErrorKind,
     ObservationProfile,
@@ -48,6 +49,7 @@ from vabench.vocab import (
 
 from . import prompts
 from .dialogue import Dialogue, EpisodeEnd, record_paths
+from .harness_config import HarnessConfig
 from .history import USER, Conversation, ImageRef
 from .models import EpisodeContext, Model, ModelError
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
@@ -56,33 +58,6 @@ from .summary_store import Summary, summary_identity
 from .tools import EpisodeTools
 
 __all__ = ["Episode", "EpisodeEnd", "HarnessConfig", "Runtime", "run_episode"]
-
-
-@dataclass(frozen=True)
-class HarnessConfig:
-    max_repairs: int = 2  # per env step; the next bad reply ends the episode
-    max_calls_per_step: int = 20  # model calls per env step, tool calls and repairs included
-    max_images: int = 4  # images per request; the current observation and the newest tool result always go (history.py)
-    context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
-    keep_turns: int = 6  # observations kept verbatim when compacting
-    history_actions: int = 20  # executed actions listed in each observation
-    observation: str = ObservationProfile.PAPER  # what each observation tells the model (vocab.ObservationProfile)
-    # Paper C.6: "the agent instruction limits camera-only chains to at most five consecutive actions": an
-    # instruction (the system prompt says so); later camera actions execute and are counted in the row
-    # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
-    enforce_camera_chain: bool = False
-
-    def __post_init__(self):
-        for key in ("max_repairs", "history_actions"):
-            if getattr(self, key) < 0:
-                raise ValueError(f"harness.{key} must be >= 0, got {getattr(self, key)}")
-        for key in ("max_calls_per_step", "max_images", "context_tokens", "keep_turns"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"harness.{key} must be >= 1, got {getattr(self, key)}")
-        if self.observation not in set(ObservationProfile):
-            raise ValueError(
-                f"harness.observation must be one of {', '.join(ObservationProfile)}, got {self.observation!r}"
-            )
 
 
 def _serialised(expert: Callable, sim) -> Callable:
@@ -114,7 +89,7 @@ class Episode:
     run: Mapping = field(default_factory=dict)
 
     @classmethod
-    def of(cls, task: str, seed: int, protocol: str = "active", model: str = "", **spec) -> Episode:
+    def of(cls, task: str, seed: int, protocol: str = ACTIVE.name, model: str = "", **spec) -> Episode:
         """An episode of ``task`` outside any run (tests, benchmarks): the track and base task come
         from the registered task; the model id, the observation profile and the render preset are
         what the agent, the harness and the env use."""
@@ -240,9 +215,7 @@ class _Episode:
         system = prompts.system_prompt(obs.task, arms, spec.protocol, summary_text, spec.transfer, config.observation)
         paper = config.observation == ObservationProfile.PAPER
         bundle = protocol_named(spec.protocol).bundle
-        conv = Conversation(
-            system, bundle, config.max_images, config.context_tokens, config.keep_turns, resend=not paper
-        )
+        conv = Conversation(system, bundle, config, resend=not paper)
         self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue)
         self.record.event(
             Event.EPISODE_START,

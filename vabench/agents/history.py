@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 
+from .harness_config import HarnessConfig
 from .models import image_part
 
 SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
@@ -129,17 +130,16 @@ class Conversation:
         self,
         system: str,
         passive: bool = False,
-        max_images: int = 4,
-        context_tokens: int = 200_000,
-        keep_turns: int = 6,
+        limits: HarnessConfig | None = None,
         encoder: Encoder | None = None,
         resend: bool = True,
     ):
-        if max_images < 1:
-            raise ValueError(f"max_images must be >= 1, got {max_images}")
+        """``limits``: the harness settings whose ``max_images``, ``context_tokens`` and
+        ``keep_turns`` bound what is sent."""
+        limits = limits or HarnessConfig()
         self.turns: list[Turn] = [Turn(SYSTEM, system, "system", 0)]
-        self.passive, self.max_images, self.resend = passive, max_images, resend
-        self.context_tokens, self.keep_turns = context_tokens, keep_turns
+        self.passive, self.max_images, self.resend = passive, limits.max_images, resend
+        self.context_tokens, self.keep_turns = limits.context_tokens, limits.keep_turns
         self.encoder = encoder or Encoder()
         self.compactions = 0
 

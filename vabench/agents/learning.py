@@ -22,7 +22,7 @@ from vabench.vocab import LEARNED, EndReason, Render
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
 from .dialogue import Dialogue, EpisodeEnd
-from .harness import HarnessConfig
+from .harness_config import HarnessConfig
 from .history import USER, Conversation
 from .models import Model, Usage
 from .protocol import TOOL, Decision, ProtocolError, parse_decision
@@ -86,7 +86,7 @@ def _attempt(
     from vabench.envs.tasks import task_class
 
     record = EpisodeRecord(out_dir)
-    conv = Conversation(prompts.LEARNING_SYSTEM, False, config.max_images, config.context_tokens, config.keep_turns)
+    conv = Conversation(prompts.LEARNING_SYSTEM, False, config)
     dialogue = Dialogue(model, conv, record, config)
     result = LearnResult(task, model.name, None, EndReason.CALL_LIMIT, 1)
     saved: list[Summary] = []

@@ -183,10 +183,6 @@ class LiteLLMModel(Model):
         for key in cfg.extra:
             if key in _RESERVED_EXTRA:
                 raise ValueError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
-        if cfg.max_retries < 0:
-            raise ValueError(f"ModelConfig.max_retries must be >= 0, got {cfg.max_retries}")
-        if cfg.timeout_s <= 0:
-            raise ValueError(f"ModelConfig.timeout_s must be > 0, got {cfg.timeout_s}")
         self.cfg = cfg
         self.name = cfg.name or cfg.model
 

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 
+from vabench.checks import at_least
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -125,6 +127,17 @@ class ModelConfig:
     rpm: float | None = None
     tpm: float | None = None
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
+
+    def __post_init__(self):
+        at_least(self, "model", 0, "timeout_s", "rpm", "tpm", strict=True)
+        at_least(self, "model", 0, "max_retries", "backoff_initial_s", "backoff_max_s")
+        at_least(self, "model", 1, "max_tokens", "max_concurrency")
+        thinking = self.extra.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled" and self.temperature not in (None, 1, 1.0):
+            raise ValueError(
+                f"'model.temperature' = {self.temperature}: with extended thinking (model.extra.thinking) providers "
+                "accept only no temperature or 1; set model.temperature=null, or model.extra.thinking.type=disabled"
+            )
 
 
 # Images

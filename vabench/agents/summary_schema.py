@@ -49,17 +49,6 @@ AFFORDANCE_ENUMS = {
     "vertical_tolerance": ("unknown", "strict", "moderate", "permissive"),
 }
 AFFORDANCE_FLAGS = ("avoid_ends", "requires_bilateral_contact", "requires_dual_arm")
-SUMMARY_FIELDS = (
-    *REQUIRED_TEXT,
-    REQUIRED_LIST,
-    *OPTIONAL_TEXT,
-    *OPTIONAL_TEXT_LISTS,
-    "required_arms",
-    "semantic_ambiguity",
-    "affordance_profile",
-    *DUAL_ARM_EVIDENCE,
-    "object_strategies",  # composite (several-demo) tasks only; dropped elsewhere
-)
 
 # The basket task is learned from scenes whose object inventory differs from the evaluation
 # scene's; a summary that says "two bottles" or "cube A" would teach the wrong inventory.
@@ -126,19 +115,35 @@ def validate_summary(obj: Any, task_name: str) -> dict:
         raise SummaryError(f"a summary must be a JSON object with the summary fields; got {_show(obj)}")
     composite = len(task_demos(task_name)) > 1
     c = _Checker()
-    out: dict[str, Any] = {}
+    out = _required(c, obj)
+    out |= _optional(c, {k: v for k, v in obj.items() if v is not None}, composite)
+    if composite:
+        _no_inventory(c, out)
+    if not c.errors:
+        size = len(json.dumps(out, ensure_ascii=False).encode())
+        if size > MAX_SUMMARY_BYTES:
+            c.errors.append(f"the summary is {size} bytes of JSON; at most {MAX_SUMMARY_BYTES} allowed")
+    if c.errors:
+        raise SummaryError("invalid summary: " + "; ".join(c.errors))
+    return out
 
-    missing = [f for f in (*REQUIRED_TEXT, REQUIRED_LIST) if f not in obj]
-    for f in missing:
-        what = "a non-empty list of non-empty strings" if f == REQUIRED_LIST else "a non-empty string"
-        c.errors.append(f"required field '{f}' is missing; it must be {what}")
+
+def _required(c: _Checker, obj: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in (*REQUIRED_TEXT, REQUIRED_LIST):
+        if f not in obj:
+            what = "a non-empty list of non-empty strings" if f == REQUIRED_LIST else "a non-empty string"
+            c.errors.append(f"required field '{f}' is missing; it must be {what}")
     for f in REQUIRED_TEXT:
         if f in obj:
             out[f] = c.text(f, obj[f])
     if REQUIRED_LIST in obj:
         out[REQUIRED_LIST] = c.text_list(REQUIRED_LIST, obj[REQUIRED_LIST], min_items=1)
+    return out
 
-    present = {k: v for k, v in obj.items() if v is not None}
+
+def _optional(c: _Checker, present: dict, composite: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for f in OPTIONAL_TEXT:
         if f in present:
             out[f] = c.text(f, present[f])
@@ -161,37 +166,34 @@ def validate_summary(obj: Any, task_name: str) -> dict:
         out["affordance_profile"] = _affordance(c, present["affordance_profile"])
     for f in DUAL_ARM_EVIDENCE:
         if f in present:
-            v = present[f]
-            if isinstance(v, list):
-                out[f] = c.text_list(f, v, min_items=1)
-            elif isinstance(v, str):
-                out[f] = c.text(f, v)
-            else:
-                c.errors.append(
-                    f"field '{f}' must be a non-empty string or a list of non-empty strings; got {_show(v)}"
-                )
+            out[f] = _text_or_list(c, f, present[f])
     if composite and "object_strategies" in present:
         out["object_strategies"] = _object_strategies(c, present["object_strategies"])
-
-    if composite:
-        for f, v in out.items():
-            if v is None:
-                continue
-            for where, text in _strings(v, f):
-                hit = _INVENTORY_COUNT.search(text) or _INVENTORY_LABEL.search(text)
-                if hit:
-                    c.errors.append(
-                        f"field '{where}' encodes the learning scene's inventory ({hit.group(0)!r}); the evaluation "
-                        "scene has a different inventory, so describe a strategy per object type without counts "
-                        "or object labels"
-                    )
-    if not c.errors:
-        size = len(json.dumps(out, ensure_ascii=False).encode())
-        if size > MAX_SUMMARY_BYTES:
-            c.errors.append(f"the summary is {size} bytes of JSON; at most {MAX_SUMMARY_BYTES} allowed")
-    if c.errors:
-        raise SummaryError("invalid summary: " + "; ".join(c.errors))
     return out
+
+
+def _text_or_list(c: _Checker, f: str, v: Any):
+    if isinstance(v, list):
+        return c.text_list(f, v, min_items=1)
+    if isinstance(v, str):
+        return c.text(f, v)
+    c.errors.append(f"field '{f}' must be a non-empty string or a list of non-empty strings; got {_show(v)}")
+    return None
+
+
+def _no_inventory(c: _Checker, out: dict) -> None:
+    """A composite task's summary must not carry the learning scene's object counts or labels."""
+    for f, v in out.items():
+        if v is None:
+            continue
+        for where, text in _strings(v, f):
+            hit = _INVENTORY_COUNT.search(text) or _INVENTORY_LABEL.search(text)
+            if hit:
+                c.errors.append(
+                    f"field '{where}' encodes the learning scene's inventory ({hit.group(0)!r}); the evaluation "
+                    "scene has a different inventory, so describe a strategy per object type without counts "
+                    "or object labels"
+                )
 
 
 def _affordance(c: _Checker, v: Any) -> dict | None:

@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, spearmanr
 
+from vabench.vocab import Track
+
 from . import labels as L
 from .diagnostics import RULES, _done, _scope, criterion_scores, episode_labels
 from .load import privileged_note
@@ -105,7 +107,7 @@ def _agreement_row(module: str, label: str, x: pd.DataFrame) -> list:
     ]
 
 
-def agreement_table(tally: pd.DataFrame, track: str | None = "base") -> pd.DataFrame:
+def agreement_table(tally: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """Table 28: per criterion, and over all criteria and all but FG, the applicable items judged by
     two or more raters: n, unanimity (%), split items, positive rate of the majority label, Fleiss
     kappa and Gwet AC1."""
@@ -138,7 +140,7 @@ def _rule_scores(tally: pd.DataFrame, track: str | None) -> dict[str, pd.DataFra
     return {rule: criterion_scores(tally, rule, track) for rule in RULES}
 
 
-def vote_rule_sensitivity(tally: pd.DataFrame, track: str | None = "base") -> pd.DataFrame:
+def vote_rule_sensitivity(tally: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """C.9.1: per condition, the mean of the nine criterion scores under the strict, majority and
     permissive rules, their range and each alternative's difference from majority (pp)."""
     scores = _rule_scores(tally, track)
@@ -175,7 +177,7 @@ def _leaders(scores: dict[str, pd.DataFrame]) -> str | None:
     return f"Leader changes with the rule for: {', '.join(parts)}." if parts else None
 
 
-def vote_rule_orderings(tally: pd.DataFrame, track: str | None = "base") -> pd.DataFrame:
+def vote_rule_orderings(tally: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """C.9.1: agreement between the condition orderings each rule induces (Spearman rho, Kendall
     tau-b over the conditions' mean criterion scores) and whether the top three stay the top three."""
     scores = _rule_scores(tally, track)

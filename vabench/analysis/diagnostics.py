@@ -29,6 +29,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from vabench.vocab import Arms, Track
+
 from . import labels as L
 from .load import privileged_note
 from .tables import macro_averages
@@ -95,7 +97,7 @@ def _vote_notes(t: pd.DataFrame, rule: str) -> list[str]:
 
 
 def criterion_scores(
-    tally: pd.DataFrame, rule: str = "majority", track: str | None = "base", subsets=("all",)
+    tally: pd.DataFrame, rule: str = "majority", track: str | None = Track.BASE, subsets=("all",)
 ) -> pd.DataFrame:
     """One row per condition, subset and criterion: ``k`` positive of ``n`` labelled applicable
     episodes and ``score_pct`` (NaN, never 0, when n = 0). Subsets: single, dual, all."""
@@ -132,7 +134,7 @@ def _na_note(s: pd.DataFrame) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ tables
-def diagnostic_scores(tally: pd.DataFrame, rule: str = "majority", track: str | None = "base") -> pd.DataFrame:
+def diagnostic_scores(tally: pd.DataFrame, rule: str = "majority", track: str | None = Track.BASE) -> pd.DataFrame:
     """Table 11: per condition, each criterion's score pooled over single- and dual-arm episodes."""
     s = criterion_scores(tally, rule, track)
     notes = [*s.attrs["notes"], _na_note(s), *privileged_note(s["condition"].unique())]
@@ -145,19 +147,19 @@ _MODULE_NAME = {"SPU": "spatial perception and understanding", "RM": "robot mani
 
 
 def diagnostic_components(
-    tally: pd.DataFrame, module: str, rule: str = "majority", track: str | None = "base"
+    tally: pd.DataFrame, module: str, rule: str = "majority", track: str | None = Track.BASE
 ) -> pd.DataFrame:
     """Tables 12-14: one module's three criteria, single-arm and dual-arm separately."""
     if module not in L.MODULES:
         raise ValueError(f"module must be one of {', '.join(L.MODULES)}, not {module!r}")
-    s = criterion_scores(tally, rule, track, subsets=("single", "dual"))
+    s = criterion_scores(tally, rule, track, subsets=(Arms.SINGLE, Arms.DUAL))
     s = s[s["module"] == module]
     notes = [*s.attrs["notes"], _na_note(s), *privileged_note(s["condition"].unique())]
     title = f"{_MODULE_NAME[module].capitalize()} diagnostics (%), single- and dual-arm (Table {_MODULE_TABLE[module]})"
     return _done(s, "diagnostic_components", title, notes)
 
 
-def module_overview(tally: pd.DataFrame, rule: str = "majority", track: str | None = "transfer") -> pd.DataFrame:
+def module_overview(tally: pd.DataFrame, rule: str = "majority", track: str | None = Track.TRANSFER) -> pd.DataFrame:
     """Table 16 (held-out track by default): SPU, RM, ER as equal-weight means of their criteria's
     pooled scores; an NA criterion is left out of its module (``left_out``), never counted as 0."""
     s = criterion_scores(tally, rule, track)
@@ -184,7 +186,7 @@ def module_overview(tally: pd.DataFrame, rule: str = "majority", track: str | No
 
 
 def diagnostic_profile(
-    tally: pd.DataFrame, conditions=None, top: int = 5, rows: pd.DataFrame | None = None, track: str | None = "base"
+    tally: pd.DataFrame, conditions=None, top: int = 5, rows: pd.DataFrame | None = None, track: str | None = Track.BASE
 ) -> pd.DataFrame:
     """Figure 2c's data: pooled majority-vote scores of the nine criteria for the strongest
     conditions (the ``top`` by macro-average success when outcome ``rows`` are given, else by the
@@ -209,7 +211,7 @@ def diagnostic_profile(
     return _done(out[["rank", "condition", "module", "criterion", "k", "n", "score_pct"]], "profile", title, notes)
 
 
-def label_concordance(tally: pd.DataFrame, rule: str = "majority", track: str | None = "base") -> pd.DataFrame:
+def label_concordance(tally: pd.DataFrame, rule: str = "majority", track: str | None = Track.BASE) -> pd.DataFrame:
     """C.9.1: each criterion's episode label against terminal success, on the labelled episodes whose
     checker verdict is known: agreement (label = success) and the four cells."""
     t = episode_labels(_scope(tally, track), rule)

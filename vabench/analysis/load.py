@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.outcomes import COLUMNS, read_rows
-from vabench.vocab import Arms, ObservationProfile, Status, condition_label
+from vabench.vocab import Arms, ObservationProfile, Status, Track, condition_label
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -91,8 +91,8 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         p[c] = _strings(p[c])
     if p["track"].isna().any():
         notes.append(f"{int(p['track'].isna().sum())} row(s) had no track; read as base.")
-        p["track"] = p["track"].fillna("base")
-    p["base_task"] = p["base_task"].where(p["base_task"].notna() | (p["track"] != "base"), p["task"])
+        p["track"] = p["track"].fillna(Track.BASE)
+    p["base_task"] = p["base_task"].where(p["base_task"].notna() | (p["track"] != Track.BASE), p["task"])
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
     old = p["observation"].isna() & (p["prompt_version"] == "vabench-prompts-v1")
@@ -124,7 +124,7 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     judged = ~infra & (p["status"].isna() | (p["status"] == Status.OK)) & success.notna()
     p["state"] = "unjudged"
     p.loc[judged, "state"] = "judged"
-    p.loc[infra, "state"] = "infra_error"
+    p.loc[infra, "state"] = Status.INFRA_ERROR
     p["y"] = success.astype("Float64").astype(float).where(judged)
     unjudged = p["state"] == "unjudged"
     if unjudged.any():
@@ -151,7 +151,7 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         )
     judged_keys = set(map(tuple, p.loc[p["state"] == "judged", EPISODE_KEY].astype(object).values.tolist()))
     keys = map(tuple, p[EPISODE_KEY].astype(object).values.tolist())
-    p["recovered"] = [s == "infra_error" and k in judged_keys for s, k in zip(p["state"], keys, strict=True)]
+    p["recovered"] = [s == Status.INFRA_ERROR and k in judged_keys for s, k in zip(p["state"], keys, strict=True)]
 
     # a task's arms from its judged rows (an infra row may predate the scene reset)
     arms = _arms_map(p)
@@ -174,7 +174,7 @@ def _arms_map(p: pd.DataFrame) -> dict[str, str]:
 
 def exclusion_note(p: pd.DataFrame) -> str:
     """How many rows in this table's scope were left out of its rates, and why."""
-    infra = p["state"] == "infra_error"
+    infra = p["state"] == Status.INFRA_ERROR
     n, rec = int(infra.sum()), int((infra & p["recovered"]).sum())
     text = f"infra_error rows excluded from every rate (never counted as failures): {n}"
     if n:

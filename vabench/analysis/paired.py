@@ -17,6 +17,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from vabench.vocab import Track
+
 from .load import exclusion_note, privileged_note
 from .stats import mcnemar_exact
 from .tables.common import SUBSETS, _arms_of, _judged, _order, _scope
@@ -48,7 +50,7 @@ def _raise(message: str):
     raise ValueError(message)
 
 
-def paired_outcomes(df: pd.DataFrame, a: str, b: str, track: str | None = "base") -> pd.DataFrame:
+def paired_outcomes(df: pd.DataFrame, a: str, b: str, track: str | None = Track.BASE) -> pd.DataFrame:
     """One row per matched pair: the pair key, ``arms``, ``ya`` and ``yb`` (1/0 success). ``a`` and
     ``b`` may be short names (:func:`condition_named`)."""
     p, _ = _scope(df, track, observation=None)
@@ -81,7 +83,7 @@ def paired_comparison(
     df: pd.DataFrame,
     a: str,
     b: str,
-    track: str | None = "base",
+    track: str | None = Track.BASE,
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from vabench.vocab import ACTIVE, PASSIVE, SummaryKind, Track
+
 from . import tables as T
 from .load import PRIVILEGED, PRIVILEGED_NOTE
 
@@ -135,11 +137,11 @@ def active_passive_bars(rows_or_table: pd.DataFrame, path: str | Path) -> Path:
     for ax, s in zip(axes, subsets, strict=True):
         sub = f[f["subset"] == s]
         labels = [
-            m if src == "own" else f"{m}\n(summary {src})"
+            m if src == SummaryKind.OWN else f"{m}\n(summary {src})"
             for m, src in zip(sub["model"], sub["summary_source"], strict=True)
         ]
         x, width = np.arange(len(sub)), 0.38
-        for k, (offset, side) in enumerate(((-width / 2, "active"), (width / 2, "passive"))):
+        for k, (offset, side) in enumerate(((-width / 2, ACTIVE.name), (width / 2, PASSIVE.name))):
             bars = ax.bar(x + offset, sub[f"{side}_pct"].fillna(0), width, label=side, color=PALETTE[k])
             ax.bar_label(
                 bars, [f"{k}/{n}" for k, n in zip(sub[f"{side}_k"], sub[f"{side}_n"], strict=True)], fontsize=6
@@ -157,7 +159,7 @@ def save_figures(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Every figure the rows support, as PNG files under out_dir; returns their paths."""
     out_dir = Path(out_dir)
     paths = []
-    base = df[df["track"].fillna("base") == "base"] if "track" in df else df
+    base = df[df["track"].fillna(Track.BASE) == Track.BASE] if "track" in df else df
     if len(base):
         paths.append(success_bars(T.macro_averages(df), out_dir / "success_bars.png"))
         paths.append(success_heatmap(T.success_matrix(df), out_dir / "success_heatmap.png"))

@@ -166,7 +166,7 @@ def errors(rec: Record, tgt: str | None) -> list[tuple[int, str]]:
     for a in rec.actions:
         k = a["step"]
         if a.get("kind") == StepKind.INVALID or a.get("valid") is False:
-            out.append((k, "invalid"))
+            out.append((k, StepKind.INVALID))
             continue
         if a.get("kind") == StepKind.ROBOT and a.get("planner_success") is False:
             out.append((k, "planner"))
@@ -232,7 +232,7 @@ def _ed(rec: Record, err: tuple[int, str]) -> int:
         return 1
     p = _payload(nxt)
     act, move = str(p.get("action", "")), str(p.get("action", "")).endswith("move_world")
-    if kind in ("invalid", "planner"):
+    if kind in (StepKind.INVALID, "planner"):
         return int(_sig(nxt) != _sig(failed))
     if kind == "miss":
         return int(not (move and p.get("axis") == "z" and p.get("sign") == "+"))
@@ -248,7 +248,7 @@ def _magnitude(a: dict) -> float | None:
 def _pf(rec: Record, err: tuple[int, str], tgt: str) -> int:
     k, kind = err
     failed = next(a for a in rec.actions if a["step"] == k)
-    if kind in ("invalid", "planner"):
+    if kind in (StepKind.INVALID, "planner"):
         retry = next((a for a in rec.actions if a["step"] > k and a.get("kind") != StepKind.CAMERA), None)
         if retry is None:
             return 0

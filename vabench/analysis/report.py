@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.vocab import SummaryKind, Track
+
 from . import tables as T
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
 from .diagnostic_display import signed
@@ -181,7 +183,7 @@ def _long_horizon(f):
 
 
 def _summary_sources(f):
-    sources = [s for s in dict.fromkeys(f["source"]) if s != "own"]
+    sources = [s for s in dict.fromkeys(f["source"]) if s != SummaryKind.OWN]
     rows = []
     for m in dict.fromkeys(f["model"]):
         g = f[f["model"] == m].set_index("source")
@@ -324,8 +326,8 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
     track; the success matrix over every track when there is no base track), every other table only
     when it has rows (e.g. active vs passive only when a model has both protocols), local-model
     tables only for the models named in ``local``, and the exclusion summary last."""
-    has_base = (df["track"].fillna("base") == "base").any() if "track" in df else True
-    out = {"success_matrix": T.success_matrix(df, track="base" if has_base else None)}
+    has_base = (df["track"].fillna(Track.BASE) == Track.BASE).any() if "track" in df else True
+    out = {"success_matrix": T.success_matrix(df, track=Track.BASE if has_base else None)}
     if has_base:
         out["macro_averages"] = T.macro_averages(df)
     candidates = {
@@ -367,7 +369,7 @@ def available_diagnostics(
     out: dict[str, pd.DataFrame] = {}
     if tally is not None and len(tally):
         tracks = sorted(set(tally["track"]))
-        if "base" in tracks:
+        if Track.BASE in tracks:
             out["diagnostics_pooled"] = D.diagnostic_scores(tally, rule)
             for module in ("SPU", "RM", "ER"):
                 out[f"diagnostics_{module.lower()}"] = D.diagnostic_components(tally, module, rule)
@@ -375,7 +377,7 @@ def available_diagnostics(
             out["vote_rule_sensitivity"] = A.vote_rule_sensitivity(tally)
             out["vote_rule_orderings"] = A.vote_rule_orderings(tally)
             out["diagnostic_profile"] = D.diagnostic_profile(tally, rows=rows)
-            if tally.loc[tally["track"] == "base", "success"].notna().any():
+            if tally.loc[tally["track"] == Track.BASE, "success"].notna().any():
                 out["label_concordance"] = D.label_concordance(tally, rule)
         for track in tracks:
             out[f"module_overview_{track}"] = D.module_overview(tally, rule, track)

@@ -16,6 +16,7 @@ import pandas as pd
 
 import vabench
 from vabench.paper import PAPER_TASKS
+from vabench.vocab import Track
 
 from .diagnostics import _done
 
@@ -31,7 +32,7 @@ def _reason(text: str) -> str:
     return " ".join(w for w in head.split() if not any(ch.isdigit() for ch in w)) or "other"
 
 
-def seed_yield(track: str | None = "base", manifest_dir: str | Path | None = None) -> pd.DataFrame:
+def seed_yield(track: str | None = Track.BASE, manifest_dir: str | Path | None = None) -> pd.DataFrame:
     """Per task (of ``track``; None: every manifest): candidates probed, accepted, rejected, yield
     (%), the paper's probed count where it reports one, and the rejection reasons; then a total."""
     folder = Path(manifest_dir) if manifest_dir is not None else MANIFEST_DIR
@@ -44,7 +45,7 @@ def seed_yield(track: str | None = "base", manifest_dir: str | Path | None = Non
             continue
         acc, rej = list(m.get("accepted", [])), list(m.get("rejected", []))
         reasons = Counter(_reason(r.get("reason", "") if isinstance(r, dict) else r) for r in rej)
-        paper = PAPER_PROBED.get(task, 20) if info is not None and info.track == "base" else None
+        paper = PAPER_PROBED.get(task, 20) if info is not None and info.track == Track.BASE else None
         rows.append([task, info.arms if info else None, info.track if info else None, len(acc) + len(rej), len(acc),
                      len(rej), paper, "; ".join(f"{k} {v}" for k, v in reasons.most_common())])  # fmt: skip
     cols = ["task", "arms", "track", "probed", "accepted", "rejected", "paper_probed", "rejections"]

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import condition_label
+from vabench.vocab import ACTIVE, Arms, SummaryKind, Track, condition_label
 
 from . import labels as L
 from .load import prepare
@@ -118,7 +118,7 @@ def _parse_tally(raw: pd.DataFrame, where: str) -> tuple[pd.DataFrame, int]:
     out = pd.DataFrame({"model": s["model"], "task": s["task"], "arms": s["arms"], "criterion": s["criterion"]})
     for c in ("model", "task"):
         bad(s[c] == "", c, "must not be empty")
-    bad(~s["arms"].isin(["single", "dual"]), "arms", "must be single or dual")
+    bad(~s["arms"].isin([Arms.SINGLE, Arms.DUAL]), "arms", "must be single or dual")
     bad(~s["criterion"].isin(L.CRITERIA), "criterion", f"must be one of {', '.join(L.CRITERIA)}")
     for c in ("seed", "run_index", "raters", "positives", "gate_raters", "gate_positives"):
         if c not in s.columns:
@@ -140,7 +140,7 @@ def _parse_tally(raw: pd.DataFrame, where: str) -> tuple[pd.DataFrame, int]:
         low = s["success"].str.lower()
         bad(~low.isin(_TRUE | _FALSE | {""}), "success", "must be true/false, 1/0 or empty")
         out["success"] = low.map(lambda x: True if x in _TRUE else False if x in _FALSE else pd.NA).astype("boolean")
-    for c, default in (("protocol", "active"), ("summary_source", "own"), ("track", "base")):
+    for c, default in (("protocol", ACTIVE.name), ("summary_source", SummaryKind.OWN), ("track", Track.BASE)):
         out[c] = s[c].replace("", default) if c in s.columns else default
     out["condition"] = [
         condition_label(*x) for x in zip(out["model"], out["protocol"], out["summary_source"], strict=True)

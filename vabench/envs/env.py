@@ -1,4 +1,4 @@
-"""The env API, which is the privilege boundary (DESIGN.md).
+"""The env API, which is the privilege boundary (docs/design.md).
 
 ``reset(task, seed, protocol)`` builds the scene from the seed and returns an
 :class:`Observation`; ``step(action)`` dispatches one camera or robot action and returns a
@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vabench.vocab import Protocol, protocol_named
+from vabench.checks import within
+from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
 
 from .actions import (
     Action,
@@ -97,13 +98,12 @@ class RecordingConfig:
     fps: float = 2.0
 
     def __post_init__(self):
-        if not (16 <= self.width <= 1920 and 16 <= self.height <= 1080) or self.width % 2 or self.height % 2:
-            raise ValueError(
-                f"recording.width and recording.height must be even and in [16, 1920] x [16, 1080] (H.264 needs "
-                f"even sizes), got {self.width}x{self.height}"
-            )
-        if not 0.1 <= self.fps <= 60:
-            raise ValueError(f"recording.fps must be in [0.1, 60], got {self.fps}")
+        within(self, "recording", 16, 1920, "width")
+        within(self, "recording", 16, 1080, "height")
+        if self.width % 2 or self.height % 2:
+            size = f"{self.width}x{self.height}"
+            raise ValueError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
+        within(self, "recording", 0.1, 60, "fps")
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class VABenchEnv:
         self.stability: Stability | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
-    def reset(self, task: str | Task, seed: int, protocol: str = "active") -> Observation:
+    def reset(self, task: str | Task, seed: int, protocol: str = ACTIVE.name) -> Observation:
         proto = protocol_named(protocol)  # ValueError names the allowed protocols
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
@@ -220,15 +220,15 @@ class VABenchEnv:
         try:
             act = parse_action(action, self.controlled, camera=self._protocol.camera_actions)
         except ActionError as e:
-            return self._finish("<invalid>", False, False, f"invalid action: {e}", "invalid")
+            return self._finish("<invalid>", False, False, f"invalid action: {e}", StepKind.INVALID)
         if isinstance(act, CameraAction):
             text = (
                 self.camera.apply(act.name, self._gcs(), self.controlled) if self.camera else "no camera (render=False)"
             )
-            return self._finish(act.label, True, True, text, "camera")
+            return self._finish(act.label, True, True, text, StepKind.CAMERA)
         self.robot_actions += 1
         out = self._dispatch(act)
-        return self._finish(act.label, True, out.planner_success, out.feedback, "robot")
+        return self._finish(act.label, True, out.planner_success, out.feedback, StepKind.ROBOT)
 
     def expert(self) -> Iterator[dict]:
         """The task's scripted expert as protocol decisions, computed lazily from live state
@@ -258,7 +258,7 @@ class VABenchEnv:
         raise TypeError(f"not an action: {act!r}")
 
     def _finish(self, label: str, valid: bool, planned: bool, feedback: str, kind: str) -> StepResult:
-        if kind == "robot":  # camera and invalid actions leave the physical state as it was
+        if kind == StepKind.ROBOT:  # camera and invalid actions leave the physical state as it was
             self._state.update_peaks()
             self.task.update(self._state)
             self.progress = self.task.checkpoints(self._state)  # latches, so evaluate every action

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vabench.vocab import SEEDS_PER_TASK
+
 from .env import VABenchEnv
 from .tasks import task_class
 
@@ -29,7 +31,6 @@ MANIFEST_DIR = Path(__file__).with_name("seed_manifests")
 FORMAT = "vabench.seed_manifest.v1"
 EVAL_POOL = (1000, 1199)
 DEMO_POOL = (0, 999)
-N_ACCEPT = 20
 
 
 @dataclass
@@ -67,7 +68,7 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
 
 
 def screen(
-    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = N_ACCEPT, log=print
+    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = SEEDS_PER_TASK, log=print
 ) -> tuple[list[int], list[dict]]:
     accepted, rejected = [], []
     for seed in range(pool[0], pool[1] + 1):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from vabench.vocab import ACTIVE
+
 from ..models import EpisodeContext, Model, ModelError, Reply
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
@@ -71,7 +73,7 @@ class ServoAgent(Model):
 
     def __init__(self, name: str = "servo"):
         self.name = name
-        self.protocol = "active"
+        self.protocol = ACTIVE.name
         self._plan: Skill | None = None
         self._servo: Servo | None = None
 
@@ -89,7 +91,7 @@ class ServoAgent(Model):
 
     def _start(self, seen: Seen) -> dict:
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
-        self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == "active", arm)
+        self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == ACTIVE.name, arm)
         self._plan = plan(self._servo)
         return next(self._plan)
 

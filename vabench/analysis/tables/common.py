@@ -8,7 +8,7 @@ without the summary their condition names). ``report`` renders them as Markdown 
 
 Rules shared by all tables (paper line numbers refer to shared/reference/va-bench-paper.txt):
 - an episode counts only when judged: status ``infra_error`` rows are excluded from every rate and
-  reported (DESIGN.md: "episode could not be judged; excluded, retried"); stops and budget
+  reported (docs/design.md: "episode could not be judged; excluded, retried"); stops and budget
   exhaustion are failures (paper l.146);
 - a per-family rate is k/n over judged episodes; a macro-average gives every family present equal
   weight (eq. 3, l.289-291); run-level macro-averages are summarised by mean and sample SD (l.293);
@@ -23,11 +23,12 @@ import math
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import Arms, ObservationProfile
 
 from ..load import prepare
 from ..stats import mean_sd, sign_test
 
-SUBSETS = ("single", "dual", "all")
+SUBSETS = (Arms.SINGLE, Arms.DUAL, "all")
 SUBSET_NAMES = {"single": "single-arm", "dual": "dual-arm", "all": "all"}
 NAN = math.nan
 
@@ -40,7 +41,9 @@ def _finish(rows, columns, kind: str, title: str, notes) -> pd.DataFrame:
     return frame
 
 
-def _scope(df: pd.DataFrame, track: str | None, observation: str | None = "paper") -> tuple[pd.DataFrame, list[str]]:
+def _scope(
+    df: pd.DataFrame, track: str | None, observation: str | None = ObservationProfile.PAPER
+) -> tuple[pd.DataFrame, list[str]]:
     """Rows of one track (None: all) and one observation profile (None: all). The paper's tables
     compare ``paper`` rows only, so an ablation's ``explained`` rows never pool into them (tables
     per condition keep both: the profile is part of the condition label)."""

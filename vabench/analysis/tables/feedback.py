@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import ObservationProfile, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import (
@@ -20,14 +21,14 @@ from .common import (
     _scope,
 )
 
-PAPER, EXPLAINED = "paper", "explained"
+PAPER, EXPLAINED = ObservationProfile.PAPER, ObservationProfile.EXPLAINED
 
 
 def feedback_ablation(df: pd.DataFrame) -> pd.DataFrame:
     """Base track: per (model, protocol, summary source) with rows of both profiles, pooled k/n per
     subset for each, delta = explained - paper (pp), and a two-sided sign test over the families
     (p = 0.5 on the non-tied ones)."""
-    p, notes = _scope(df, "base", observation=None)
+    p, notes = _scope(df, Track.BASE, observation=None)
     j = _judged(p)
     rows, cover = [], {}
     for (model, protocol, source), g in j.groupby(["model", "protocol", "summary_source"]):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from vabench.vocab import Status
+
 from ..load import prepare, privileged_note
 from .common import _finish
 
@@ -27,12 +29,12 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows.append(_infra_row("total", "", "", p))
     notes += [
         "An infra_error episode could not be judged: it is excluded from every rate and never counted as a "
-        "failure (DESIGN.md); the driver retries it as a new attempt.",
+        "failure (docs/design.md); the driver retries it as a new attempt.",
         "provider_retries: HTTP attempts that repeated a failed one (rate limit, timeout, 5xx, malformed reply); "
         "backoff_s: seconds spent waiting before them. Rows list where any row was excluded or retried.",
         *privileged_note(p["condition"].unique()),
     ]
-    cols = ["condition", "track", "task", "rows", "infra_error", "recovered", "never_judged", "unjudged"]
+    cols = ["condition", "track", "task", "rows", Status.INFRA_ERROR, "recovered", "never_judged", "unjudged"]
     cols += ["superseded", "judged_after_retry", "judged", "provider_attempts", "provider_retries", "backoff_s"]
     cols += ["top_error"]
     title = "Rows excluded from the rates (infra_error and unjudged)"
@@ -40,7 +42,7 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _infra_row(c, tr, t, g: pd.DataFrame) -> list:
-    infra = g[g["state"] == "infra_error"]
+    infra = g[g["state"] == Status.INFRA_ERROR]
     never = infra[~infra["recovered"]].drop_duplicates(
         ["experiment", "condition", "track", "task", "seed", "run_index"]
     )

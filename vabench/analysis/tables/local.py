@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import Status, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import SUBSETS, _arms_of, _coverage, _finish, _in_subset, _judged, _order, _pct, _pooled, _scope
@@ -16,7 +17,7 @@ def local_models(df: pd.DataFrame, models=None, per_task: bool = False) -> pd.Da
     """Tables 19 and 20: success count / judged episodes and rate per condition for single-arm,
     dual-arm and all families (base track), with the summary's author. ``models`` restricts to
     those model names (None: every model). ``per_task=True`` gives the per-task rates (Table 20)."""
-    p, notes = _scope(df, "base")
+    p, notes = _scope(df, Track.BASE)
     if models is not None:
         wanted = {str(m) for m in models}
         p = p[p["model_raw"].isin(wanted) | p["model"].isin(wanted)]
@@ -33,7 +34,7 @@ def local_models(df: pd.DataFrame, models=None, per_task: bool = False) -> pd.Da
             k, n = _pooled(sub)
             fams = sub["task"].nunique()
             cover.setdefault(c, {})[s] = fams
-            excluded = int((_in_subset(pc, s)["state"] == "infra_error").sum())
+            excluded = int((_in_subset(pc, s)["state"] == Status.INFRA_ERROR).sum())
             rows.append([c, summary, s, fams, PAPER_COUNTS[s], k, n, _pct(k, n), excluded])
         for t in _order(pc["task"].unique(), arms):
             k, n = _pooled(g[g["task"] == t])

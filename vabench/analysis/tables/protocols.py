@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
-from vabench.vocab import ACTIVE, PASSIVE
+from vabench.vocab import ACTIVE, PASSIVE, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import (
@@ -30,14 +30,14 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
     delta = passive - active (pp), and a two-sided sign test over the subset's families (p = 0.5
     on the non-tied families; ``ties`` counts the families left out). ``per_task=True`` (Table 10):
     one row per family with its direction."""
-    p, notes = _scope(df, "base")
+    p, notes = _scope(df, Track.BASE)
     j = _judged(p)
     rows_t, rows_s, cover = [], [], {}
     for (model, source), g in j.groupby(["model", "summary_source"]):
         a, ps = g[g["protocol"] == ACTIVE.name], g[g["protocol"] == PASSIVE.name]
         if a.empty or ps.empty:
             continue
-        paired = _paired(g, a, ps, ("active", "passive"), "protocol", f"{model} ({source})", notes)
+        paired = _paired(g, a, ps, (ACTIVE.name, PASSIVE.name), "protocol", f"{model} ({source})", notes)
         if paired is None:
             continue
         fr, runs = paired

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
-from vabench.vocab import summary_mode
+from vabench.vocab import SummaryKind, Track, summary_mode
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import NAN, SUBSETS, _coverage, _family_rates, _finish, _judged, _macro, _pct, _pooled, _scope
@@ -15,7 +15,7 @@ from .common import NAN, SUBSETS, _coverage, _family_rates, _finish, _judged, _m
 
 # ---------------------------------------------------------------------------- Tables 6, 17 and 18
 def _source_order(sources) -> list[str]:
-    return sorted(set(sources), key=lambda s: (s != "own", s != "none", s))
+    return sorted(set(sources), key=lambda s: (s != SummaryKind.OWN, s != SummaryKind.NONE, s))
 
 
 def _shared_by(source: str) -> str | None:
@@ -30,7 +30,7 @@ def _authors(j: pd.DataFrame) -> dict[str, str | None]:
     """``shared:<x>`` -> the evaluated model that wrote it: the model named x, or the model whose
     own-summary rows record x as their summary_model."""
     out = {}
-    own = j[j["summary_source"] == "own"]
+    own = j[j["summary_source"] == SummaryKind.OWN]
     for src in (s for s in j["summary_source"].unique() if _shared_by(s)):
         x = _shared_by(src)
         named = j.loc[j["model_raw"] == x, "model"].unique()
@@ -48,7 +48,7 @@ def _source_blocks(j: pd.DataFrame, notes: list[str]):
     for src, who in authors.items():
         if who is None:
             notes.append(f"{src}: its author is not among the evaluated models; no author exclusion applied.")
-    shared = _source_order(s for s in j["summary_source"].unique() if s != "own")
+    shared = _source_order(s for s in j["summary_source"].unique() if s != SummaryKind.OWN)
     for (model, protocol), g in j.groupby(["model", "protocol"]):
         present = set(g["summary_source"])
         if len(present) < 2:  # nothing to compare (own only, or one control without its own run)
@@ -63,11 +63,11 @@ def _source_blocks(j: pd.DataFrame, notes: list[str]):
             notes.append(f"{model}: compared on the run(s) every source has: {sorted(runs)}.")
         g = g[g["task"].isin(tasks) & g["run_index"].isin(runs)]
         blocks = {}
-        for s in ["own", *shared]:
+        for s in [SummaryKind.OWN, *shared]:
             rows = g[g["summary_source"] == s]
             filled = False
-            if rows.empty and authors.get(s) == model and "own" in present:
-                rows, filled = g[g["summary_source"] == "own"], True
+            if rows.empty and authors.get(s) == model and SummaryKind.OWN in present:
+                rows, filled = g[g["summary_source"] == SummaryKind.OWN], True
             if not rows.empty:
                 blocks[s] = (rows, filled)
         yield model, protocol, sorted(tasks), sorted(runs), blocks, authors
@@ -80,7 +80,7 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
     tasks, own rate, delta = source - own; ``avg`` rows average the rate over all models and the
     delta over models other than the source's author (``author`` marks that cell).
     ``per_task=True`` (Table 18): one rate per model, source and task, plus ``mean`` rows."""
-    p, notes = _scope(df, "base")
+    p, notes = _scope(df, Track.BASE)
     j = _judged(p)
     rows, task_rows, task_sets = [], [], set()
     for model, protocol, tasks, runs, blocks, authors in _source_blocks(j, notes):
@@ -133,7 +133,7 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
 def summary_source_macro(df: pd.DataFrame) -> pd.DataFrame:
     """Table 17: per model, macro-averages (single / dual / all, mean over matched runs) under each
     summary source, and delta = source - own in pp."""
-    p, notes = _scope(df, "base")
+    p, notes = _scope(df, Track.BASE)
     j = _judged(p)
     rows, cover = [], {}
     for model, protocol, _, runs, blocks, _ in _source_blocks(j, notes):
@@ -141,7 +141,7 @@ def summary_source_macro(df: pd.DataFrame) -> pd.DataFrame:
         for src, m in macros.items():
             for s in SUBSETS:
                 cover.setdefault(f"{model} ({src})", {})[s] = m[s]["families"]
-                own = macros["own"][s]["mean_pct"] if "own" in macros else NAN
+                own = macros["own"][s]["mean_pct"] if SummaryKind.OWN in macros else NAN
                 rows.append([model, protocol, src, s, m[s]["families"], PAPER_COUNTS[s], runs, m[s]["mean_pct"]])
                 rows[-1].append(m[s]["mean_pct"] - own)
     if not rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
+from vabench.vocab import Status, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from ..stats import mean_sd, wilson_interval
@@ -28,7 +29,7 @@ from .common import (
 
 
 # ------------------------------------------------------------------------------------ Tables 7-9 (+ 3)
-def success_matrix(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame:
+def success_matrix(df: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """Tables 7-9: task x condition. Per cell: mean and sample SD across runs of the per-run
     success rate (%), the number of runs, pooled k/n with its rate and 95% Wilson interval, and
     the infra_error rows excluded. A cell with no judged episode is NaN (k = n = 0), never 0."""
@@ -38,7 +39,7 @@ def success_matrix(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
     tasks = _order(p["task"].unique(), arms)
     conds = sorted(p["condition"].unique())
     cells = dict(list(j.groupby(["condition", "task"])))
-    infra = p[p["state"] == "infra_error"].groupby(["condition", "task"]).size()
+    infra = p[p["state"] == Status.INFRA_ERROR].groupby(["condition", "task"]).size()
     rows, empty, one_run = [], [], False
     for c in conds:
         for t in tasks:
@@ -85,7 +86,7 @@ def success_matrix(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
 
 
 # ------------------------------------------------------------------------------------- Table 3, eq. 3
-def macro_averages(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame:
+def macro_averages(df: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """Table 3 / eq. 3: per condition and run, the single-arm, dual-arm and all-family macro-average
     of per-family success rates (families present); then mean and sample SD across runs (NaN with
     one run). ``families`` is the count covered, ``paper_families`` the paper's 11 / 3 / 14."""
@@ -99,7 +100,7 @@ def macro_averages(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
         for s in SUBSETS:
             x = m[s]
             cover.setdefault(c, {})[s] = x["families"]
-            excluded = int((_in_subset(pc, s)["state"] == "infra_error").sum())
+            excluded = int((_in_subset(pc, s)["state"] == Status.INFRA_ERROR).sum())
             rows.append(
                 [c, s, x["families"], PAPER_COUNTS[s], x["runs"], x["mean_pct"], x["sd_pct"], x["per_run"], excluded]
             )
@@ -119,7 +120,7 @@ def macro_averages(df: pd.DataFrame, track: str | None = "base") -> pd.DataFrame
 
 
 # ------------------------------------------------------------------------------------------- eq. 12
-def checkpoint_progress(df: pd.DataFrame, track: str | None = "base", run_index: int | None = None) -> pd.DataFrame:
+def checkpoint_progress(df: pd.DataFrame, track: str | None = Track.BASE, run_index: int | None = None) -> pd.DataFrame:
     """Eq. 12: subtask progress as a checkpoint micro-average, sum(checkpoints_done) /
     sum(checkpoints_total) over judged episodes, per condition and task and per subset.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vabench.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
+from vabench.vocab import Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import NAN, _finish, _judged, _pct, _pooled, _runs_note, _scope
@@ -19,9 +20,9 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
     transfer rows' run(s). Rows with scope ``family`` give both rates and delta = held-out - base;
     the ``average`` row averages the matched families' rates (equal weight) and its delta."""
     p, notes = _scope(df, None)  # paper rows only
-    p = p[p["track"].isin(["base", "transfer"])]
+    p = p[p["track"].isin([Track.BASE, Track.TRANSFER])]
     j = _judged(p)
-    t_all, b_all = j[j["track"] == "transfer"], j[j["track"] == "base"]
+    t_all, b_all = j[j["track"] == Track.TRANSFER], j[j["track"] == Track.BASE]
     unmapped = t_all["base_task"].isna()
     if unmapped.any():
         notes.append(f"{int(unmapped.sum())} transfer row(s) without base_task could not be matched and were left out.")
@@ -65,7 +66,7 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
 def long_horizon(df: pd.DataFrame, objects_per_episode: int = PAPER_OBJECTS_PER_EPISODE) -> pd.DataFrame:
     """Table 5 "Long": per condition and task on the long_horizon track, objects placed out of
     ``objects_per_episode`` x judged episodes, mean objects per episode, strict success k/n."""
-    p, notes = _scope(df, "long_horizon")
+    p, notes = _scope(df, Track.LONG_HORIZON)
     j = _judged(p)
     rows = []
     for (c, t), g in j.groupby(["condition", "task"]):
@@ -85,4 +86,4 @@ def long_horizon(df: pd.DataFrame, objects_per_episode: int = PAPER_OBJECTS_PER_
     cols = ["condition", "task", "episodes", "objects_placed", "objects_possible", "placed_pct"]
     cols += ["mean_placed", "successes", "success_pct"]
     title = "Long-horizon composition: objects placed / possible and strict success (Table 5)"
-    return _finish(rows, cols, "long_horizon", title, notes)
+    return _finish(rows, cols, Track.LONG_HORIZON, title, notes)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from vabench.vocab import Render
+
 from ..env import EnvConfig, VABenchEnv
 from ..render import RENDER_PRESETS
 from ..seeds import eval_seeds
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")
     ap.add_argument("--out", type=Path, default=Path("gallery"))
-    ap.add_argument("--render", choices=list(RENDER_PRESETS), default="fast")
+    ap.add_argument("--render", choices=list(RENDER_PRESETS), default=Render.FAST)
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS[args.render]))

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
+from vabench.vocab import ACTIVE
+
 from .geometry import axis_angle, look_at
 from .scene import add_camera
 from .shaders import SHADERS
@@ -160,8 +162,10 @@ class CameraRig:
 
     def _make(self, kind: str):
         c = self.config
-        if kind == "active":
-            return add_camera(self.scene, "active", c.width, c.height, np.deg2rad(c.fovy_deg), c.near, c.far, c.shader)
+        if kind == ACTIVE.name:
+            return add_camera(
+                self.scene, ACTIVE.name, c.width, c.height, np.deg2rad(c.fovy_deg), c.near, c.far, c.shader
+            )
         if kind == "recording":  # the observer's lens at the recording size
             w, h = self.record_size
             return add_camera(
@@ -217,7 +221,7 @@ class CameraRig:
         note = " (position clamped to the camera workspace)" if not np.allclose(clamped_eye, eye) else ""
         return f"camera {name.replace('_', ' ')} done{note}"
 
-    def render(self, pose: np.ndarray | None = None, kind: str = "active") -> np.ndarray:
+    def render(self, pose: np.ndarray | None = None, kind: str = ACTIVE.name) -> np.ndarray:
         """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose) with the ``active``
         or the ``observer`` camera."""
         with self.lens(kind) as camera:

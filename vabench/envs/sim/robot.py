@@ -1,6 +1,6 @@
 """The two Franka Panda arms: placement, drives, gripper and proprioception.
 
-Layout (world frame, see DESIGN.md): both arms face +y from pedestals at the robot side,
+Layout (world frame, see docs/design.md): both arms face +y from pedestals at the robot side,
 ``left`` at x = -0.30 and ``right`` at x = +0.30. The pedestal tops sit 0.37 m below the table
 top. Why so low: the Panda cannot hold its gripper horizontal, pointing forward, near its own
 base below shoulder height (joint 6 runs out of range), yet the paper's embodiment starts

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import Track
+
 from ..objects.common import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BottleModel, bowl, cube, target_pad
 from ..privileged import PrivilegedState
 from ..sim.bodies import BodySpec, Part
@@ -29,7 +31,7 @@ def _yaw_quat(yaw: float) -> tuple[float, float, float, float]:
     return (np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2))
 
 
-@register_task("transfer", summary_task="grasp_single_cube")
+@register_task(Track.TRANSFER, summary_task="grasp_single_cube")
 class GraspSingleCubeHeldout(GraspSingleCube):
     """Unseen cube sizes and a distractor. Changes: the red cube's edge is 4 or 6 cm (the base
     task's is 5 cm); a blue cylinder (3 cm radius, 6 cm tall) stands in the free table area to the
@@ -50,7 +52,7 @@ class GraspSingleCubeHeldout(GraspSingleCube):
         world.add(distractor, (dx, dy, SPAWN_Z + 0.03))
 
 
-@register_task("transfer", summary_task="place_cube_in_bowl")
+@register_task(Track.TRANSFER, summary_task="place_cube_in_bowl")
 class PlaceCubeInBowlHeldout(PlaceCubeInBowl):
     """Another bowl in a mirrored layout. Changes: a wider, shallower sage-green bowl (floor radius
     5.5 cm, rim radius 7.5 cm, 4 cm deep; the base bowl is 4.5 / 6.5 / 5.5 cm, blue) now stands to
@@ -72,7 +74,7 @@ class PlaceCubeInBowlHeldout(PlaceCubeInBowl):
         world.add(cube("cube", self.HALF, RED, 0.01), (cx, cy, SPAWN_Z + self.HALF), _yaw_quat(self.yaw))
 
 
-@register_task("transfer", summary_task="place_single_cube")
+@register_task(Track.TRANSFER, summary_task="place_single_cube")
 class PlaceSingleCubeHeldout(PlaceSingleCube):
     """A smaller green pad in a mirrored layout, beside a blue decoy pad. Changes: the green target
     pad is 8 cm square (half 0.04; the base pad is 12 cm) and now lies to the right, x in
@@ -97,7 +99,7 @@ class PlaceSingleCubeHeldout(PlaceSingleCube):
         world.add(decoy, (dx, dy, TABLE_TOP_Z + PAD_HALF_HEIGHT))
 
 
-@register_task("transfer", summary_task="place_cube_on_cube")
+@register_task(Track.TRANSFER, summary_task="place_cube_on_cube")
 class PlaceCubeOnCubeHeldout(PlaceCubeOnCube):
     """A bigger base cube and a turned red cube. Changes: the green base cube's edge is 6 cm
     (``BASE_HALF`` 0.03; the base task's is 5 cm), so the red cube rests 55 mm above its centre, not
@@ -155,7 +157,7 @@ SLIM_BOTTLE = BottleModel(  # sports drink, 22.1 cm, 5 cm across: silver-grey bo
 )
 
 
-@register_task("transfer", summary_task="grasp_single_bottle")
+@register_task(Track.TRANSFER, summary_task="grasp_single_bottle")
 class GraspSingleBottleHeldout(GraspSingleBottle):
     """Unseen bottle geometry. Changes: the lying bottle is one of two models not in the base set
     (per seed): a squat juice bottle (7 cm across its flat faces, 15.2 cm long, orange with a
@@ -171,7 +173,7 @@ class GraspSingleBottleHeldout(GraspSingleBottle):
     MODEL_ID = None  # drawn per seed (the base task's bottle is fixed)
 
 
-@register_task("transfer", summary_task="grasp_single_bottle_upright")
+@register_task(Track.TRANSFER, summary_task="grasp_single_bottle_upright")
 class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     """Unseen bottle geometry. Changes: the standing bottle is, per seed, the squat juice bottle
     (15.2 cm tall, 7 cm across, a 3.8 cm purple cap about 4 cm lower than the base bottle's)
@@ -186,7 +188,7 @@ class GraspSingleBottleUprightHeldout(GraspSingleBottleUpright):
     MODEL_ID = None  # drawn per seed (the base task's bottle is fixed)
 
 
-@register_task("transfer", summary_task="place_single_bottle_upright")
+@register_task(Track.TRANSFER, summary_task="place_single_bottle_upright")
 class PlaceSingleBottleUprightHeldout(PlaceSingleBottleUpright):
     """An unseen bottle and a decoy pad. Changes: the bottle is the squat juice bottle (15.2 cm
     tall, 7 cm across, orange, purple cap; the tall slim one is left out: carried by its cap over

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vabench.vocab import Track
+
 from ..objects.basket import BASKET_FLOOR, BASKET_INNER, BASKET_WALL, BASKET_WALL_HEIGHT, large_basket, world_aabb
 from ..objects.common import BLUE, BOTTLE_MODELS, PEN_MODELS, RED, bottle, cube, pen
 from ..privileged import PrivilegedState
@@ -75,7 +77,7 @@ def _unit_xy(v) -> np.ndarray:
 ATOMIC_DEMOS = ("place_single_cube", "grasp_single_bottle", "grasp_single_bottle_upright", "grasp_single_pen")
 
 
-@register_task("long_horizon", demos=ATOMIC_DEMOS)
+@register_task(Track.LONG_HORIZON, demos=ATOMIC_DEMOS)
 class PutEverythingInBasket(Task):
     """Layout and expert are built around the hand (measured top-down, open): its palm is 0.20 m
     along the closing axis ry and 0.064 m across, its bottom 38 mm above GC; the open fingers

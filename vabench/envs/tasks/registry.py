@@ -13,12 +13,13 @@ file plus its seed manifest (``envs/seed_manifests/<name>.json``).
 
 from __future__ import annotations
 
+from vabench.vocab import Track
 from vabench.vocab import track as check_track
 
 TASKS: dict[str, type] = {}
 
 
-def register_task(track: str = "base", summary_task: str | None = None, demos: tuple[str, ...] | None = None):
+def register_task(track: str = Track.BASE, summary_task: str | None = None, demos: tuple[str, ...] | None = None):
     """Class decorator: file the task under its ``name`` with its track, summary task and demos."""
     check_track(track)
 

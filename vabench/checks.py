@@ -1,0 +1,28 @@
+"""Range checks for the config dataclasses' ``__post_init__``: one wording for every bound, each
+message naming the config key (``section.key``) so a launcher error points at what to change."""
+
+from __future__ import annotations
+
+
+def at_least(obj, section: str, lo: float, *keys: str, strict: bool = False) -> None:
+    """Each ``obj.<key>`` (None allowed: unset) is >= ``lo`` (> ``lo`` when ``strict``)."""
+    for key in keys:
+        value = getattr(obj, key)
+        if value is None:
+            continue
+        if value < lo or (strict and value == lo):
+            raise ValueError(f"'{section}.{key}' must be {'>' if strict else '>='} {lo:g}, got {value}")
+
+
+def within(obj, section: str, lo: float, hi: float, *keys: str) -> None:
+    """Each ``obj.<key>`` is in [``lo``, ``hi``]."""
+    for key in keys:
+        value = getattr(obj, key)
+        if not lo <= value <= hi:
+            raise ValueError(f"'{section}.{key}' must be in [{lo:g}, {hi:g}], got {value}")
+
+
+def one_of(obj, section: str, key: str, allowed) -> None:
+    value = getattr(obj, key)
+    if value not in set(allowed):
+        raise ValueError(f"'{section}.{key}' must be one of {', '.join(map(str, allowed))}, got {value!r}")
