@@ -184,9 +184,20 @@ def help_text() -> str:
         options = sorted(f.stem for f in group.glob("*.yaml"))
         plus = "+" if group.name == "experiment" else ""
         lines.append(f"  {plus}{group.name:<11} {', '.join(options)}")
-    keys = [k for k in OmegaConf.load(CONF / "config.yaml") if k not in ("defaults", "hydra")]
+    node = _defaults()
+    keys = [k for k, v in node.items() if not isinstance(v, dict)]
     lines += ["", "top-level keys (key=value; conf/config.yaml explains each):", "  " + ", ".join(keys)]
+    lines += ["", "sections (section.key=value; defaults and comments in their dataclasses, conf/README.md):"]
+    lines += [f"  {k:<11} {', '.join(map(str, v))}" for k, v in node.items() if isinstance(v, dict)]
     return "\n".join(lines)
+
+
+def _defaults(overrides: list[str] | None = None) -> dict:
+    """The composed config (unresolved) with these group choices."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return OmegaConf.to_container(compose(config_name="config", overrides=overrides or []), resolve=False)
 
 
 def misspelt(args: list[str]) -> str | None:
@@ -199,13 +210,10 @@ def misspelt(args: list[str]) -> str | None:
     keys = [k for k in keys if not k.startswith(("hydra.", "model.extra."))]
     if not keys:
         return None
-    from hydra import compose, initialize_config_dir
-
     groups = {p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment"}
     chosen = [a for a in args if a.split("=", 1)[0].lstrip("+") in {*groups, "experiment"} and "," not in a]
     try:  # the defaults with the groups chosen (summary=shared has keys summary=none lacks)
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            node = OmegaConf.to_container(compose(config_name="config", overrides=chosen), resolve=False)
+        node = _defaults(chosen)
     except Exception:  # an unknown group option, ...: Hydra's own message says it
         return None
     for key in keys:
