@@ -342,3 +342,19 @@ def test_provider_errors_are_classified_once_4xx_permanent_but_408_and_429(statu
             with pytest.raises(ModelError) as err:
                 model.complete([{"role": "user", "content": "hi"}])
             assert err.value.permanent and server.statuses == [status] and f"status {status}" in str(err.value)
+
+
+def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(physics_env, tmp_path):
+    """Validation refuses these runs; an episode that starts anyway (a hand-built run) is never
+    retried as infrastructure."""
+    from vabench.agents.harness import Episode, run_episode
+    from vabench.agents.offline import ReplayAgent
+    from vabench.agents.servo import ServoAgent
+
+    record = tmp_path / "events.jsonl"
+    start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1001, "protocol": "active"}
+    record.write_text(json.dumps(start) + "\n")
+    replay = run_episode(physics_env, ReplayAgent(record), Episode.of("grasp_single_cube", 1000), tmp_path / "a")
+    assert (replay.status, replay.error_kind) == ("infra_error", "permanent") and "seeds=[1001]" in replay.error
+    servo = run_episode(physics_env, ServoAgent(), Episode.of("lift_pot", 1000), tmp_path / "b")
+    assert (servo.status, servo.error_kind) == ("infra_error", "permanent") and "servo controls one arm" in servo.error
