@@ -358,3 +358,11 @@ def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(phys
     assert (replay.status, replay.error_kind) == ("infra_error", "permanent") and "seeds=[1001]" in replay.error
     servo = run_episode(physics_env, ServoAgent(), Episode.of("lift_pot", 1000), tmp_path / "b")
     assert (servo.status, servo.error_kind) == ("infra_error", "permanent") and "servo controls one arm" in servo.error
+
+
+def test_a_provider_key_that_is_missing_is_named_before_any_work(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _probed.clear()
+    with ScriptedServer() as server, pytest.raises(EndpointError, match=r"no API key was found; set the provider"):
+        probe(ModelConfig(model="openai/x", api_base=server.url))
+    _probed.clear()

@@ -47,12 +47,16 @@ def _key_var(cfg: ModelConfig) -> str:
 
 def classify(cfg: ModelConfig, exc: BaseException) -> tuple[bool, str]:
     """(fatal, one line) for the probe's exception: fatal when retrying cannot fix it."""
+    from vabench.agents.llm import _is_client_config_error
+
     where, status = _where(cfg), getattr(exc, "status_code", None)
+    if _is_client_config_error(exc):  # no request was sent: the SDK found no key
+        return True, f"{where}: no API key was found; set {_key_var(cfg)}"
     for cause in _causes(exc):
         if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
             return True, f"{where}: connection refused (nothing listens there); start the server or fix model.api_base"
         if isinstance(cause, socket.gaierror) or "Name or service not known" in str(cause):
-            host = urlsplit(cfg.api_base or "").hostname or "the host"
+            host = urlsplit(cfg.api_base or "").hostname or "of the provider (is this machine online?)"
             return True, f"{where}: unknown host {host}; fix model.api_base"
     if status in (401, 403):
         return True, f"{where}: the key was rejected (HTTP {status}); check {_key_var(cfg)}"
