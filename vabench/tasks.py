@@ -16,9 +16,14 @@ def rows(track: str | None = None) -> list[tuple[str, str, str, int, str]]:
     for t in [track] if track else list(Track):
         for name in tasks_of_track(t):
             cls, seeds = task_class(name), eval_seeds(name)
-            shown = f"{len(seeds)}: {seeds[0]}..{seeds[-1]}" if seeds else "0"
+            shown = f"{len(seeds)}: {_seeds_text(seeds)}" if seeds else "0"
             out.append((name, str(t), f"{arms_label(cls.arms)} ({', '.join(cls.arms)})", int(cls.budget), shown))
     return out
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    """``1000..1019`` when contiguous, else every seed."""
+    return f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
 
 
 def main(argv: list[str] | None = None) -> None:
