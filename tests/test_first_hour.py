@@ -133,7 +133,7 @@ def test_a_misspelt_key_gets_a_suggestion():
     assert misspelt(["protocl=both"]) == "unknown config key 'protocl'; did you mean 'protocol'?"
     assert misspelt(["model=servo", "protocol=both", "+experiment=smoke", "model.extra.x=1", "seeds=[1,2]"]) is None
     assert misspelt(["summary=shared", "summary.source=gpt"]) is None  # a key of the chosen group option
-    assert misspelt(["-m", "summary=own,none", "runs=2"]) is None
+    assert misspelt(["-m", "summary=own,none", "runs=2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=3"]) is None
     with pytest.raises(ConfigError, match=r"model.temprature \(did you mean 'temperature'\?\)"):
         from_config({**composed(), "model": {**composed()["model"], "temprature": 1}}, Path("/tmp/x"))
 

@@ -202,12 +202,12 @@ def _defaults(overrides: list[str] | None = None) -> dict:
 
 def misspelt(args: list[str]) -> str | None:
     """One line for the first ``key=value`` whose key the composed defaults do not have, with the
-    closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*`` and the
-    free-form ``model.extra.*`` are left to Hydra."""
+    closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*``, group
+    paths (``hydra/launcher=joblib``) and the free-form ``model.extra.*`` are left to Hydra."""
     import difflib
 
     keys = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "+", "~"))]
-    keys = [k for k in keys if not k.startswith(("hydra.", "model.extra."))]
+    keys = [k for k in keys if "/" not in k and not k.startswith(("hydra.", "model.extra."))]  # group paths: Hydra's
     if not keys:
         return None
     groups = {p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment"}
