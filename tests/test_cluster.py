@@ -198,7 +198,7 @@ def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_dri
             server.script(
                 tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY)
             )
-            more = ("summary=own", f"demo_root={demo_root}")
+            more = ("summary=own", f"demo_root={demo_root}", "probe=false")  # the script is the learner's
             run_dir = results / "cluster"
             first = subprocess.Popen(
                 launch_cmd(results, cluster, server, *more),
