@@ -370,7 +370,7 @@ def test_summary_sources_reproduce_table_6_with_author_exclusion():
         assert (round(avg.rate_pct, 2), round(avg.delta_pp, 2)) == (rate, delta)
     # with the author counted, the Qwen3.8-max column's delta would be -25.00, not the paper's -31.25
     assert s[s.source == "shared:Qwen3.8-max"].iloc[:-1].delta_pp.mean() == pytest.approx(-25.0)
-    assert "On Qwen" not in to_markdown(s) and "+0.00 (author)" in to_markdown(s)
+    assert "On Qwen" not in to_markdown(s) and "| 0.00 (author)" in to_markdown(s)
     per_task = summary_sources(frame(table_18_rows()), per_task=True)
     mean = {(r.source, r.task): r.rate_pct for r in per_task[per_task.model == "mean"].itertuples()}
     assert mean[("own", "grasp_single_bottle")] == pytest.approx(71.0)

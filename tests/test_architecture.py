@@ -33,7 +33,7 @@ LAYERS = [
     ("vabench.agents", "vabench.analysis"),
     ("vabench.review",),
     ("vabench.actors",),
-    ("vabench.launch",),
+    ("vabench.launch", "vabench.tasks"),
 ]
 ISOLATED = {
     "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),

@@ -164,10 +164,11 @@ def test_a_cluster_whose_workers_lack_the_key_is_refused_before_any_work(tmp_pat
     try:
         with ScriptedServer(default=STOP) as server, Cluster(cluster_env, ray_tmp) as cluster:
             done = launch(tmp_path, cluster, server, {**os.environ, KEY_VAR: "sk-only-on-the-driver-0000"})
-            assert done.returncode == 1, done.stderr[-3000:]
+            assert done.returncode == 2, done.stderr[-3000:]  # refused, one line (vabench.launch.Exit)
             assert f"names {KEY_VAR}, which is not set for Ray's workers on 2 of 2 node(s)" in done.stderr
             assert "Traceback" not in done.stderr
-            assert server.requests == [] and not (tmp_path / "cluster" / "outcomes").exists()
+            probe_only = [r["max_tokens"] for r in server.requests] == [1]  # the launcher's endpoint probe
+            assert probe_only and not (tmp_path / "cluster" / "outcomes").exists()
     finally:
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
 
@@ -197,7 +198,7 @@ def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_dri
             server.script(
                 tool("expert.retrieve"), tool("expert.frame", steps=[0, 2, 4]), tool("expert.learn", **SUMMARY)
             )
-            more = ("summary=own", f"demo_root={demo_root}")
+            more = ("summary=own", f"demo_root={demo_root}", "probe=false")  # the script is the learner's
             run_dir = results / "cluster"
             first = subprocess.Popen(
                 launch_cmd(results, cluster, server, *more),

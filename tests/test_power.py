@@ -54,9 +54,7 @@ def test_exact_mcnemar_per_task_and_the_paired_table():
     assert math.isnan(mcnemar_exact(0, 0))
     notes = " ".join(f.attrs["notes"])
     assert "without a partner left out: A 0, B 1" in notes
-    assert "| lift_pot | 4 (4) | 2/4 | 2/4 | 1 / 1 | +0.00 |" in to_markdown(
-        paired_comparison(pd.DataFrame(rows), A, B)
-    )
+    assert "| lift_pot | 4 (4) | 2/4 | 2/4 | 1 / 1 | 0.00 |" in to_markdown(paired_comparison(pd.DataFrame(rows), A, B))
     with pytest.raises(ValueError, match="no rows of condition"):
         paired_comparison(pd.DataFrame(rows), A, "C | active | summary own")
 

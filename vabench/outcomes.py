@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
@@ -165,10 +166,47 @@ def write_row(path: Path, row: dict | OutcomeRow) -> Path:
 
 def read_rows(*folders: Path | str) -> pd.DataFrame:
     """Every episode row under the given run folders (recursively), as one DataFrame with the
-    fixed schema. An empty result still has every column."""
+    fixed schema. An empty result still has every column. Unreadable files are left out and listed
+    in ``attrs["unreadable"]`` as (path, why) (:func:`read_outcomes`)."""
     files = sorted(p for f in folders for p in Path(f).rglob("*.parquet") if not p.name.startswith((".", "_")))
-    table = ds.dataset([str(p) for p in files], schema=SCHEMA, format="parquet").to_table() if files else None
-    return (table if table is not None else SCHEMA.empty_table()).to_pandas(types_mapper=_NULLABLE.get)
+    df, unreadable = read_outcomes(files)
+    df.attrs["unreadable"] = unreadable
+    return df
+
+
+def read_outcomes(files: list[Path]) -> tuple[pd.DataFrame, list[tuple[Path, str]]]:
+    """The rows of these outcome files, and (file, why) for each that cannot be read (a truncated
+    or foreign file): one bad file never hides a run. Readers note them; only a driver resuming its
+    run folder sets them aside (:func:`set_aside`), so their episodes run again."""
+    try:
+        table = ds.dataset([str(p) for p in files], schema=SCHEMA, format="parquet").to_table() if files else None
+        unreadable = []
+    except (pa.ArrowException, OSError):  # find the culprits one by one; the rest read as usual
+        unreadable = [(p, why) for p in files if (why := unreadable_why(p))]
+        bad = {p for p, _ in unreadable}
+        good = [str(p) for p in files if p not in bad]
+        table = ds.dataset(good, schema=SCHEMA, format="parquet").to_table() if good else None
+    df = (table if table is not None else SCHEMA.empty_table()).to_pandas(types_mapper=_NULLABLE.get)
+    return df, unreadable
+
+
+def unreadable_why(path: Path) -> str | None:
+    """Why one outcome file cannot be read as a row of the schema, or None."""
+    try:
+        ds.dataset(str(path), schema=SCHEMA, format="parquet").to_table()
+    except (pa.ArrowException, OSError) as e:  # the first sentence, without the path the caller names anyway
+        text = " ".join(str(e).replace(f" '{path}'", "").replace(str(path), "").split())
+        return text.split(". ")[0].rstrip(".")[:200] or type(e).__name__
+    return None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an unreadable outcome file to ``_unreadable-<time>-<name>`` beside it (readers skip
+    ``_`` names; kept for inspection), so its episode counts as never run."""
+    path = Path(path)
+    target = path.with_name(f"_unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{path.name}")
+    os.replace(path, target)
+    return target
 
 
 # integers and booleans stay integers and booleans when a column has nulls (objects_placed, ...)

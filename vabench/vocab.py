@@ -160,6 +160,11 @@ class Render(StrEnum):
 SEEDS_PER_TASK = 20  # verified seeds per task (paper 5.1; the seed manifests)
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 episode``, ``2 episodes``, ``0 episodes``: a count with its word in the right number."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def arms_label(arms: tuple[str, ...] | list[str]) -> Arms:
     """``single`` or ``dual``: the outcome table's name for a task's controlled arms."""
     return Arms.DUAL if len(arms) == 2 else Arms.SINGLE

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vabench.agents.harness_config import HarnessConfig
-from vabench.agents.models import ModelConfig
+from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, make_model
 from vabench.checks import at_least
 from vabench.envs import RENDER_PRESETS, RecordingConfig
@@ -80,6 +80,7 @@ class RunConfig:
     ray: RayConfig
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
+    probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.actors.probe)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
     @property
@@ -137,7 +138,7 @@ register("ray", RayConfig)
 register("recording", RecordingConfig)
 
 
-def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
+def _model(raw: dict) -> tuple[ModelConfig, Model]:
     """A validated ModelConfig, the agent's row name and its privilege. Keys the config leaves out
     take ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
     unknown_keys(raw, [MODEL_KEYS.get(k, k) for k in ModelConfig.__dataclass_fields__], "model.")
@@ -150,7 +151,7 @@ def _model(raw: dict) -> tuple[ModelConfig, str, bool]:
         agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record
     except (ValueError, OSError) as e:
         raise ConfigError(f"'model': {e}") from None
-    return cfg, agent.name, bool(agent.privileged)
+    return cfg, agent
 
 
 def _tasks(raw, track: str) -> tuple[str, ...]:
@@ -172,6 +173,37 @@ def _tasks(raw, track: str) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise ConfigError(f"'tasks' lists a task twice: {names}")
     return tuple(names)
+
+
+def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log) -> tuple[str, ...]:
+    """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
+    one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
+    outside a task's manifest are played with a warning: their scenes were never screened."""
+    from vabench.envs.seeds import eval_seeds
+    from vabench.envs.tasks import task_class
+
+    keep = []
+    for task in tasks:
+        verified = eval_seeds(task)
+        chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
+        arms = tuple(task_class(task).arms)
+        refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
+        if refused and every and len(refused) == len(chosen) * len(protocols):
+            log(f"tasks=all: {task} left out ({refused[0]})")
+            continue
+        if refused:
+            raise ConfigError(f"'model' = {agent.name}: {refused[0]}")
+        outside = sorted(set(chosen) - set(verified))
+        if outside:
+            log(
+                f"warning: seeds {', '.join(map(str, outside))} of {task} are not among its {len(verified)} verified "
+                f"seeds (vabench/envs/seed_manifests/{task}.json): their scenes were never screened; rows of them "
+                "do not compare with the paper's"
+            )
+        keep.append(task)
+    if not keep:
+        raise ConfigError(f"'tasks': {agent.name} can play none of the tasks of this track")
+    return tuple(keep)
 
 
 def _seeds(raw) -> int | tuple[int, ...] | None:
@@ -198,13 +230,14 @@ def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
     return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
 
 
-def from_config(cfg: dict, run_dir: Path) -> RunConfig:
-    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``)."""
+def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
+    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
+    ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
     _no_secrets(cfg, "")
     run_id = str(_get(cfg, "run_id"))
     if not RUN_ID.match(run_id):
         raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
-    model, model_name, privileged = _model(_get(cfg, "model"))
+    model, agent = _model(_get(cfg, "model"))
     protocols = _get(cfg, "protocols")
     if not isinstance(protocols, (list, tuple)) or not protocols or any(p not in PROTOCOLS for p in protocols):
         raise ConfigError(f"'protocols' must be a non-empty list of {', '.join(PROTOCOLS)}, got {protocols!r}")
@@ -224,18 +257,19 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
+    seeds = _seeds(_get(cfg, "seeds"))
     return RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
         run_dir=Path(run_dir),
         model=model,
-        model_name=model_name,
-        privileged=privileged,
+        model_name=agent.name,
+        privileged=bool(agent.privileged),
         protocols=tuple(protocols),
         summary=mode,
         track=track,
-        tasks=_tasks(_get(cfg, "tasks"), track),
-        seeds=_seeds(_get(cfg, "seeds")),
+        tasks=_playable(agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log),
+        seeds=seeds,
         runs=_int(_get(cfg, "runs"), "runs", 1),
         max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
         retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
@@ -246,5 +280,6 @@ def from_config(cfg: dict, run_dir: Path) -> RunConfig:
         ray=build(RayConfig, ray, "ray"),
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
+        probe=_bool(cfg.get("probe", True), "probe"),
         resolved=cfg,
     )

@@ -46,7 +46,7 @@ from vabench.agents.summary_schema import SummaryError
 from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, read_rows, write_row
-from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind
+from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
 from .backstop import Backstop, Limits, load_factor
@@ -84,11 +84,11 @@ class Driver:
         self.lock = lock
         run = self.run
         write_run_info(run, self.log)
-        todo, done = plan(run)
+        todo, done = plan(run, self.log)
         self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in todo)
         self.log(
-            f"run {run.run_id}: {len(todo) + done} episodes, {done} already done, {len(todo)} to run"
+            f"run {run.run_id}: {counted(len(todo) + done, 'episode')}, {done} already done, {len(todo)} to run"
             + (f" ({retried} infra_error row(s) retried)" if retried else "")
         )
         if is_offline(run.model.model) and run.summary.kind != SummaryKind.NONE:

@@ -13,22 +13,27 @@ import pandas as pd
 
 from vabench.agents import prompts
 from vabench.episodes import EpisodeSpec
-from vabench.outcomes import OutcomeRow
-from vabench.vocab import Status
+from vabench.outcomes import OutcomeRow, set_aside, unreadable_why
+from vabench.vocab import ErrorKind, Status, counted
 
 from .config import RunConfig
 from .specs import expand
 
 
-def _read_status(path: Path) -> tuple[str, int] | None:
-    """(status, attempt) of an existing outcome file, or None."""
+def _read_status(path: Path, log=print) -> tuple[str, int] | None:
+    """(status, attempt) of an existing outcome file, or None: also for an unreadable file, which
+    is set aside (one line naming it) so its episode runs again."""
     if not path.exists():
+        return None
+    why = unreadable_why(path)
+    if why:
+        log(f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again")
         return None
     row = pd.read_parquet(path, columns=["status", "attempt"]).iloc[0]
     return str(row["status"]), int(row["attempt"])
 
 
-def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
+def plan(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]:
     """Episodes still to run, with their attempt number, and how many are already done.
 
     An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
@@ -36,7 +41,7 @@ def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
     not surgery on the run folder."""
     todo, done = [], 0
     for spec in expand(run):
-        state = _read_status(spec.outcome_path(run.run_dir))
+        state = _read_status(spec.outcome_path(run.run_dir), log)
         if state is None:
             todo.append((spec, 1))
         elif state[0] == Status.OK or not run.retry_infra:
@@ -87,3 +92,28 @@ def write_run_info(run: RunConfig, log=print) -> None:
     tmp = run.run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
     os.replace(tmp, run.run_dir / "_run.json")
+
+
+def unjudged_summary(rows: pd.DataFrame) -> str | None:
+    """The end of a run: its rows that are not judged, grouped by kind (infra: retried on a rerun;
+    permanent: fix the cause first) and cause, with counts; None when every episode was judged."""
+    bad = rows[rows["status"] != Status.OK]
+    if bad.empty:
+        return None
+    lines = [f"{len(bad)} of {counted(len(rows), 'episode')} not judged (infra_error rows, excluded from every rate):"]
+    kinds = bad["error_kind"].fillna(ErrorKind.INFRA)
+    for kind, group in bad.groupby(kinds, sort=True):
+        todo = "rerun the same run_id to retry" if kind == ErrorKind.INFRA else "retrying cannot help: fix the cause"
+        lines.append(f"  {kind} ({len(group)}; {todo}):")
+        causes = group["error"].fillna("(no error text)").map(_cause).value_counts()
+        lines += [f"    {n} x {cause}" for cause, n in causes.items()]
+    return "\n".join(lines)
+
+
+def _cause(error: str) -> str:
+    """An error text without what varies per episode (attempt counts, request ids), one line."""
+    import re
+
+    text = " ".join(str(error).split())
+    text = re.sub(r"after \d+ attempts", "after N attempts", text)
+    return text if len(text) <= 160 else text[:157] + "..."

@@ -51,7 +51,7 @@ from . import prompts
 from .dialogue import Dialogue, EpisodeEnd, record_paths
 from .harness_config import HarnessConfig
 from .history import USER, Conversation, ImageRef
-from .models import EpisodeContext, Model
+from .models import EpisodeContext, Model, ModelError
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
 from .records import RECORD_FORMAT, EpisodeRecord
 from .summary_store import Summary, summary_identity
@@ -136,6 +136,10 @@ def run_episode(
         run.run(spec, episode.summary)
     except EpisodeEnd as end:
         row.end_reason, row.error, row.error_kind = end.reason, end.error, end.kind
+    except ModelError as e:  # the agent refused the episode as it started (permanent: never retried)
+        kind = ErrorKind.PERMANENT if e.permanent else ErrorKind.INFRA
+        row.end_reason, row.error, row.error_kind = EndReason.INFRA_ERROR, f"model: {e}", kind
+        record.event(Event.MODEL_ERROR, error=str(e), permanent=e.permanent)
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
         row.end_reason, row.error, row.error_kind = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", ErrorKind.INFRA
         record.event(Event.CRASH, error=traceback.format_exc(limit=8))

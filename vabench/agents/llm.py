@@ -62,7 +62,11 @@ def _litellm() -> Any:
     litellm.suppress_debug_info = True  # else every exception prints a "Give Feedback" banner to stdout
     # e.g. "Dropping reasoning_effort ... for gpt-4o" on every call: the template's setting is meant for
     # reasoning models only (conf/model/openai.yaml), and errors reach the record as ModelError anyway
-    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    # LiteLLM's, the OpenAI SDK's and httpx's INFO lines (one per request and retry) reach the launcher's
+    # console through Hydra's root handler: quiet unless asked for with LiteLLM's own LITELLM_LOG=INFO|DEBUG
+    if not os.environ.get("LITELLM_LOG"):
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.ERROR if name.startswith("LiteLLM") else logging.WARNING)
     litellm.turn_off_message_logging = True  # no copy of each request's images for logging we never read (~2 ms/call)
     return litellm
 

@@ -91,6 +91,12 @@ class Model(ABC):
     def start_episode(self, ctx: EpisodeContext) -> None:  # noqa: B027 (optional hook)
         """Called before the first request of each episode."""
 
+    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
+        """Why this agent cannot play that episode at all (a two-arm task for a one-arm agent, a
+        replay of another episode), or None: the config refuses such a run before any work, and an
+        episode that starts anyway ends as a permanent error, never retried."""
+        return None
+
     def warm(self) -> None:  # noqa: B027 (optional hook)
         """Pay one-time start-up costs now (a worker calls this before its first episode)."""
 

@@ -101,12 +101,19 @@ class ReplayAgent(Model):
         self.name = name or f"replay:{start.get('model', 'unknown')}"
         self._next = 0
 
+    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
+        if self.episode == (task, seed, protocol):
+            return None
+        t, s, p = self.episode
+        return (
+            f"replay: the record is of task {t}, seed {s}, protocol {p}, not ({task}, {seed}, {protocol}); "
+            f"set tasks=[{t}] seeds=[{s}] protocol={p}"
+        )
+
     def start_episode(self, ctx: EpisodeContext) -> None:
-        if self.episode != (ctx.task, ctx.seed, ctx.protocol):
-            raise ModelError(
-                f"replay: the record is of (task, seed, protocol) = {self.episode}, "
-                f"not {(ctx.task, ctx.seed, ctx.protocol)}"
-            )
+        why = self.refuses(ctx.task, ctx.arms, ctx.seed, ctx.protocol)
+        if why:
+            raise ModelError(why, permanent=True)  # the same record never matches on a retry
         self._next = 0
 
     def complete(self, messages: list[dict]) -> Reply:

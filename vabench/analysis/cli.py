@@ -40,7 +40,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", choices=("majority", "strict", "permissive"), default="majority",
                    help="vote rule of the diagnostic scores (default majority, as the paper)")  # fmt: skip
     p.add_argument("--proxies", action="store_true", help="automatic proxy labels from the episode records")
-    p.add_argument("--paired", nargs=2, action="append", metavar=("A", "B"), help="B vs A on shared seeds")
+    p.add_argument(
+        "--paired",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="B vs A on shared seeds; full condition labels or short words, e.g. 'servo active' 'servo passive'",
+    )
     p.add_argument("--seed-yield", action="store_true", help="Table 21 from the committed seed manifests")
     return p
 
@@ -81,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         from .seedyield import seed_yield
 
         tables["seed_yield"] = seed_yield()
-    print("\n".join(to_markdown(frame) for frame in tables.values()))
+    said: set[str] = set()  # a note common to several tables is printed once, under the first
+    print("\n".join(to_markdown(frame, said) for frame in tables.values()))
     if args.out:
         written = write_tables(tables, args.out, args.format)
         if args.figures:

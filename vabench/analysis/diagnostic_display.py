@@ -23,6 +23,13 @@ def _f(x, nd: int = 1, na: str = "NA") -> str:
     return na if _nan(x) else f"{x:.{nd}f}"
 
 
+def signed(x, nd: int = 2, na: str = DASH) -> str:
+    """``+1.25`` / ``-0.50``; a value that rounds to zero is ``0.00``, never ``-0.00``."""
+    if _nan(x):
+        return na
+    return f"{0.0:.{nd}f}" if round(float(x), nd) == 0 else f"{x:+.{nd}f}"
+
+
 def _order(f: pd.DataFrame, value: str = "score_pct") -> list[str]:
     means = f.groupby("condition", sort=False)[value].mean()
     return sorted(means.index, key=lambda c: (-means[c] if not _nan(means[c]) else math.inf, c))
@@ -72,8 +79,8 @@ def _vote_rules(f):
     for r in ("strict", "majority", "permissive"):
         out[r] = f[f"{r}_pct"].map(lambda x: _f(x, 2))
     out["range (pp)"] = f["range_pp"].map(lambda x: _f(x, 2))
-    out["strict − majority"] = f["strict_delta_pp"].map(lambda x: "NA" if _nan(x) else f"{x:+.2f}")
-    out["permissive − majority"] = f["permissive_delta_pp"].map(lambda x: "NA" if _nan(x) else f"{x:+.2f}")
+    out["strict − majority"] = f["strict_delta_pp"].map(lambda x: signed(x, na="NA"))
+    out["permissive − majority"] = f["permissive_delta_pp"].map(lambda x: signed(x, na="NA"))
     return out.iloc[[list(f["condition"]).index(c) for c in _order(f, "majority_pct")]]
 
 
@@ -97,7 +104,8 @@ def _concordance(f):
 
 def _paired(f):
     label = f["task"].where(f["scope"] == "task", f["task"].map(lambda s: f"{SUBSET_HEAD.get(s, s)} (macro)"))
-    ci = ["" if _nan(lo) else f"[{lo:+.2f}, {hi:+.2f}]" for lo, hi in zip(f["ci_low_pp"], f["ci_high_pp"], strict=True)]
+    bounds = zip(f["ci_low_pp"], f["ci_high_pp"], strict=True)
+    ci = ["" if _nan(lo) else f"[{signed(lo)}, {signed(hi)}]" for lo, hi in bounds]
     return pd.DataFrame(
         {
             "family": label,
@@ -105,7 +113,7 @@ def _paired(f):
             "A": [f"{k}/{n}" for k, n in zip(f["a_k"], f["pairs"], strict=True)],
             "B": [f"{k}/{n}" for k, n in zip(f["b_k"], f["pairs"], strict=True)],
             "only A / only B": [f"{a} / {b}" for a, b in zip(f["a_only"], f["b_only"], strict=True)],
-            "Δ (pp)": f["delta_pp"].map(lambda x: DASH if _nan(x) else f"{x:+.2f}"),
+            "Δ (pp)": f["delta_pp"].map(signed),
             "bootstrap CI": ci,
             "McNemar p": [
                 "" if scope != "task" else DASH if _nan(p) else f"{p:.3g}"

@@ -77,7 +77,11 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     Adds ``state`` (judged | infra_error | unjudged | superseded), ``y`` (1.0/0.0 success for judged
     rows), ``model_raw`` (the model name as written), and ``recovered`` (an infra_error row whose
     episode was later judged). Works on hand-built frames with only some columns."""
-    notes: list[str] = []
+    notes: list[str] = [
+        f"unreadable outcome file {path} ({why}) left out; rerunning its run_id sets it aside and runs the "
+        "episode again."
+        for path, why in df.attrs.get("unreadable", [])
+    ]
     p = df.copy()
     for c in COLUMNS:
         if c not in p.columns:

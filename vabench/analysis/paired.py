@@ -12,6 +12,7 @@ its runs' pairs (episodes of one scene are not independent), from a seeded ``num
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -25,13 +26,36 @@ from .tables.common import SUBSETS, _arms_of, _judged, _order, _scope
 PAIR = ["track", "task", "seed", "run_index"]
 
 
+def condition_named(name: str, conditions) -> str:
+    """The condition a short name means: the full label, or words that together pick one label
+    (``servo active``, ``oracle/passive``: each word a part of it, case-insensitive); ValueError
+    lists the conditions when none or several match."""
+    conditions = sorted(set(conditions))
+    if name in conditions:
+        return name
+    words = _words(name)
+    hits = [c for c in conditions if words and words <= _words(c)]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        return _raise(f"{len(hits)} conditions match {name!r}; add a word (protocol, summary ...): {'; '.join(hits)}")
+    return _raise(f"no rows of condition {name!r}; conditions: {'; '.join(conditions)}")
+
+
+def _words(label: str) -> set[str]:
+    return {w for w in re.split(r"[\s|/,:()]+", str(label).lower()) if w}
+
+
+def _raise(message: str):
+    raise ValueError(message)
+
+
 def paired_outcomes(df: pd.DataFrame, a: str, b: str, track: str | None = Track.BASE) -> pd.DataFrame:
-    """One row per matched pair: the pair key, ``arms``, ``ya`` and ``yb`` (1/0 success)."""
+    """One row per matched pair: the pair key, ``arms``, ``ya`` and ``yb`` (1/0 success). ``a`` and
+    ``b`` may be short names (:func:`condition_named`)."""
     p, _ = _scope(df, track, observation=None)
     j = _judged(p)
-    for name in (a, b):
-        if name not in set(p["condition"]):
-            raise ValueError(f"no rows of condition {name!r}; conditions: {', '.join(sorted(set(p['condition'])))}")
+    a, b = condition_named(a, p["condition"]), condition_named(b, p["condition"])
     side = {c: j[j["condition"] == c].drop_duplicates(PAIR, keep="last").set_index(PAIR) for c in (a, b)}
     both = side[a].index.intersection(side[b].index)
     out = pd.DataFrame(index=both).reset_index()
@@ -71,6 +95,7 @@ def paired_comparison(
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     p, notes = _scope(df, track, observation=None)
+    a, b = condition_named(a, p["condition"]), condition_named(b, p["condition"])
     pairs = paired_outcomes(df, a, b, track)
     arms = _arms_of(p)
     tasks = _order(pairs["task"].unique(), arms)

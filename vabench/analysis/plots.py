@@ -17,6 +17,38 @@ from vabench.vocab import ACTIVE, PASSIVE, SummaryKind, Track
 from . import tables as T
 from .load import PRIVILEGED, PRIVILEGED_NOTE
 
+# Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, vermillion, reddish purple, sky blue,
+# yellow, black): every series of every figure takes its colours from here, in this order
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
+def short_labels(labels) -> tuple[list[str], str]:
+    """Condition labels without the parts every one shares (``summary none``, ``render fast``), one
+    part per line, and the shared parts (for the title), so tick labels stay short enough not to
+    collide."""
+    marked = [str(c).endswith(PRIVILEGED) for c in labels]
+    parts = [str(c).removesuffix(PRIVILEGED).split(" | ") for c in labels]
+    shared = [x for x in parts[0] if all(x in p for p in parts)] if len(parts) > 1 else []
+    names = ["\n".join(x for x in p if x not in shared) or " | ".join(p) for p in parts]
+    names = [n + ("\n" + PRIVILEGED.strip() if m else "") for n, m in zip(names, marked, strict=True)]
+    return names, " | ".join(shared)
+
+
+def _titled(ax, title: str, shared: str) -> None:
+    ax.set_title(title + (f"\n(all: {shared})" if shared else ""), fontsize=9)
+
+
+def _bar_values(ax, bars, values, texts=None, above=None) -> None:
+    """A value on every bar, so a zero bar is seen as 0 (and a missing one as n/a), not as nothing;
+    ``above``: per bar, how far its whisker reaches above the bar (the label goes over it)."""
+    if texts is None:
+        texts = ["n/a" if pd.isna(v) else f"{v:.0f}" for v in values]
+    above = [0.0] * len(texts) if above is None else [0.0 if pd.isna(a) else float(a) for a in above]
+    for bar, text, extra in zip(bars, texts, above, strict=True):
+        top = (bar.get_y() + bar.get_height()) + extra
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, top), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=6)  # fmt: skip
+
 
 def _table(obj: pd.DataFrame, kind: str, make) -> pd.DataFrame:
     return obj if obj.attrs.get("kind") == kind else make(obj)
@@ -42,25 +74,31 @@ def _save(fig, path, labels) -> Path:
 
 def success_bars(rows_or_macro: pd.DataFrame, path: str | Path) -> Path:
     """Macro-average success per condition (single-arm, dual-arm, all) with sample-SD error bars
-    across runs (Figure 2a)."""
+    across runs (Figure 2a); with one run there is no SD, and the title says so instead."""
     m = _table(rows_or_macro, "macro_averages", T.macro_averages)
     conds = list(dict.fromkeys(m.loc[m["subset"] == "all"].sort_values("mean_pct", ascending=False)["condition"]))
-    fig = _figure(max(6.0, 1.2 * len(conds) + 2), 4.2)
+    fig = _figure(max(6.0, 1.5 * len(conds) + 2), 4.6)
     ax = fig.add_subplot()
     x, width = np.arange(len(conds)), 0.27
+    has_sd = bool(m["sd_pct"].notna().any())
     for i, s in enumerate(T.SUBSETS):
         sub = m[m["subset"] == s].set_index("condition").reindex(conds)
-        ax.bar(x + (i - 1) * width, sub["mean_pct"].fillna(0), width, label=T.SUBSET_NAMES[s])
-        ax.errorbar(x + (i - 1) * width, sub["mean_pct"], yerr=sub["sd_pct"], fmt="none", ecolor="black", capsize=3)
+        bars = ax.bar(x + (i - 1) * width, sub["mean_pct"].fillna(0), width, label=T.SUBSET_NAMES[s], color=PALETTE[i])
+        if has_sd:
+            ax.errorbar(x + (i - 1) * width, sub["mean_pct"], yerr=sub["sd_pct"], fmt="none", ecolor="black", capsize=3)
+        _bar_values(ax, bars, sub["mean_pct"], above=sub["sd_pct"] if has_sd else None)
     fams = m.pivot_table(index="condition", columns="subset", values="families", aggfunc="first")
-    labels = [
-        c.replace(" | ", "\n") + "\n(" + "/".join(str(int(fams.loc[c, s])) for s in T.SUBSETS) + " fam.)" for c in conds
-    ]
+    names, shared = short_labels(conds)
+    fam = ["/".join(str(int(fams.loc[c, s])) for s in T.SUBSETS) for c in conds]
+    labels = [f"{n}\n({f} fam.)" for n, f in zip(names, fam, strict=True)]
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("success (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title("Macro-average success, mean ± sample SD across runs")
-    ax.legend(fontsize=7)
+    reach = (m["mean_pct"] + m["sd_pct"].fillna(0)).max() if has_sd else 100.0
+    ax.set_ylim(0, max(110.0, float(reach) + 12.0))  # whiskers and their labels stay in view
+    runs = int(m["runs"].max()) if "runs" in m and m["runs"].notna().any() else 1
+    spread = "mean ± sample SD across runs" if has_sd else f"mean of {runs} run (no SD with one run)"
+    _titled(ax, f"Macro-average success, {spread}", shared)
+    ax.legend(fontsize=7, ncols=3, loc="best")
     return _save(fig, path, conds)
 
 
@@ -82,10 +120,11 @@ def success_heatmap(rows_or_matrix: pd.DataFrame, path: str | Path) -> Path:
     for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
         ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.0f}", ha="center", va="center", fontsize=7,
                 color="black" if np.isnan(v) or v > 60 else "white")  # fmt: skip
-    ax.set_xticks(range(len(conds)), [c.replace(" | ", "\n") for c in conds], fontsize=7)
+    names, shared = short_labels(conds)
+    ax.set_xticks(range(len(conds)), names, fontsize=7)
     ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
     fig.colorbar(image, ax=ax, label="success (%)")
-    ax.set_title("Per-task success (mean across runs)")
+    _titled(ax, "Per-task success (mean across runs; grey n/a: no judged episode)", shared)
     return _save(fig, path, conds)
 
 
@@ -102,14 +141,15 @@ def active_passive_bars(rows_or_table: pd.DataFrame, path: str | Path) -> Path:
             for m, src in zip(sub["model"], sub["summary_source"], strict=True)
         ]
         x, width = np.arange(len(sub)), 0.38
-        for offset, side in ((-width / 2, ACTIVE.name), (width / 2, PASSIVE.name)):
-            bars = ax.bar(x + offset, sub[f"{side}_pct"].fillna(0), width, label=side)
+        for k, (offset, side) in enumerate(((-width / 2, ACTIVE.name), (width / 2, PASSIVE.name))):
+            bars = ax.bar(x + offset, sub[f"{side}_pct"].fillna(0), width, label=side, color=PALETTE[k])
             ax.bar_label(
                 bars, [f"{k}/{n}" for k, n in zip(sub[f"{side}_k"], sub[f"{side}_n"], strict=True)], fontsize=6
             )
         ax.set_xticks(x, labels, fontsize=7)
-        ax.set_ylim(0, 105)
-        ax.set_title(f"{T.SUBSET_NAMES[s]} ({', '.join(str(v) for v in sub['families'].unique())} families)")
+        ax.set_ylim(0, 110)
+        fams = ", ".join(str(v) for v in sub["families"].unique())
+        ax.set_title(f"{T.SUBSET_NAMES[s]} ({fams} {'family' if fams == '1' else 'families'})", fontsize=9)
         ax.set_ylabel("success (%)")
     axes[0].legend(fontsize=7)
     return _save(fig, path, f["model"])

@@ -14,6 +14,7 @@ from vabench.vocab import SummaryKind, Track
 
 from . import tables as T
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
+from .diagnostic_display import signed
 
 DASH = "–"
 SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
@@ -31,10 +32,6 @@ def num(x, nd: int = 2) -> str:
     return DASH if _nan(x) else f"{x:.{nd}f}"
 
 
-def signed(x, nd: int = 2) -> str:
-    return DASH if _nan(x) else f"{x:+.{nd}f}"
-
-
 def mean_sd(mean, sd) -> str:
     return DASH if _nan(mean) else f"{mean:.2f} ± {num(sd)}"
 
@@ -45,6 +42,13 @@ def count(k, n, pct) -> str:
 
 def pvalue(p) -> str:
     return DASH if _nan(p) else f"{p:.2g}"
+
+
+def sign_test(what: str, k, non_tied, tied, p) -> str:
+    """The sign-test cell; with no non-tied family there is no test, and the cell says so."""
+    if not non_tied:
+        return f"no test: no non-tied family ({int(tied)} tied)"
+    return f"{what} on {int(k)} of {int(non_tied)} non-tied ({int(tied)} tied), p={pvalue(p)}"
 
 
 # ----------------------------------------------------------------------------------- display frames
@@ -104,7 +108,7 @@ def _active_passive(f):
             "passive": [count(*x) for x in zip(f["passive_k"], f["passive_n"], f["passive_pct"], strict=True)],
             "Δ (pp)": f["delta_pp"].map(signed),
             "sign test": [
-                f"passive worse on {w} of {w + b} non-tied ({t} tied), p={pvalue(p)}"
+                sign_test("passive worse", w, w + b, t, p)
                 for w, b, t, p in zip(f["passive_worse"], f["passive_better"], f["ties"], f["sign_p"], strict=True)
             ],
         }
@@ -123,7 +127,7 @@ def _feedback(f):
             "explained": [count(*x) for x in zip(f["explained_k"], f["explained_n"], f["explained_pct"], strict=True)],
             "Δ (pp)": f["delta_pp"].map(signed),
             "sign test": [
-                f"explained better on {b} of {w + b} non-tied ({t} tied), p={pvalue(p)}"
+                sign_test("explained better", b, w + b, t, p)
                 for w, b, t, p in zip(f["explained_worse"], f["explained_better"], f["ties"], f["sign_p"], strict=True)
             ],
         }
@@ -274,12 +278,18 @@ def _md_cell(v) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(frame: pd.DataFrame) -> str:
-    """Title, the paper-style table, and the notes as a list."""
+def to_markdown(frame: pd.DataFrame, said: set[str] | None = None) -> str:
+    """Title, the paper-style table, and the notes as a list. ``said``: notes printed already with an
+    earlier table of the same output (they are said once there; a table file keeps all its notes)."""
     parts = [f"### {frame.attrs.get('title', 'Table')}", "", markdown_table(display(frame))]
     notes = frame.attrs.get("notes", [])
-    if notes:
-        parts += ["", "Notes:", *[f"- {n}" for n in notes]]
+    fresh = [n for n in notes if said is None or n not in said]
+    if fresh:
+        parts += ["", "Notes:", *[f"- {n}" for n in fresh]]
+    if len(fresh) < len(notes):
+        parts += ["", f"({len(notes) - len(fresh)} note(s) as above.)"]
+    if said is not None:
+        said.update(notes)
     return "\n".join(parts) + "\n"
 
 

@@ -12,7 +12,7 @@ import json
 
 from vabench.vocab import ACTIVE
 
-from ..models import EpisodeContext, Model, Reply
+from ..models import EpisodeContext, Model, ModelError, Reply
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
 
@@ -77,7 +77,15 @@ class ServoAgent(Model):
         self._plan: Skill | None = None
         self._servo: Servo | None = None
 
+    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
+        if len(arms) > 1:
+            return f"servo controls one arm; {task} needs two ({', '.join(arms)}): leave it out of tasks="
+        return None
+
     def start_episode(self, ctx: EpisodeContext) -> None:
+        why = self.refuses(ctx.task, ctx.arms, ctx.seed, ctx.protocol)
+        if why:
+            raise ModelError(why, permanent=True)
         self.protocol, self.arms = ctx.protocol, ctx.arms
         self._plan, self._servo = None, None
 

@@ -1,0 +1,122 @@
+"""The endpoint probe: before any work, one tiny request to the model's endpoint, so a dead server,
+a mistyped host or a rejected key costs seconds and one plain line instead of minutes of retries
+per episode.
+
+One request of one token per distinct endpoint (model id, ``api_base``, key variable) and process:
+a multirun's jobs share it. Only what retrying cannot fix stops the run (a refused connection, an
+unknown host, a rejected key, an unknown model); a slow or overloaded provider (timeout, 429, 5xx)
+gets a warning and the run goes on, where the client's own retries deal with it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlsplit
+
+from vabench.agents.models import ModelConfig
+from vabench.agents.registry import is_offline
+
+PROBE_TIMEOUT_S = 20.0
+_probed: dict[tuple, str | None] = {}  # (model, api_base, key variable) -> the problem found (None: fine)
+
+
+class EndpointError(RuntimeError):
+    """The endpoint cannot serve this run: one line naming the endpoint (or key variable) and the fix."""
+
+
+def _causes(exc: BaseException):
+    seen: BaseException | None = exc
+    for _ in range(12):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
+
+
+def _where(cfg: ModelConfig) -> str:
+    return f"model.api_base={cfg.api_base}" if cfg.api_base else f"{cfg.model} (the provider's default endpoint)"
+
+
+def _key_var(cfg: ModelConfig) -> str:
+    if cfg.api_key_env:
+        return f"${cfg.api_key_env} (model.api_key_env)"
+    provider = cfg.model.split("/", 1)[0]
+    return f"the provider's key variable (e.g. ${provider.upper()}_API_KEY) or model.api_key_env"
+
+
+def classify(cfg: ModelConfig, exc: BaseException) -> tuple[bool, str]:
+    """(fatal, one line) for the probe's exception: fatal when retrying cannot fix it."""
+    from vabench.agents.llm import _is_client_config_error
+
+    where, status = _where(cfg), getattr(exc, "status_code", None)
+    if _is_client_config_error(exc):  # no request was sent: the SDK found no key
+        return True, f"{where}: no API key was found; set {_key_var(cfg)}"
+    for cause in _causes(exc):
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return True, f"{where}: connection refused (nothing listens there); start the server or fix model.api_base"
+        if isinstance(cause, socket.gaierror) or "Name or service not known" in str(cause):
+            host = urlsplit(cfg.api_base or "").hostname or "of the provider (is this machine online?)"
+            return True, f"{where}: unknown host {host}; fix model.api_base"
+    if status in (401, 403):
+        return True, f"{where}: the key was rejected (HTTP {status}); check {_key_var(cfg)}"
+    if status == 404:
+        return True, f"{where}: model {cfg.model!r} not found there (HTTP 404); fix model.id or model.api_base"
+    return False, f"{where}: the probe request failed ({type(exc).__name__}, HTTP {status}); going on"
+
+
+def probe(cfg: ModelConfig, log=print) -> None:
+    """Raise :class:`EndpointError` when the model's endpoint cannot serve the run; offline agents
+    have none. A non-fatal problem is logged once and the run goes on."""
+    if is_offline(cfg.model):
+        return
+    key = (cfg.model, cfg.api_base, cfg.api_key_env)
+    if key not in _probed:
+        _probed[key] = _ask(cfg, log)
+    if _probed[key]:
+        raise EndpointError(_probed[key])
+
+
+def _connect(cfg: ModelConfig) -> str | None:
+    """A TCP connection to ``api_base``, before LiteLLM's few seconds of import: a refused
+    connection or an unknown host is known in milliseconds."""
+    if not cfg.api_base:
+        return None
+    url = urlsplit(cfg.api_base)
+    if not url.hostname:
+        return f"model.api_base={cfg.api_base}: not a URL (e.g. http://host:8000/v1); fix model.api_base"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=min(cfg.timeout_s, PROBE_TIMEOUT_S)).close()
+    except OSError as exc:
+        fatal, line = classify(cfg, exc)
+        return line if fatal else None  # a timeout: left to the request below and the client's retries
+    return None
+
+
+def _ask(cfg: ModelConfig, log) -> str | None:
+    if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
+        return f"model.api_key_env names {cfg.api_key_env}, which is not set in this environment; export it"
+    unreachable = _connect(cfg)
+    if unreachable:
+        return unreachable
+    from vabench.agents.llm import _litellm
+
+    try:
+        _litellm().completion(
+            model=cfg.model,
+            messages=[{"role": "user", "content": "ping"}],
+            api_base=cfg.api_base,
+            api_key=os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,
+            timeout=min(cfg.timeout_s, PROBE_TIMEOUT_S),
+            max_tokens=1,
+            num_retries=0,
+            max_retries=0,
+            drop_params=True,
+        )
+    except Exception as exc:  # every provider error is judged here, once
+        fatal, line = classify(cfg, exc)
+        if fatal:
+            return line
+        log(f"probe: {line}")
+    return None
