@@ -7,25 +7,15 @@ import json
 import os
 import time
 from importlib import metadata
-from pathlib import Path
-
-import pandas as pd
 
 from vabench.agents import prompts
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow
+from vabench.outcometable import OUTCOMES, statuses
 from vabench.vocab import Status
 
 from .config import RunConfig
 from .specs import expand
-
-
-def _read_status(path: Path) -> tuple[str, int] | None:
-    """(status, attempt) of an existing outcome file, or None."""
-    if not path.exists():
-        return None
-    row = pd.read_parquet(path, columns=["status", "attempt"]).iloc[0]
-    return str(row["status"]), int(row["attempt"])
 
 
 def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
@@ -33,10 +23,13 @@ def plan(run: RunConfig) -> tuple[list[tuple[EpisodeSpec, int]], int]:
 
     An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
     (attempt numbers count on), unless ``retry_infra`` is false: a provider outage needs a rerun,
-    not surgery on the run folder."""
+    not surgery on the run folder. The states come from the run's outcome table (one file read,
+    kept true to the episode files by :mod:`vabench.outcometable`), not from every file."""
     todo, done = [], 0
+    known = statuses(run.run_dir)
+    outdir = run.run_dir / OUTCOMES
     for spec in expand(run):
-        state = _read_status(spec.outcome_path(run.run_dir))
+        state = known.get(spec.outcome_path(run.run_dir).relative_to(outdir).as_posix())
         if state is None:
             todo.append((spec, 1))
         elif state[0] == Status.OK or not run.retry_infra:

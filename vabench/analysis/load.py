@@ -1,7 +1,7 @@
 """Reading outcome rows and the one normalisation every table starts from.
 
-``load_runs`` reads run folders (``vabench.outcomes.read_rows``) and refuses an empty result with a
-clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
+``load_runs`` reads run folders (``vabench.outcometable.load``: each run's outcome table) and
+refuses an empty result with a clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
 ``infra_error`` (the episode could not be judged: excluded from every rate, never a failure),
 ``unjudged`` (no status/success to count: excluded) or ``superseded`` (an earlier attempt of an
 episode that has a later judged row). Privileged rows (the offline oracle) get a visible
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.outcomes import COLUMNS, read_rows
+from vabench.outcomes import COLUMNS
+from vabench.outcometable import load
 from vabench.vocab import Arms, ObservationProfile, Status, condition_label
 
 PRIVILEGED = " (privileged)"
@@ -56,7 +57,7 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
     missing = [str(f) for f in folders if not Path(f).is_dir()]
     if missing:
         raise NoOutcomesError(f"not a folder: {', '.join(missing)}")
-    rows = read_rows(*folders)
+    rows = load(*folders)  # through each run's outcome table; unreadable files are named
     if rows.empty:
         where = ", ".join(str(f) for f in folders)
         raise NoOutcomesError(
