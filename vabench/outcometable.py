@@ -69,6 +69,12 @@ class Loaded:
     opened: int = 0
 
 
+def scan(run_dir: Path | str) -> dict[str, tuple[int, int, int, int]]:
+    """The run's episode files (relative to outcomes/) -> (size, mtime, ctime, inode), no file
+    opened: what the table is checked against, and a cheap key for a reader's own cache."""
+    return _scan(Path(run_dir) / OUTCOMES)
+
+
 def _scan(folder: Path, rel: str = "") -> dict[str, tuple[int, int, int, int]]:
     """Every episode file under ``folder`` -> its stat, without opening one. Names starting with
     '.' or '_' are skipped, as Parquet discovery does (temp files of an atomic write start with '.')."""
@@ -142,12 +148,13 @@ def _read_files(outdir: Path, names: list[str], stats: dict) -> tuple[list[pa.Ta
     return parts, bad
 
 
-def refresh(run_dir: Path | str, write: bool = True) -> Loaded:
+def refresh(run_dir: Path | str, write: bool = True, stats: dict | None = None) -> Loaded:
     """The run folder's rows, the table brought up to date with its episode files first (and
-    rewritten when anything changed and ``write``; a read-only folder is read all the same)."""
+    rewritten when anything changed and ``write``; a read-only folder is read all the same).
+    ``stats``: a :func:`scan` the caller just made."""
     run_dir = Path(run_dir)
     outdir, path = run_dir / OUTCOMES, run_dir / TABLE_NAME
-    stats = _scan(outdir)
+    stats = _scan(outdir) if stats is None else stats
     table = _read_table(path)
     if table is None:
         kept, known = TABLE_SCHEMA.empty_table(), {}
@@ -202,6 +209,12 @@ def landed(run_dir: Path | str) -> None:
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """Outcome rows as pandas with the schema's types (integers stay integers with nulls)."""
     return table.select(list(SCHEMA.names)).to_pandas(types_mapper=_NULLABLE.get)
+
+
+def run_folders(folder: Path | str) -> list[Path]:
+    """The run folders (those holding ``outcomes/``) at or under ``folder``: a folder of runs
+    is its runs."""
+    return _roots(Path(folder))[0]
 
 
 def _roots(folder: Path) -> tuple[list[Path], list[Path]]:
