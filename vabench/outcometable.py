@@ -162,7 +162,7 @@ def refresh(run_dir: Path | str, write: bool = True, stats: dict | None = None) 
     else:
         names = table.column(FILE).to_pylist()
         cols = [table.column(c).to_pylist() for c in STAT]
-        known = {n: tuple(c[i] for c in cols) for i, n in enumerate(names)}
+        known = dict(zip(names, zip(*cols, strict=True), strict=True))
         same = [stats.get(n) == known[n] for n in names]
         kept = table.filter(pa.array(same, pa.bool_())) if not all(same) else table
         stale = not all(same)

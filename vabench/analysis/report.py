@@ -12,6 +12,7 @@ import pandas as pd
 
 from . import tables as T
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
+from .load import prepared_once
 
 DASH = "–"
 SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
@@ -179,9 +180,11 @@ def _long_horizon(f):
 def _summary_sources(f):
     sources = [s for s in dict.fromkeys(f["source"]) if s != "own"]
     rows = []
-    for m in dict.fromkeys(f["model"]):
-        g = f[f["model"] == m].set_index("source")
-        row = {"evaluated model": m, "own": num(g["rate_pct"].get("own", math.nan))}
+    both = f.loc[f["model"] != "avg", "protocol"].nunique() > 1  # then one row per model and protocol
+    for m, protocol in dict.fromkeys(zip(f["model"], f["protocol"], strict=True)):
+        g = f[(f["model"] == m) & (f["protocol"] == protocol)].set_index("source")
+        name = f"{m} ({protocol})" if both and m != "avg" else m
+        row = {"evaluated model": name, "own": num(g["rate_pct"].get("own", math.nan))}
         if m == "avg":
             row["own"] = num(g["own_pct"].iloc[0]) if len(g) else DASH
         for s in sources:
@@ -314,6 +317,11 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
     track; the success matrix over every track when there is no base track), every other table only
     when it has rows (e.g. active vs passive only when a model has both protocols), local-model
     tables only for the models named in ``local``, and the exclusion summary last."""
+    with prepared_once(df):  # every table starts from the same normalised rows
+        return _available_tables(df, local)
+
+
+def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd.DataFrame]:
     has_base = (df["track"].fillna("base") == "base").any() if "track" in df else True
     out = {"success_matrix": T.success_matrix(df, track="base" if has_base else None)}
     if has_base:
