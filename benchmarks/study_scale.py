@@ -16,7 +16,8 @@ driver's paths) and a small event record per episode. Every figure is measured i
 
 Targets at 14,000 (issue 30): load <= 2 s, analysis <= 10 s and 1 GB, first page <= 2 s, resume <= 2 s.
 
-    python benchmarks/study_scale.py [--sizes 1000 5000 14000] [--repeats 3] [--root DIR] [--old-rev main]
+    python benchmarks/study_scale.py [--sizes 1000 5000 14000] [--repeats 3] [--old-repeats N] [--root DIR]
+                                     [--old-rev main] [--what read_parquet load analysis resume review]
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 14000])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--old-repeats", type=int, help="repeats of the files-only side (default --repeats; it is slow)")
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "vabench-study-scale")
     ap.add_argument("--old-rev", default="main", help="the files-only code to compare with (git revision)")
     ap.add_argument("--what", nargs="+", choices=WHAT, default=list(WHAT))
@@ -170,7 +172,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
         old = old_tree(args.old_rev, Path(tmp) / "old")
-        print(f"files only: vabench at {args.old_rev}; table: this tree; median of {args.repeats}", flush=True)
+        reps = f"{args.old_repeats or args.repeats} / {args.repeats}"
+        print(f"files only: vabench at {args.old_rev}; table: this tree; median of {reps} runs", flush=True)
         print("| episodes | measure | files only: s | MB | table: s | MB |\n|---|---|---|---|---|---|", flush=True)
         for n in args.sizes:
             folder = args.root / f"study-{n}"
@@ -187,8 +190,8 @@ def main() -> None:
                   f"{time.perf_counter() - t:.2f} s ({built.rows.num_rows} rows) | | | | |", flush=True)  # fmt: skip
             for what in args.what:
                 cells = []
-                for code in (old, ROOT):
-                    runs = [one(code, what, folder, n) for _ in range(args.repeats)]
+                for code, repeats in ((old, args.old_repeats or args.repeats), (ROOT, args.repeats)):
+                    runs = [one(code, what, folder, n) for _ in range(repeats)]
                     cells.append(f"{statistics.median(r['s'] for r in runs):.2f} | "
                                  f"{statistics.median(r['rss_mb'] for r in runs):.0f}")  # fmt: skip
                 print(f"| {n} | {what} | {cells[0]} | {cells[1]} |", flush=True)

@@ -112,13 +112,14 @@ def read_file(path: Path) -> pa.Table:
 
 
 def _read_bulk(outdir: Path, names: list[str], stats: dict) -> pa.Table:
-    """Many episode files at once (threaded, one scan), each row tagged with its file and stat."""
-    paths = [str(outdir / n) for n in names]
-    cols = {c: ds.field(c) for c in SCHEMA.names} | {"__filename": ds.field("__filename")}
-    t = ds.dataset(paths, schema=SCHEMA, format="parquet").to_table(columns=cols)
-    back = dict(zip(paths, names, strict=True))
-    files = [back[p] for p in t.column("__filename").to_pylist()]
-    t = t.drop_columns(["__filename"]).append_column(FILE, pa.array(files, pa.string()))
+    """Many episode files in one threaded scan, each row tagged with its file and stat."""
+    back = {str(outdir / n): n for n in names}
+    scan = ds.dataset(list(back), schema=SCHEMA, format="parquet").scanner().scan_batches()
+    batches, files = [], []
+    for tagged in scan:
+        batches.append(tagged.record_batch)
+        files += [back[tagged.fragment.path]] * tagged.record_batch.num_rows
+    t = pa.Table.from_batches(batches, schema=SCHEMA).append_column(FILE, pa.array(files, pa.string()))
     for j, col in enumerate(STAT):
         t = t.append_column(col, pa.array([stats[f][j] for f in files], pa.int64()))
     return t
@@ -186,6 +187,7 @@ def _write(path: Path, table: pa.Table) -> None:
         return
     os.close(fd)
     try:
+        os.chmod(tmp, 0o644)  # readable like the episode files (mkstemp makes 0600)
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
     except OSError:
