@@ -272,9 +272,11 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     Select(d.find_element(By.ID, "filter-model")).select_by_visible_text("oracle")  # filtered on the server
     wait_for(d, lambda d: summary.text.startswith("2 of 3 episodes · success 2/2 (100.0%)"), "the filter")
     assert {r.text for r in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=model]")} == {"oracle (privileged)"}
-    protocols = lambda d: js(
-        d, "return [...document.querySelectorAll('#rows td[data-key=protocol]')].map(t => t.textContent)"
-    )  # noqa: E731,E501
+    cells = "return [...document.querySelectorAll('#rows td[data-key=protocol]')].map(t => t.textContent)"
+
+    def protocols(d):
+        return js(d, cells)
+
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # sort by protocol
     wait_for(d, lambda d: protocols(d) == ["active", "passive"], "sorted by protocol")
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # and the other way
