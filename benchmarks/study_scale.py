@@ -10,7 +10,8 @@ driver's paths) and a small event record per episode. Every figure is measured i
 - ``read_parquet``: ``pandas.read_parquet(run_folder)``, the reader that knows nothing of the table;
 - ``load``: the rows as the analysis and notebooks get them (old: every file; new: the table,
   checked against the files' stats);
-- ``analysis``: ``python -m vabench.analysis RUN --out DIR``, wall time and peak RSS;
+- ``analysis``: ``python -m vabench.analysis RUN --out DIR`` (run as a module in the measuring
+  process: pandas is imported before the clock starts);
 - ``resume``: ``vabench.actors.runfolder.plan`` over every episode of the run (all done);
 - ``review``: the review app's first run page (``GET /run/0``, app created in the same process).
 
@@ -38,7 +39,7 @@ MODELS = ["gpt-5", "claude-opus-4-1", "gemini-2.5-pro", "qwen-vl-max"]
 PROTOCOLS = ["active", "passive"]
 SOURCES = ["none", "own", "shared:gpt-5"]
 SEEDS, RUNS = 20, 3
-WHAT = ("read_parquet", "load", "analysis", "resume", "review")
+WHAT = ("read_parquet", "load", "analysis", "resume", "review")  # and "build", reported once
 
 
 def specs(n: int) -> list:
@@ -89,7 +90,26 @@ def measure(what: str, folder: Path, n: int) -> dict:
     """One timing in this process (``--measure``); the caller runs it in a fresh one."""
     import pandas as pd
 
-    if what == "read_parquet":
+    if what == "analysis":  # the CLI as a user runs it (imports included), its failure kept
+        import runpy
+
+        t = time.perf_counter()
+        sys.argv = ["vabench.analysis", str(folder), "--out", tempfile.mkdtemp()]
+        try:
+            runpy.run_module("vabench.analysis", run_name="__main__")
+            failed = False
+        except SystemExit as e:
+            failed = bool(e.code)
+        except Exception:  # noqa: BLE001 - main's analysis crashes on this study (see one())
+            failed = True
+        return {"s": time.perf_counter() - t, "rows": n, "failed": failed}
+    if what == "build":
+        from vabench.outcometable import TABLE_NAME, refresh
+
+        (folder / TABLE_NAME).unlink(missing_ok=True)
+        t = time.perf_counter()
+        rows = refresh(folder).rows.num_rows
+    elif what == "read_parquet":
         t = time.perf_counter()
         rows = len(pd.read_parquet(folder))
     elif what == "load":
@@ -121,32 +141,29 @@ def measure(what: str, folder: Path, n: int) -> dict:
     return {"s": time.perf_counter() - t, "rows": rows}
 
 
-def child(code_root: Path, args: list[str], tolerate: bool = False) -> dict:
-    """Run a command with ``code_root`` first on the path; its wall time and peak RSS (wait4)."""
+def child(code_root: Path, args: list[str]) -> dict:
+    """Run a measurement with ``code_root`` first on the path: its own figures, and its peak RSS
+    from /proc (VmHWM: this process alone; rusage's maxrss would carry the parent's over fork)."""
     env = {**os.environ, "PYTHONPATH": str(code_root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    t = time.perf_counter()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=code_root)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    if status != 0 and not tolerate:
-        raise RuntimeError(f"{' '.join(args)} failed: {err.decode()[-2000:]}")
-    rss_mb = usage.ru_maxrss / 1024
-    last = out.decode().strip().splitlines()[-1] if out.strip() else "{}"
-    result = {"wall": wall, "rss_mb": rss_mb, "failed": status != 0}
-    return {**result, **(json.loads(last) if last.startswith("{") else {})}
+    out = subprocess.run(args, env=env, capture_output=True, cwd=code_root, text=True)
+    last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    if out.returncode != 0 or not last.startswith("{"):
+        raise RuntimeError(f"{' '.join(args)} failed: {out.stderr[-2000:]}")
+    return json.loads(last)
 
 
 def one(code_root: Path, what: str, folder: Path, n: int) -> dict:
-    if what == "analysis":
-        with tempfile.TemporaryDirectory() as out:
-            # main's analysis crashes printing Table 6 when both protocols have summary sources (fixed in
-            # this tree): its time to the crash is kept, marked *, as every table was computed by then
-            r = child(code_root, [sys.executable, "-m", "vabench.analysis", str(folder), "--out", out], tolerate=True)
-        return {"s": r["wall"], "rss_mb": r["rss_mb"], "failed": r["failed"]}
-    script = [sys.executable, str(Path(__file__).resolve()), "--measure", what, str(folder), str(n)]
-    r = child(code_root, script)
-    return {"s": r["s"], "rss_mb": r["rss_mb"], "rows": r["rows"]}
+    # main's analysis crashes printing Table 6 when both protocols have summary sources (fixed in this
+    # tree): its time to the crash is kept, marked *, as every table was computed by then
+    return child(code_root, [sys.executable, str(Path(__file__).resolve()), "--measure", what, str(folder), str(n)])
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def old_tree(rev: str, into: Path) -> Path:
@@ -170,7 +187,7 @@ def main() -> None:
     if args.measure:
         what, folder, n = args.measure
         r = measure(what, Path(folder), int(n))
-        print(json.dumps({**r, "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        print(json.dumps({**r, "rss_mb": peak_mb()}))
         return
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,14 +200,9 @@ def main() -> None:
             t = time.perf_counter()
             synthesise(folder, n)
             made = time.perf_counter() - t
-            for stale in (folder / "_outcomes.parquet",):  # the first read with this tree builds it
-                stale.unlink(missing_ok=True)
-            t = time.perf_counter()
-            from vabench.outcometable import refresh
-
-            built = refresh(folder)
-            print(f"| {n} | synthesised in {made:.1f} s; table built from the files in "
-                  f"{time.perf_counter() - t:.2f} s ({built.rows.num_rows} rows) | | | | |", flush=True)  # fmt: skip
+            built = one(ROOT, "build", folder, n)  # the table from the files, as a first read makes it
+            print(f"| {n} | synthesised in {made:.1f} s; table built from the files in {built['s']:.2f} s, "
+                  f"{built['rss_mb']:.0f} MB ({built['rows']} rows) | | | | |", flush=True)  # fmt: skip
             for what in args.what:
                 cells = []
                 for code, repeats in ((old, args.old_repeats or args.repeats), (ROOT, args.repeats)):
