@@ -180,11 +180,10 @@ def _long_horizon(f):
 def _summary_sources(f):
     sources = [s for s in dict.fromkeys(f["source"]) if s != "own"]
     rows = []
-    both = f.loc[f["model"] != "avg", "protocol"].nunique() > 1  # then one row per model and protocol
-    for m, protocol in dict.fromkeys(zip(f["model"], f["protocol"], strict=True)):
-        g = f[(f["model"] == m) & (f["protocol"] == protocol)].set_index("source")
-        name = f"{m} ({protocol})" if both and m != "avg" else m
-        row = {"evaluated model": name, "own": num(g["rate_pct"].get("own", math.nan))}
+    f = _by_protocol(f)
+    for m in dict.fromkeys(f["model"]):
+        g = f[f["model"] == m].set_index("source")
+        row = {"evaluated model": m, "own": num(g["rate_pct"].get("own", math.nan))}
         if m == "avg":
             row["own"] = num(g["own_pct"].iloc[0]) if len(g) else DASH
         for s in sources:
@@ -198,13 +197,23 @@ def _summary_sources(f):
     return pd.DataFrame(rows)
 
 
+def _by_protocol(f):
+    """Model labels that name the protocol when the table holds both (one row per model and protocol)."""
+    if "protocol" not in f or f.loc[f["model"] != "avg", "protocol"].nunique() < 2:
+        return f
+    own = f["model"] != "avg"
+    return f.assign(model=f["model"].where(~own, f["model"] + " (" + f["protocol"].astype(str) + ")"))
+
+
 def _summary_sources_tasks(f):
+    f = _by_protocol(f)
     wide = f.assign(col=f["source"] + ": " + f["task"], cell=f["rate_pct"].map(num))
     out = wide.pivot_table(index="model", columns="col", values="cell", aggfunc="first", sort=False)
     return out.reindex(list(dict.fromkeys(f["model"]))).fillna(DASH).reset_index()
 
 
 def _summary_source_macro(f):
+    f = _by_protocol(f)
     rows = []
     for (m, s), g in f.groupby(["model", "source"], sort=False):
         g = g.set_index("subset")
