@@ -269,13 +269,18 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     d.get(f"{server}/run/0")
     summary = d.find_element(By.ID, "summary")
     assert summary.text.startswith("3 of 3 episodes · success 2/3 (66.7%)")
-    Select(d.find_element(By.ID, "filter-model")).select_by_visible_text("oracle")
-    assert summary.text.startswith("2 of 3 episodes · success 2/2 (100.0%)")
+    Select(d.find_element(By.ID, "filter-model")).select_by_visible_text("oracle")  # filtered on the server
+    wait_for(d, lambda d: summary.text.startswith("2 of 3 episodes · success 2/2 (100.0%)"), "the filter")
     assert {r.text for r in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=model]")} == {"oracle (privileged)"}
+    cells = "return [...document.querySelectorAll('#rows td[data-key=protocol]')].map(t => t.textContent)"
+
+    def protocols(d):
+        return js(d, cells)
+
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # sort by protocol
-    assert [t.text for t in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=protocol]")] == ["active", "passive"]
+    wait_for(d, lambda d: protocols(d) == ["active", "passive"], "sorted by protocol")
     d.find_element(By.CSS_SELECTOR, "#head th[data-key=protocol]").click()  # and the other way
-    assert [t.text for t in d.find_elements(By.CSS_SELECTOR, "#rows td[data-key=protocol]")] == ["passive", "active"]
+    wait_for(d, lambda d: protocols(d) == ["passive", "active"], "sorted the other way")
     d.find_elements(By.CSS_SELECTOR, "a.episode-link")[1].click()  # the active oracle episode
 
     wait_for(d, lambda d: "/episode" in d.current_url, "the episode page")
@@ -345,7 +350,9 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     # episodes follow the run page's filter and order (oracle only, passive before active): n is the
     # end of that list, p the passive episode
     js(d, "document.activeElement.blur()")
-    assert "disabled" in d.find_element(By.ID, "next-episode").get_attribute("class")
+    nxt = d.find_element(By.ID, "next-episode")
+    wait_for(d, lambda d: nxt.get_attribute("data-ready") == "1", "the neighbours asked of the server")
+    assert "disabled" in nxt.get_attribute("class")
     d.find_element(By.TAG_NAME, "body").send_keys("p")
     wait_for(d, lambda d: rec["oracle/passive"] in requests.utils.unquote(d.current_url), "previous episode")
     assert len(d.find_elements(By.CSS_SELECTOR, "#step-0 img.model-image")) == 5  # the passive five views
@@ -354,7 +361,7 @@ def test_a_reviewer_filters_steps_through_an_episode_and_labels_it(server, run_f
     Select(d.find_element(By.ID, "filter-labels")).select_by_visible_text("labelled")
     labelled = {x["record"] for x in requests.get(f"{server}/run/0/api/labels", timeout=10).json()}
     assert rec["oracle/active"] in labelled
-    assert d.find_element(By.ID, "summary").text.startswith(f"{len(labelled)} of 3 episodes")
+    wait_for(d, lambda d: d.find_element(By.ID, "summary").text.startswith(f"{len(labelled)} of 3 episodes"), "labels")
 
 
 def _saved(server: str, record: str) -> list[dict]:
@@ -377,3 +384,141 @@ def test_videos_are_remade_for_a_run_folder(run_folder):
     bad = subprocess.run([sys.executable, "-m", "vabench.review", "videos", str(run_folder), "--size", "161x120"],
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "size must be even" in bad.stderr
+
+
+# -- any screen: 800 to 1920 px ------------------------------------------------------------------
+
+BOXES = """
+const box = (e) => { const r = e.getBoundingClientRect();
+  return [r.left + scrollX, r.top + scrollY, r.right + scrollX, r.bottom + scrollY]; };
+const pick = (sel) => [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length).map(box);
+return {reply: pick('.reply pre, .reason, .feedback, .rejected'), images: pick('img.model-image, img.rec, video'),
+        panel: pick('#annotation'), scroll: document.documentElement.scrollWidth, inner: innerWidth};
+"""
+
+
+def overlaps(a, b) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+
+
+@pytest.fixture
+def sized(browser):
+    yield browser
+    browser.set_window_size(1400, 1000)
+
+
+@pytest.mark.parametrize("width", [800, 1000, 1280, 1920])
+@pytest.mark.parametrize("episode", ["oracle/active", "oracle/passive"])
+def test_reply_text_images_and_panel_never_overlap(server, run_folder, sized, width, episode):
+    d = sized
+    d.set_window_size(width, 1000)
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(records(run_folder)[episode])}")
+    js(d, "for (const i of document.images) i.loading = 'eager'")  # the lazy recording views too
+    wait_for(
+        d,
+        lambda d: js(
+            d, "return [...document.images].every(i => i.id === 'viewer-image' || (i.complete && i.naturalWidth))"
+        ),
+        "images",
+        30,
+    )
+    b = js(d, BOXES)
+    assert b["reply"] and b["images"] and b["panel"]
+    assert b["scroll"] <= b["inner"] + 1, f"the page scrolls sideways at {width} px"
+    groups = [("reply", b["reply"]), ("image", b["images"]), ("panel", b["panel"])]
+    for i, (name_a, boxes_a) in enumerate(groups):
+        for name_b, boxes_b in groups[i:]:
+            for x, a in enumerate(boxes_a):
+                for y, c in enumerate(boxes_b):
+                    if name_a == name_b and x >= y:
+                        continue
+                    assert not overlaps(a, c), f"{name_a} {a} overlaps {name_b} {c} at {width} px"
+    narrowest = min(r[2] - r[0] for r in b["reply"])
+    assert narrowest >= 240, f"reply text squeezed to {narrowest:.0f} px at {width} px"
+
+
+def test_a_passive_view_opens_at_full_size_with_its_name_and_the_keys_move_between_views(server, run_folder, sized):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    d = sized
+    d.set_window_size(1280, 1000)
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(records(run_folder)['oracle/passive'])}")
+    names = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#step-0 .view-name")]
+    assert names == ["topdown", "side", "front_side_45", "side_top_45", "oblique_45"]
+    d.find_element(By.CSS_SELECTOR, "#step-0 img.model-image").click()
+    big = d.find_element(By.ID, "viewer-image")
+    wait_for(d, lambda d: js(d, "return arguments[0].complete && arguments[0].naturalWidth", big) > 0, "full image")
+    assert d.find_element(By.ID, "viewer").is_displayed()
+    natural = js(d, "return [arguments[0].naturalWidth, arguments[0].naturalHeight]", big)
+    assert [big.size["width"], big.size["height"]] == natural  # full size: one image pixel per CSS pixel
+    assert natural[0] > 160  # larger than the thumbnail it was opened from
+    assert d.find_element(By.ID, "viewer-name").text == "topdown"
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.ARROW_RIGHT)
+    assert d.find_element(By.ID, "viewer-name").text == "side"
+    body.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)  # wraps to the last image of the page
+    assert d.find_element(By.ID, "viewer-name").text.startswith("recording view")
+    body.send_keys(Keys.ESCAPE)
+    assert not d.find_element(By.ID, "viewer").is_displayed()
+
+
+@pytest.mark.parametrize("width", [800, 1280])
+def test_labels_are_inert_until_the_annotator_id_is_valid_and_the_status_stays_in_view(
+    server, run_folder, sized, width
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    d = sized
+    d.set_window_size(width, 900)
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(records(run_folder)['random/active'])}")
+    box = d.find_element(By.ID, "annotator")
+    box.clear()
+    box.send_keys("not valid!", Keys.TAB)
+    status = d.find_element(By.ID, "save-status")
+    wait_for(d, lambda d: "Not a valid annotator id" in status.text, "the refusal")
+    assert js(d, "return document.getElementById('label-fields').inert") is True
+    radio = d.find_element(By.CSS_SELECTOR, "input[name=label-TL][value='1']")
+    js(d, "arguments[0].scrollIntoView({block: 'center'})", radio)
+    try:
+        radio.click()
+    except Exception:  # an inert element may refuse the click outright: either way nothing is chosen
+        pass
+    assert not radio.is_selected()
+    for where in ("0", "document.body.scrollHeight / 2", "document.body.scrollHeight"):
+        js(d, f"window.scrollTo(0, {where})")
+        top, bottom = js(d, "const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom]", status)
+        assert 0 <= top and bottom <= js(d, "return innerHeight"), f"the status is out of view at {width} px"
+    box.clear()
+    box.send_keys("w2", Keys.TAB)
+    wait_for(d, lambda d: "no labels of w2" in status.text or "loaded labels of w2" in status.text, "armed")
+    assert js(d, "return document.getElementById('label-fields').inert") is False
+
+
+def test_the_index_lists_each_run_with_model_counts_success_and_date(server):
+    page = requests.get(f"{server}/", timeout=10).text
+    assert "oracle, random" in page and "2/3 (66.7%)" in page
+    assert "<th>started</th>" in page
+
+
+def test_a_folder_of_runs_is_its_runs_and_an_unreadable_outcome_file_is_named(run_folder, hostile_run, tmp_path):
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from vabench.review.app import create_app
+
+    copy = tmp_path / "results" / "copied"
+    shutil.copytree(run_folder / "outcomes", copy / "outcomes")
+    bad = sorted((copy / "outcomes").rglob("*.parquet"))[0]
+    bad.write_bytes(b"PAR1 torn")
+    client = TestClient(create_app([run_folder.parent, tmp_path / "results"]), base_url="http://127.0.0.1")
+    roots = [r.name for r in client.app.state.store.roots]
+    assert {"review", "hostile", "copied"} <= set(roots)
+    i = roots.index("copied")
+    page = client.get(f"/run/{i}")
+    assert page.status_code == 200 and bad.relative_to(copy).as_posix() in page.text
+    assert "could not be read" in page.text
+    assert client.get(f"/run/{i}/api/rows").json()["total"] == 2
+    assert "1 unreadable" in client.get("/").text

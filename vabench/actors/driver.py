@@ -45,7 +45,8 @@ from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
 from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
 from vabench.episodes import EpisodeSpec
-from vabench.outcomes import OutcomeRow, read_rows, write_row
+from vabench.outcomes import OutcomeRow, write_row
+from vabench.outcometable import landed, load
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
 from .backends import NodeCheckFailed, WorkerDied, backend_for
@@ -97,7 +98,7 @@ class Driver:
             backend = backend_for(run, (str(lock.path), lock.token))
             todo = self._summaries(backend, todo)
             self._episodes(backend, todo)
-        return read_rows(run.run_dir / "outcomes")
+        return load(run.run_dir / "outcomes")
 
     def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
         """Shared summaries must exist; own summaries are learned once per (model, base task) and
@@ -365,6 +366,7 @@ class Driver:
     def _write(self, spec: EpisodeSpec, row: OutcomeRow | dict) -> None:
         self._hold()
         write_row(spec.outcome_path(self.run.run_dir), row)
+        landed(self.run.run_dir)  # keeps the run's outcome table (vabench.outcometable) close behind
 
 
 def _distinct(workers) -> list:

@@ -13,24 +13,19 @@ import pandas as pd
 
 from vabench.agents import prompts
 from vabench.episodes import EpisodeSpec
-from vabench.outcomes import OutcomeRow, set_aside, unreadable_why
+from vabench.outcomes import OutcomeRow, set_aside
+from vabench.outcometable import OUTCOMES, refresh, statuses
 from vabench.vocab import ErrorKind, Status, counted
 
 from .config import RunConfig
 from .specs import expand
 
 
-def _read_status(path: Path, log=print) -> tuple[str, int] | None:
-    """(status, attempt) of an existing outcome file, or None: also for an unreadable file, which
-    is set aside (one line naming it) so its episode runs again."""
-    if not path.exists():
-        return None
-    why = unreadable_why(path)
-    if why:
+def _set_aside_unreadable(run_dir: Path, log=print) -> None:
+    """Unreadable outcome files are set aside (one line naming each) so their episodes run again."""
+    for rel, why in refresh(run_dir).unreadable:
+        path = run_dir / rel
         log(f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again")
-        return None
-    row = pd.read_parquet(path, columns=["status", "attempt"]).iloc[0]
-    return str(row["status"]), int(row["attempt"])
 
 
 def plan(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]:
@@ -38,10 +33,14 @@ def plan(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]
 
     An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
     (attempt numbers count on), unless ``retry_infra`` is false: a provider outage needs a rerun,
-    not surgery on the run folder."""
+    not surgery on the run folder. The states come from the run's outcome table (one file read,
+    kept true to the episode files by :mod:`vabench.outcometable`), not from every file."""
     todo, done = [], 0
+    _set_aside_unreadable(run.run_dir, log)
+    known = statuses(run.run_dir)
+    outdir = run.run_dir / OUTCOMES
     for spec in expand(run):
-        state = _read_status(spec.outcome_path(run.run_dir), log)
+        state = known.get(spec.outcome_path(run.run_dir).relative_to(outdir).as_posix())
         if state is None:
             todo.append((spec, 1))
         elif state[0] == Status.OK or not run.retry_infra:

@@ -1,7 +1,7 @@
 """Reading outcome rows and the one normalisation every table starts from.
 
-``load_runs`` reads run folders (``vabench.outcomes.read_rows``) and refuses an empty result with a
-clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
+``load_runs`` reads run folders (``vabench.outcometable.load``: each run's outcome table) and
+refuses an empty result with a clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
 ``infra_error`` (the episode could not be judged: excluded from every rate, never a failure),
 ``unjudged`` (no status/success to count: excluded) or ``superseded`` (an earlier attempt of an
 episode that has a later judged row). Privileged rows (the offline oracle) get a visible
@@ -11,11 +11,14 @@ model score.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import pandas as pd
 
-from vabench.outcomes import COLUMNS, read_rows
+from vabench.outcomes import COLUMNS
+from vabench.outcometable import gather, to_pandas
 from vabench.vocab import Arms, ObservationProfile, Status, Track, condition_label
 
 PRIVILEGED = " (privileged)"
@@ -56,7 +59,9 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
     missing = [str(f) for f in folders if not Path(f).is_dir()]
     if missing:
         raise NoOutcomesError(f"not a folder: {', '.join(missing)}")
-    rows = read_rows(*folders)
+    got = gather(*folders)  # through each run's outcome table; unreadable files are named in a note
+    rows = to_pandas(got.rows)
+    rows.attrs["unreadable"] = [(str(path), why) for path, why in got.unreadable]
     if rows.empty:
         where = ", ".join(str(f) for f in folders)
         raise NoOutcomesError(
@@ -71,7 +76,33 @@ def _strings(s: pd.Series) -> pd.Series:
     return s.where(s.notna() & (s != ""), None)
 
 
+_REUSE: ContextVar[list | None] = ContextVar("vabench_prepare_reuse", default=None)
+
+
+@contextmanager
+def prepared_once(df: pd.DataFrame):
+    """Within the block, :func:`prepare` normalises ``df`` once and gives each caller its own
+    shallow copy (pandas copy-on-write keeps their changes apart): a report's dozen tables share
+    the work instead of repeating it on every row."""
+    token = _REUSE.set([df, None])
+    try:
+        yield
+    finally:
+        _REUSE.reset(token)
+
+
 def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A normalised copy of outcome rows plus notes on what was assumed (see :func:`_prepare`)."""
+    memo = _REUSE.get()
+    if memo is None or memo[0] is not df:
+        return _prepare(df)
+    if memo[1] is None:
+        memo[1] = _prepare(df)
+    p, notes = memo[1]
+    return p.copy(deep=False), list(notes)
+
+
+def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """A normalised copy of outcome rows plus notes on what was assumed.
 
     Adds ``state`` (judged | infra_error | unjudged | superseded), ``y`` (1.0/0.0 success for judged
@@ -86,6 +117,9 @@ def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     for c in COLUMNS:
         if c not in p.columns:
             p[c] = None
+    for c in p.columns:  # Arrow-backed strings (pandas 3) make every row filter of the tables 3x slower
+        if isinstance(p[c].dtype, pd.StringDtype):
+            p[c] = p[c].astype(object).where(p[c].notna(), None)
     p = p.reset_index(drop=True)
     for c in _STRINGS:
         p[c] = _strings(p[c])

@@ -15,6 +15,7 @@ from vabench.vocab import SummaryKind, Track
 from . import tables as T
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
 from .diagnostic_display import signed
+from .load import prepared_once
 
 DASH = "–"
 SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
@@ -185,6 +186,7 @@ def _long_horizon(f):
 def _summary_sources(f):
     sources = [s for s in dict.fromkeys(f["source"]) if s != SummaryKind.OWN]
     rows = []
+    f = _by_protocol(f)
     for m in dict.fromkeys(f["model"]):
         g = f[f["model"] == m].set_index("source")
         row = {"evaluated model": m, "own": num(g["rate_pct"].get("own", math.nan))}
@@ -201,13 +203,23 @@ def _summary_sources(f):
     return pd.DataFrame(rows)
 
 
+def _by_protocol(f):
+    """Model labels that name the protocol when the table holds both (one row per model and protocol)."""
+    if "protocol" not in f or f.loc[f["model"] != "avg", "protocol"].nunique() < 2:
+        return f
+    own = f["model"] != "avg"
+    return f.assign(model=f["model"].where(~own, f["model"] + " (" + f["protocol"].astype(str) + ")"))
+
+
 def _summary_sources_tasks(f):
+    f = _by_protocol(f)
     wide = f.assign(col=f["source"] + ": " + f["task"], cell=f["rate_pct"].map(num))
     out = wide.pivot_table(index="model", columns="col", values="cell", aggfunc="first", sort=False)
     return out.reindex(list(dict.fromkeys(f["model"]))).fillna(DASH).reset_index()
 
 
 def _summary_source_macro(f):
+    f = _by_protocol(f)
     rows = []
     for (m, s), g in f.groupby(["model", "source"], sort=False):
         g = g.set_index("subset")
@@ -326,6 +338,11 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
     track; the success matrix over every track when there is no base track), every other table only
     when it has rows (e.g. active vs passive only when a model has both protocols), local-model
     tables only for the models named in ``local``, and the exclusion summary last."""
+    with prepared_once(df):  # every table starts from the same normalised rows
+        return _available_tables(df, local)
+
+
+def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd.DataFrame]:
     has_base = (df["track"].fillna(Track.BASE) == Track.BASE).any() if "track" in df else True
     out = {"success_matrix": T.success_matrix(df, track=Track.BASE if has_base else None)}
     if has_base:

@@ -4,6 +4,7 @@
     python -m vabench.review videos [RUN_FOLDER ...] [--force] [--fps 2] [--demos DEMO_ROOT ...]
     python -m vabench.review labels RUN_FOLDER [--out labels.csv]
 
-Reads run folders (outcome rows, episode records, frames, recording views, videos); writes only
-``_annotations/``. No simulator, Ray or agent imports.
+Reads run folders (outcome rows through each run's outcome table, episode records, frames,
+recording views, videos); writes only ``_annotations/`` (and, as every reader does, brings the
+run's ``_outcomes.parquet`` up to date with its episode files). No simulator, Ray or agent imports.
 """

@@ -65,7 +65,7 @@ def labels(args) -> int:
     from .app import export
 
     root = Path(args.folder)
-    text = export(root, runs.outcomes(root))
+    text = export(root, runs.outcomes(root)[0])
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"vabench.review: wrote {len(text.splitlines()) - 1} label row(s) to {args.out}", file=sys.stderr)

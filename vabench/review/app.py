@@ -2,14 +2,15 @@
 it, with the evaluator's recording views and video) and the C.9 annotation panel.
 
 Everything it shows is read from run folders; the only thing it writes is
-``<run>/_annotations/<annotator>.jsonl`` through :func:`vabench.analysis.labels.append`. Every
+``<run>/_annotations/<annotator>.jsonl`` through :func:`vabench.analysis.labels.append` (reading
+keeps ``<run>/_outcomes.parquet`` current, as every reader of :mod:`vabench.outcometable` does).
+The run page asks for one page of rows at a time (``api/rows``: filtered, sorted and counted here). Every
 path from the browser is resolved inside its run folder (:func:`runs.inside`). Model replies
 and feedback are untrusted text: the templates escape them (Jinja autoescape, ``tojson``).
 """
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,8 +23,10 @@ from fastapi.templating import Jinja2Templates
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from vabench.analysis import labels as L
+from vabench.outcometable import scan
 from vabench.vocab import ObservationProfile
 
+from . import query as Q
 from . import runs
 
 HERE = Path(__file__).parent
@@ -32,42 +35,39 @@ EXPORT_ID = ["model", "protocol", "summary_source", "task", "seed", "run_index",
 
 
 class RunFolders:
-    """The run folders the app serves, with a cached outcome table per folder (re-read when a
-    file under ``outcomes/`` is added or changes, so a running sweep shows up on reload)."""
+    """The run folders the app serves (a folder of runs is its runs), with a cached outcome table
+    per folder, re-read when an episode file is added, changes or goes (a running sweep shows up
+    on reload; :mod:`vabench.outcometable` keeps the table true to the files)."""
 
     def __init__(self, folders: list[Path]):
-        self.roots = [Path(f).resolve() for f in folders]
-        for root in self.roots:
-            if not root.is_dir():
-                raise FileNotFoundError(f"no run folder at {root}")
-        self._cache: dict[int, tuple[tuple, pd.DataFrame]] = {}
+        for folder in folders:
+            if not Path(folder).is_dir():
+                raise FileNotFoundError(f"no run folder at {Path(folder).resolve()}")
+        self.roots = runs.expand_folders([Path(f) for f in folders])
+        self._cache: dict[int, tuple[int, pd.DataFrame, list]] = {}
 
     def root(self, i: int) -> Path:
         if not 0 <= i < len(self.roots):
             raise runs.NotInRun(f"no run {i}; runs: 0..{len(self.roots) - 1}")
         return self.roots[i]
 
-    def table(self, i: int) -> pd.DataFrame:
+    def read(self, i: int) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+        """The run's rows and its unreadable episode files (named in a note on its pages)."""
         root = self.root(i)
-        out = root / "outcomes"
-        key = tuple(sorted((e.path, e.stat().st_mtime_ns) for e in _walk(out))) if out.is_dir() else ()
+        stats = scan(root)
+        key = hash(tuple(sorted(stats.items())))
         cached = self._cache.get(i)
         if cached is None or cached[0] != key:
-            cached = (key, runs.outcomes(root))
+            cached = (key, *runs.outcomes(root, stats))
             self._cache[i] = cached
-        return cached[1]
+        return cached[1], cached[2]
+
+    def table(self, i: int) -> pd.DataFrame:
+        return self.read(i)[0]
 
     def known(self, i: int, record: str) -> None:
         if record not in set(self.table(i)["record"]):
             raise runs.NotInRun(f"{record!r} is not the record of an episode of this run")
-
-
-def _walk(folder: Path):
-    for entry in os.scandir(folder):
-        if entry.is_dir():
-            yield from _walk(Path(entry.path))
-        elif entry.name.endswith(".parquet"):
-            yield entry
 
 
 LOCAL_HOSTS = ["127.0.0.1", "localhost"]
@@ -83,12 +83,17 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     templates.env.globals.update(
         RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=ObservationProfile.PAPER
     )
+    templates.env.filters["view_name"] = runs.view_name
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.state.store = store
 
     @app.exception_handler(runs.NotInRun)
     async def not_in_run(request: Request, exc: runs.NotInRun):
         return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(Q.BadQuery)
+    async def bad_query(request: Request, exc: Q.BadQuery):
+        return JSONResponse({"error": str(exc)}, status_code=400)
 
     @app.exception_handler(L.LabelError)
     async def bad_label(request: Request, exc: L.LabelError):
@@ -98,18 +103,27 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     def index(request: Request):
         if len(store.roots) == 1:
             return RedirectResponse("/run/0")
-        listing = [{"i": i, "name": r.name, "path": str(r), "episodes": len(store.table(i))} for i, r in
-                   enumerate(store.roots)]  # fmt: skip
+        listing = [{"i": i, **runs.overview(r, *store.read(i))} for i, r in enumerate(store.roots)]
         return templates.TemplateResponse(request, "index.html", {"runs": listing})
 
     @app.get("/run/{i}")
     def run_page(request: Request, i: int):
-        root, df = store.root(i), store.table(i)
+        root, (df, unreadable) = store.root(i), store.read(i)
+        first = Q.page(df, _labelled(root), Q.Query())
         return templates.TemplateResponse(
             request,
             "run.html",
-            {"i": i, "name": root.name, "path": str(root), "rows": runs.jsonable_rows(df), "labelled": _labelled(root)},
+            {"i": i, "name": root.name, "path": str(root), "first": first, "unreadable": unreadable},
         )
+
+    @app.get("/run/{i}/api/rows")
+    def rows(request: Request, i: int):
+        return Q.page(store.table(i), _labelled(store.root(i)), Q.Query.parse(request.query_params))
+
+    @app.get("/run/{i}/api/neighbour")
+    def neighbour(request: Request, i: int, record: str, step: int = 1):
+        df, root = store.table(i), store.root(i)
+        return {"record": Q.neighbour(df, _labelled(root), Q.Query.parse(request.query_params), record, step)}
 
     @app.get("/run/{i}/episode")
     def episode_page(request: Request, i: int, record: str):
@@ -117,9 +131,7 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         store.known(i, record)
         ep, table = runs.episode(root, record), store.table(i)
         row = runs.jsonable_rows(table[table["record"] == record])[0]
-        return templates.TemplateResponse(
-            request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row, "order": list(table["record"])}
-        )
+        return templates.TemplateResponse(request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row})
 
     @app.get("/run/{i}/file/{rel:path}")
     def file(i: int, rel: str):

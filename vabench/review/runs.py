@@ -6,12 +6,15 @@ Read-only: nothing here writes (labels go through :mod:`vabench.analysis.labels`
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from vabench.outcometable import refresh, run_folders, to_pandas
 from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
@@ -26,6 +29,12 @@ class NotInRun(LookupError):
     """A path outside the run folder, or nothing there."""
 
 
+def view_name(image: str) -> str:
+    """The name of a model-facing image from its file (``frames/step_003_topdown.jpg``: topdown)."""
+    m = re.match(r"step_\d+_(.+)$", Path(image).stem)
+    return m.group(1) if m else Path(image).stem
+
+
 def inside(root: Path, rel: str) -> Path:
     """``root/rel`` if it stays inside ``root`` after resolving links and ``..``; else NotInRun."""
     if not rel or "\x00" in rel or Path(rel).is_absolute():
@@ -37,16 +46,24 @@ def inside(root: Path, rel: str) -> Path:
     return path
 
 
-def outcomes(root: Path) -> pd.DataFrame:
-    """One row per episode of a run folder (empty frame with the table's columns if none yet)."""
-    files = sorted((root / "outcomes").rglob("*.parquet")) if (root / "outcomes").is_dir() else []
-    if not files:
-        return pd.DataFrame(columns=TABLE_COLUMNS)
-    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    for col in TABLE_COLUMNS:
-        if col not in df:
-            df[col] = None
-    return df.sort_values(["model", "protocol", "task", "seed", "run_index"], kind="stable").reset_index(drop=True)
+def outcomes(root: Path, stats: dict | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """One row per episode of a run folder, from its outcome table (:mod:`vabench.outcometable`,
+    checked against the episode files), and the episode files that could not be read (path
+    relative to the run folder, reason): the run is shown without them, with a note naming them."""
+    got = refresh(root, stats=stats)
+    df = to_pandas(got.rows)
+    order = ["model", "protocol", "task", "seed", "run_index"]
+    return df.sort_values(order, kind="stable").reset_index(drop=True), got.unreadable
+
+
+def expand_folders(folders: list[Path]) -> list[Path]:
+    """Each folder given as the run folders it holds: a run folder is itself, a folder of runs
+    (a results folder) its runs; a folder with neither stays (a run whose episodes are to come)."""
+    out: list[Path] = []
+    for folder in folders:
+        found = run_folders(folder) if folder.is_dir() else []
+        out += [p.resolve() for p in found] or [folder.resolve()]
+    return list(dict.fromkeys(out))
 
 
 def jsonable_rows(df: pd.DataFrame) -> list[dict]:
@@ -146,3 +163,26 @@ def episode(root: Path, record: str) -> Episode:
             end.append(e)
     video = f"{folder}/{VIDEO_NAME}" if (path.parent / VIDEO_NAME).is_file() else None
     return Episode(record, folder, start, system, initial, [steps[k] for k in sorted(steps)], result, end, video)
+
+
+def overview(root: Path, df: pd.DataFrame, unreadable: list) -> dict:
+    """A run on the index page: its models, conditions, counts, success and date."""
+    judged = df[df["status"] == "ok"]
+    wins = int(judged["success"].astype("boolean").fillna(False).sum())
+    try:
+        date = json.loads((root / "_run.json").read_text()).get("written_at", "")[:16].replace("T", " ")
+    except (OSError, ValueError, AttributeError):
+        date = ""
+    return {
+        "name": root.name,
+        "path": str(root),
+        "models": sorted(set(df["model"].dropna())),
+        "conditions": sorted(set(df["condition"].dropna())),
+        "episodes": len(df),
+        "judged": len(judged),
+        "wins": wins,
+        "rate": f"{100 * wins / len(judged):.1f}%" if len(judged) else "–",
+        "infra": int((df["status"] != "ok").sum()),
+        "unreadable": len(unreadable),
+        "date": date,
+    }

@@ -21,6 +21,7 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     Provider counts are those of each row's final attempt (earlier attempts' rows are replaced);
     rows written before schema 2 have none and count 0."""
     p, notes = prepare(df)
+    p = p[[c for c in _USED if c in p]]  # each group is filtered several times: only what a row needs
     rows = []
     for (c, tr, t), g in p.groupby(["condition", "track", "task"]):
         row = _infra_row(c, tr, t, g)
@@ -39,6 +40,10 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     cols += ["top_error"]
     title = "Rows excluded from the rates (infra_error and unjudged)"
     return _finish(rows, cols, "infra_summary", title, notes)
+
+
+_USED = ["experiment", "condition", "track", "task", "seed", "run_index", "state", "recovered", "attempt", "error"]
+_USED += ["provider_attempts", "provider_retries", "backoff_s"]
 
 
 def _infra_row(c, tr, t, g: pd.DataFrame) -> list:

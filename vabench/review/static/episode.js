@@ -6,17 +6,22 @@
   const steps = [...document.querySelectorAll(".step")];
   let current = -1;
 
-  // -- episodes: the run page's current filter and sort order, else the run's order
-  const order = JSON.parse(sessionStorage.getItem(`vabench.order.${data.run}`) || "null") || data.order;
-  const at = order.indexOf(data.record);
-  const link = (delta) => {
-    const next = order[at + delta];
-    return next ? `/run/${data.run}/episode?record=${encodeURIComponent(next)}` : null;
-  };
-  for (const [id, delta] of [["prev-episode", -1], ["next-episode", 1]]) {
-    const a = document.getElementById(id), href = link(delta);
-    if (href) a.href = href; else a.classList.add("disabled");
+  // -- episodes: neighbours in the run page's current filter and sort order (asked of the server)
+  const query = sessionStorage.getItem(`vabench.query.${data.run}`) || "";
+  const near = { "-1": null, "1": null };
+  const episodeHref = (rec) => `/run/${data.run}/episode?record=${encodeURIComponent(rec)}`;
+  for (const [id, step] of [["prev-episode", -1], ["next-episode", 1]]) {
+    const a = document.getElementById(id);
+    a.classList.add("disabled");
+    fetch(`/run/${data.run}/api/neighbour?${query}&record=${encodeURIComponent(data.record)}&step=${step}`)
+      .then(r => r.ok ? r.json() : { record: null })
+      .then(answer => {
+        near[step] = answer.record ? episodeHref(answer.record) : null;
+        if (near[step]) { a.href = near[step]; a.classList.remove("disabled"); }
+        a.dataset.ready = "1";
+      });
   }
+  const link = (step) => near[String(step)];
 
   function select(i) {
     if (!steps.length) return;
@@ -26,7 +31,39 @@
     steps[current].focus({ preventScroll: true });
   }
 
+  // -- images at full size: every model-facing view (named) and recording view, ← / → between them
+  const zoomables = [...document.querySelectorAll("img.zoomable")];
+  const viewer = document.getElementById("viewer");
+  const big = document.getElementById("viewer-image");
+  let viewing = -1;
+  function view(i) {
+    viewing = (i + zoomables.length) % zoomables.length;
+    const img = zoomables[viewing], step = img.closest(".step");
+    big.src = img.src;
+    big.alt = img.alt;
+    document.getElementById("viewer-name").textContent = img.dataset.name;
+    document.getElementById("viewer-where").textContent =
+      (step ? `step ${step.dataset.step} · ` : "") + `image ${viewing + 1} of ${zoomables.length}`;
+    viewer.hidden = false;
+    document.getElementById("viewer-close").focus({ preventScroll: true });
+  }
+  function unview() {
+    viewer.hidden = true;
+    if (viewing >= 0) zoomables[viewing].focus({ preventScroll: true });
+  }
+  zoomables.forEach((img, i) => {
+    img.addEventListener("click", () => view(i));
+    img.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); view(i); } });
+  });
+  document.getElementById("viewer-close").addEventListener("click", unview);
+  viewer.addEventListener("click", (e) => { if (e.target === viewer || e.target.classList.contains("viewer-body")) unview(); });
+
   document.addEventListener("keydown", (e) => {
+    if (!viewer.hidden) {
+      const go = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+      if (go) { e.preventDefault(); view(viewing + go); } else if (e.key === "Escape") { e.preventDefault(); unview(); }
+      return;
+    }
     if (e.target.closest("input, textarea, select") || e.ctrlKey || e.metaKey || e.altKey) return;
     const go = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[e.key];
     if (go) { e.preventDefault(); select(current + go); return; }
@@ -73,9 +110,24 @@
   const save = () => enqueue(send);
   const fields = () => document.querySelectorAll("#annotation input[type=radio], #notes");
   const lock = (on) => { for (const f of fields()) f.disabled = on; if (!on) gateRules(); };
+  // the labels are inert (no click lands, nothing is shown as chosen) until the id is valid
+  const box = document.getElementById("label-fields");
+  const valid = () => who.checkValidity() && who.value.trim() !== "";
+  function arm() {
+    const ok = valid();
+    box.inert = !ok;
+    box.classList.toggle("inert", !ok);
+    if (!ok) {
+      status.textContent = who.value.trim()
+        ? "Not a valid annotator id (letters, digits, _ . -, up to 64): labelling is off until it is."
+        : "Enter your annotator id to label.";
+      status.classList.toggle("failed", !!who.value.trim());
+    } else status.classList.remove("failed");
+    return ok;
+  }
 
   async function send() {
-    if (!who.checkValidity() || !who.value.trim()) { status.textContent = "Enter a valid annotator id (letters, digits, _ . -) to save."; return; }
+    if (!arm()) return;
     gateRules();
     try {
       const r = await fetch(api, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload()) });
@@ -98,7 +150,7 @@
     for (const g of ["error", "ambiguity"]) put(`gate-${g}`, null);
     for (const row of document.querySelectorAll(".criterion")) put(`label-${row.dataset.criterion}`, null);
     notes.value = "";
-    if (!id) { status.textContent = "Enter your annotator id to label."; gateRules(); return; }
+    if (!arm()) { gateRules(); return; }
     lock(true);
     try {
       const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}&annotator=${encodeURIComponent(id)}`);
@@ -131,6 +183,7 @@
   notes.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(save, 500); });
   notes.addEventListener("change", () => { clearTimeout(timer); save(); });
   who.addEventListener("change", load);
+  who.addEventListener("input", arm);
   who.value = localStorage.getItem("vabench.annotator") || "";
   load();
 })();
