@@ -33,6 +33,8 @@ LAYERS = [
     ("vabench.agents", "vabench.analysis"),
     ("vabench.review",),
     ("vabench.actors",),
+    ("vabench.bundle",),
+    ("vabench.verify",),
     ("vabench.launch",),
 ]
 ISOLATED = {

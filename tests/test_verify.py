@@ -1,0 +1,143 @@
+"""Numbers anyone can check: a run's provenance, ``verify`` reproducing every judged episode from
+its records, each kind of tampering caught, rescoring under a changed checker, and bundles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.test_launch import composed
+from vabench import bundle
+from vabench.actors.config import from_config
+from vabench.actors.driver import Driver
+from vabench.analysis.flips import flips
+from vabench.envs.tasks.grasp_single_cube import GraspSingleCube
+from vabench.outcomes import read_rows, write_row
+from vabench.recordfile import record_digest
+from vabench.verify import rescore, verify
+from vabench.verify.__main__ import main as verify_main
+
+TASKS = "tasks=[grasp_single_cube,place_cube_in_bowl]"
+
+
+def run_folder(results: Path, run_id: str) -> Path:
+    """The oracle on 2 tasks x 1 seed x both protocols, in process, small images."""
+    cfg = composed(
+        f"results_dir={results}",
+        f"run_id={run_id}",
+        "protocol=both",
+        TASKS,
+        "seeds=1",
+        "render=small",
+        "recording.enabled=false",
+        "ray.address=none",
+    )
+    Driver(from_config(cfg, results / run_id), log=lambda *_: None, progress=False).execute()
+    return results / run_id
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path]:
+    results = tmp_path_factory.mktemp("results")
+    return run_folder(results, "a"), run_folder(results, "b")
+
+
+@pytest.fixture
+def copy(runs, tmp_path) -> Path:
+    """A copy of run a to tamper with."""
+    return Path(shutil.copytree(runs[0], tmp_path / "a"))
+
+
+def rows_of(run: Path) -> pd.DataFrame:
+    return read_rows(run / "outcomes").sort_values(["task", "protocol"]).reset_index(drop=True)
+
+
+def test_every_row_names_its_provenance_and_its_record_digest(runs):
+    run = runs[0]
+    info = json.loads((run / "_run.json").read_text())
+    df = rows_of(run)
+    assert len(df) == 4 and df["success"].all() and set(df["provenance_digest"]) == {info["provenance_digest"]}
+    manifest = json.loads((run / "_provenance" / f"{info['provenance_digest']}.json").read_text())
+    assert manifest == info["provenance"]
+    assert set(manifest) == {"code", "inputs", "machine"} and manifest["code"]["source_digest"]
+    assert set(manifest["inputs"]["seed_manifests"]) == {"grasp_single_cube", "place_cube_in_bowl"}
+    assert manifest["machine"]["versions"]["sapien"] and manifest["machine"]["renderer"]
+    for _, row in df.iterrows():
+        assert row["record_digest"] == record_digest((run / row["record"]).parent)
+
+
+def test_verify_reproduces_every_judged_episode(runs):
+    report = verify(runs[0])
+    assert report.ok, report.lines
+    assert (report.rows, report.judged, report.reproduced) == (4, 4, 4)
+    assert report.provenance == []  # the same machine, the same code
+
+
+def test_a_flipped_success_is_caught(copy):
+    path = next((copy / "outcomes").rglob("*.parquet"))
+    row = pd.read_parquet(path).iloc[0].to_dict()
+    write_row(path, {**row, "success": not row["success"]})
+    report = verify(copy)
+    assert not report.ok and report.reproduced == 3
+    assert any("success" in line and "record: True" in line for line in report.lines)
+
+
+def test_an_edited_reply_is_caught(copy):
+    events = next((copy / "_records").rglob("events.jsonl"))
+    lines = events.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "reply")
+    edited = json.loads(lines[at])
+    edited["text"] = json.dumps({"stop": True})
+    lines[at] = json.dumps(edited)
+    events.write_text("\n".join(lines) + "\n")
+    report = verify(copy)
+    assert not report.ok and report.reproduced == 3
+    line = " ".join(report.lines)
+    assert "record digest" in line and "first differing event: event 1 (decision" in line
+
+
+def test_a_deleted_frame_is_caught(copy):
+    frame = sorted((copy / "_records").rglob("frames/*.jpg"))[0]
+    frame.unlink()
+    report = verify(copy)
+    assert not report.ok and len(report.lines) == 1 and "record digest" in report.lines[0]
+
+
+def test_a_row_copied_from_another_run_is_caught(runs, copy):
+    theirs = sorted((runs[1] / "outcomes").rglob("*.parquet"))[0]
+    shutil.copyfile(theirs, copy / theirs.relative_to(runs[1]))
+    report = verify(copy)
+    assert not report.ok
+    assert any("run_id b is not this run's (a)" in line for line in report.lines)
+
+
+def test_rescore_shows_exactly_the_flips_of_a_changed_threshold(runs, tmp_path, monkeypatch):
+    source = runs[0]
+    before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    monkeypatch.setattr(GraspSingleCube, "LIFT_M", 0.5)  # a cube must now rise 50 cm
+    new = rescore(source, tmp_path / "rescored")
+    assert set(new["rescored_from"]) == {str(source.absolute())}
+    table = flips(rows_of(source), new).set_index("task")
+    assert table.loc["grasp_single_cube", ["episodes", "lost", "gained"]].tolist() == [2, 2, 0]
+    assert table.loc["place_cube_in_bowl", ["episodes", "lost", "gained"]].tolist() == [2, 0, 0]
+    assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before  # the original untouched
+
+
+def test_a_bundle_verifies_and_a_tampered_one_does_not(runs, tmp_path, capsys):
+    packed = bundle.pack(runs[0], tmp_path / "a.zip")
+    assert verify_main([str(packed)]) == 0
+    assert "reproduced 4/4" in capsys.readouterr().out
+    import zipfile
+
+    with zipfile.ZipFile(packed) as z, zipfile.ZipFile(tmp_path / "bad.zip", "w") as out:
+        for name in z.namelist():
+            data = z.read(name)
+            out.writestr(
+                name, data.replace(b'"success": true', b'"success": false') if name.endswith(".jsonl") else data
+            )
+    with pytest.raises(SystemExit, match="does not match its digest"):
+        verify_main([str(tmp_path / "bad.zip")])
