@@ -29,7 +29,9 @@ class Event(StrEnum):
     LEARNING_START = "learning_start"  # summary learning: task, model, demos, prompts
     TURN = "turn"  # a message added to the conversation: role, kind, text, images (frame files)
     REQUEST = "request"  # a request as sent: call, images (frame files), omitted_images, est_tokens, messages
-    REPLY = "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (never sent back)
+    REPLY = (
+        "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (kept here only), cached
+    )
     MODEL_ERROR = "model_error"  # the provider could not answer: error, permanent, attempts
     REJECTED = "rejected"  # a reply that failed validation: error, repairs_used
     DECISION = "decision"  # a valid decision: kind, label, reason
