@@ -41,7 +41,9 @@ def launch(out: Path, run_id: str, model: str, tasks: list[str], seeds: int, act
         f"run_id={run_id}",
     ]
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "vabench.launch", *args], check=True, cwd=ROOT, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "vabench.launch", *args], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{run_id}: the run failed:\n{done.stderr[-3000:]}")
     return time.monotonic() - started
 
 
