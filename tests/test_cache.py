@@ -1,7 +1,7 @@
 """The response cache (model.cache): a run killed with kill -9 mid-episode and resumed sends the
 provider none of the requests it had answered (the server's log says so), and ends with the
 row of an uninterrupted run of the same deterministic fake model; ``only`` never calls a
-provider; no key enters the cache."""
+provider; no key enters the cache. Both runs then verify from their records."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from vabench.agents.models import ModelConfig, ModelError
 from vabench.agents.registry import make_model
 from vabench.outcomes import read_rows
 from vabench.recordfile import read_events
+from vabench.verify import verify
 
 KEY_VAR, KEY = "VABENCH_CACHE_TEST_KEY", "sk-cache-test-secret-0123456789"
 MOVE = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10, "reason": "up"}
@@ -92,6 +93,9 @@ def test_a_killed_run_resumes_from_the_cache_without_resending_its_answered_pref
     cache = tmp_path / "cut" / CACHE
     assert len(list(cache.rglob("*.json"))) == whole
     assert not any(KEY in p.read_text() for p in cache.rglob("*.json"))  # no key ever in the cache
+    for run in ("whole", "cut"):  # a provider's episodes, resumed from the cache or not, verify
+        report = verify(tmp_path / run)
+        assert report.ok and report.reproduced == 1, report.lines
 
 
 def test_only_never_calls_a_provider(tmp_path):
