@@ -20,6 +20,7 @@ from vabench.outcomes import read_rows, write_row
 from vabench.recordfile import record_digest
 from vabench.verify import rescore, verify
 from vabench.verify.__main__ import main as verify_main
+from vabench.verify.check import load, provenance_differences
 from vabench.verify.compare import plain
 
 
@@ -68,6 +69,17 @@ def test_every_row_names_its_provenance_and_its_record_digest(runs):
     assert manifest["machine"]["versions"]["sapien"] and manifest["machine"]["renderer"]
     for _, row in df.iterrows():
         assert row["record_digest"] == record_digest((run / row["record"]).parent)
+
+
+def test_provenance_differences_with_this_machine_are_named(copy):
+    run, info, rows = load(copy)
+    path = copy / "_provenance" / f"{info['provenance_digest']}.json"
+    manifest = json.loads(path.read_text())
+    manifest["machine"]["python"], manifest["code"]["git_commit"] = "2.7.18", "0" * 40
+    path.write_text(json.dumps(manifest))
+    found = provenance_differences(copy, run, rows)
+    assert [d.split(": ", 1)[1].split(":")[0] for d in found] == ["code.git_commit", "machine.python"]
+    assert "2.7.18 -> 3." in found[1]
 
 
 def test_verify_reproduces_every_judged_episode(runs):
