@@ -12,6 +12,7 @@ from pathlib import Path
 
 from vabench.outcomes import COLUMNS
 from vabench.recordfile import Event, read_events, record_digest
+from vabench.vocab import Status
 
 # the row's columns a re-simulation must reproduce (what was judged and what the episode did)
 JUDGED = (
@@ -81,6 +82,8 @@ def check_record(run_dir: Path, row: dict) -> tuple[list[str], list[dict]]:
     event is the row (so a flipped or copied row shows even where the physics agrees). Returns
     the reasons it does not hold, and the record's events."""
     rel = plain(row.get("record"))
+    if rel is None and row.get("status") == Status.INFRA_ERROR:
+        return [], []  # an episode that never ran (a lost worker, no summary): nothing recorded, nothing judged
     path = Path(run_dir) / rel if rel else None
     if path is None or not path.is_file():
         return [f"record missing: {rel}"], []
