@@ -120,12 +120,13 @@ def test_a_deleted_frame_is_caught(copy):
     assert not report.ok and len(report.lines) == 1 and "record digest" in report.lines[0]
 
 
-def test_a_row_copied_from_another_run_is_caught(runs, copy):
+def test_a_row_copied_from_another_run_is_caught(runs, copy, capsys):
     theirs = sorted((runs[1] / "outcomes").rglob("*.parquet"))[0]
     shutil.copyfile(theirs, copy / theirs.relative_to(runs[1]))
-    report = verify(copy)
-    assert not report.ok
-    assert any("run_id b is not this run's (a)" in line for line in report.lines)
+    assert verify_main([str(copy)]) == 1  # the command exits 1 on any difference
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("DIFF ") and "run_id b is not this run's (a)" in line for line in out)
+    assert out[-1].startswith("reproduced 1/2 judged episodes")
 
 
 def test_rescore_shows_exactly_the_flips_of_a_changed_threshold(runs, tmp_path, monkeypatch):
@@ -138,6 +139,7 @@ def test_rescore_shows_exactly_the_flips_of_a_changed_threshold(runs, tmp_path, 
     assert table.loc["grasp_single_cube", ["episodes", "lost", "gained"]].tolist() == [1, 1, 0]
     assert table.loc["place_cube_in_bowl", ["episodes", "lost", "gained"]].tolist() == [1, 0, 0]
     assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before  # the original untouched
+    assert verify(tmp_path / "rescored").ok  # a rescored folder verifies under the code that rescored it
 
 
 def test_a_bundle_verifies_and_a_tampered_one_does_not(runs, tmp_path, capsys):

@@ -29,7 +29,8 @@ from .resim import NO_RECORDING, Job, resimulate, spec_of
 
 @dataclass
 class Report:
-    """What a verify found: rows checked, judged episodes reproduced, one line per difference."""
+    """What a verify found: rows checked, judged episodes reproduced (re-simulated alike, and their
+    rows and records intact), one line per difference."""
 
     rows: int = 0
     judged: int = 0
@@ -59,7 +60,10 @@ def load(run_dir: Path):
         info = json.loads((run_dir / "_run.json").read_text())
     except (OSError, ValueError) as e:
         raise SystemExit(f"{run_dir}: not a run folder (_run.json: {e})") from None
-    run = from_config(info["config"], run_dir)
+    try:
+        run = from_config(info["config"], run_dir)
+    except ValueError as e:  # ConfigError: a key this code no longer accepts
+        raise SystemExit(f"{run_dir}/_run.json: its config does not validate under this code: {e}") from None
     rows = read_rows(run_dir / "outcomes").to_dict("records")
     return run, info, rows
 
@@ -99,13 +103,14 @@ def verify(run_dir: Path, workers: int = 1, log=print) -> Report:
     run_dir = Path(run_dir)
     run, info, rows = load(run_dir)
     report = Report(rows=len(rows), provenance=provenance_differences(run_dir, run, rows))
-    started, judged, events = time.monotonic(), [], {}
+    started, judged, events, differ = time.monotonic(), [], {}, set()
     for row in rows:
         key = spec_of(row).key
         reasons, events[key] = check_record(run_dir, row)
         reasons += _row_identity(run_dir, info, row)
         if reasons:
             report.lines.append(f"DIFF {key}: " + "; ".join(reasons))
+            differ.add(key)
         if row["status"] == Status.OK and events[key]:
             judged.append(row)
         report.episode_s += float(plain(row.get("wall_s")) or 0.0)
@@ -116,8 +121,7 @@ def verify(run_dir: Path, workers: int = 1, log=print) -> Report:
             reasons = compare(job.row, events[key], new, read_events(Path(job.out) / "events.jsonl"))
             if reasons:
                 report.lines.append(f"DIFF {key}: re-simulation: " + "; ".join(reasons))
-            else:
-                report.reproduced += 1
+            report.reproduced += not reasons and key not in differ  # its record checked out too
     report.seconds = time.monotonic() - started
     return report
 

@@ -96,8 +96,10 @@ def check_record(run_dir: Path, row: dict) -> tuple[list[str], list[dict]]:
     result = next((e for e in reversed(events) if e.get("type") == Event.RESULT), None)
     if result is None:
         return reasons + ["the record has no result event"], events
-    # the record's row names its events file inside the record; the run's row, inside the run folder
-    differ = [c for c in COLUMNS if c != "record" and plain(row.get(c)) != plain(result.get(c))]
+    # the record's row names its events file inside the record; the run's row, inside the run folder; a
+    # rescored row keeps its source's identity and usage, and only its judged columns are the record's
+    columns = (*JUDGED, "record_digest") if plain(row.get("rescored_from")) else COLUMNS
+    differ = [c for c in columns if c != "record" and plain(row.get(c)) != plain(result.get(c))]
     if differ:
         shown = ", ".join(
             f"{c} {_short(plain(row.get(c)), 30)} (record: {_short(result.get(c), 30)})" for c in differ[:4]
