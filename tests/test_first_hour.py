@@ -280,7 +280,7 @@ def test_short_condition_names():
 
 # -- printed tables and figures -------------------------------------------------------------------
 def test_numbers_and_words_print_as_a_reader_expects():
-    from vabench.analysis.report import sign_test, signed
+    from vabench.analysis.cells import sign_test, signed
     from vabench.vocab import counted
 
     assert [signed(x) for x in (-0.001, 0.0, 1.234, -2.5)] == ["0.00", "0.00", "+1.23", "-2.50"]

@@ -6,6 +6,7 @@ import dataclasses
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401 (pa.parquet)
 import pytest
 
 from vabench.outcomes import COLUMNS, SCHEMA, SCHEMA_VERSION, OutcomeRow, read_rows, write_row
@@ -68,3 +69,15 @@ def test_rows_round_trip_with_their_declared_types(tmp_path):
     never_measured = ["budget", "model_calls", "robot_actions", "prompt_tokens", "wall_s", "compactions"]
     assert df.loc[1, never_measured].isna().all()  # an infra row adds no zeros to a mean
     assert pa.types.is_string(SCHEMA.field("error").type)
+
+
+def test_a_row_written_before_the_schema_6_columns_reads_with_them_null(tmp_path):
+    """Schema 6 added provenance_digest, record_digest, cache_hits and rescored_from: an older
+    run folder still loads as one table with the new schema, its new columns null."""
+    added = ("provenance_digest", "record_digest", "cache_hits", "rescored_from")
+    old = {k: v for k, v in OutcomeRow(run_id="old", task="t", seed=1).row().items() if k not in added}
+    pa.parquet.write_table(pa.Table.from_pylist([{**old, "schema_version": 5}]), tmp_path / "old.parquet")
+    write_row(tmp_path / "new.parquet", OutcomeRow(run_id="new", task="t", seed=2, record_digest="ab", cache_hits=3))
+    df = read_rows(tmp_path).set_index("run_id")
+    assert list(df.columns) == [c for c in COLUMNS if c != "run_id"]
+    assert df.loc["old", list(added)].isna().all() and df.loc["new", "cache_hits"] == 3

@@ -272,4 +272,7 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
+    # Hydra imports vabench.launch for the SweepFiles callback: let that be this module, so its
+    # resolver re-registration sees the same state (_created, _worst) as main.
+    sys.modules.setdefault("vabench.launch", sys.modules[__name__])
     cli()

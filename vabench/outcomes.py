@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 from vabench.vocab import EndReason, ErrorKind, ObservationProfile, Render, Status, SummaryKind, Track
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
-# 5: render, camera_chain_over, reasoning_tokens, error_kind
-SCHEMA_VERSION = 5
+# 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
+# cache_hits, rescored_from
+SCHEMA_VERSION = 6
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -99,6 +100,12 @@ class OutcomeRow:
     compactions: int = _col(INT, 0)
     error: str | None = _col(STR)
     error_kind: str | None = _col(STR, about=" | ".join(ErrorKind) + ": why an infra_error row could not be judged")
+    provenance_digest: str | None = _col(
+        STR, about="digest of the run's provenance manifest (_provenance/<digest>.json)"
+    )
+    record_digest: str | None = _col(STR, about="sha256 prefix of the record: events (its result aside) and frames")
+    cache_hits: int = _col(INT, 0, "replies answered from the response cache (model.cache): never sent, never billed")
+    rescored_from: str | None = _col(STR, about="the run folder this row was re-simulated from (vabench.verify)")
 
     @classmethod
     def infra(cls, error: str, kind: ErrorKind = ErrorKind.INFRA, **identity) -> OutcomeRow:

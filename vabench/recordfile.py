@@ -9,11 +9,14 @@ sent to a model) and ``episode.mp4`` (made from the recording views).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from enum import StrEnum
 from pathlib import Path
 
 EVENTS = "events.jsonl"
+FRAMES = "frames"
+FRAMES_INDEX = "frames.index.json"  # a record packed without its frames (vabench.bundle): {path: sha256}
 RECORDING = "recording"
 VIDEO_NAME = "episode.mp4"
 
@@ -26,7 +29,9 @@ class Event(StrEnum):
     LEARNING_START = "learning_start"  # summary learning: task, model, demos, prompts
     TURN = "turn"  # a message added to the conversation: role, kind, text, images (frame files)
     REQUEST = "request"  # a request as sent: call, images (frame files), omitted_images, est_tokens, messages
-    REPLY = "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (never sent back)
+    REPLY = (
+        "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (kept here only), cached
+    )
     MODEL_ERROR = "model_error"  # the provider could not answer: error, permanent, attempts
     REJECTED = "rejected"  # a reply that failed validation: error, repairs_used
     DECISION = "decision"  # a valid decision: kind, label, reason
@@ -62,3 +67,30 @@ def read_events(path: Path) -> list[dict]:
 def recording_frames(folder: Path) -> list[Path]:
     """The recording views of a record folder, in step order."""
     return sorted((Path(folder) / RECORDING).glob("step_*.jpg"))
+
+
+def record_digest(folder: Path) -> str:
+    """The sha256 prefix (16 hex) of a record: its event lines, the ``result`` aside (it carries
+    this digest), and the index of its model-facing frames (each file's name and content), so an
+    edited reply, a changed or deleted frame shows. Recording views are not covered (not model-facing)."""
+    folder, h = Path(folder), hashlib.sha256()
+    for line in (folder / EVENTS).read_bytes().splitlines(keepends=True):
+        try:
+            kind = json.loads(line).get("type")
+        except (json.JSONDecodeError, AttributeError):
+            kind = None
+        if kind != Event.RESULT:
+            h.update(line)
+    for name, sha in frames_index(folder).items():
+        h.update(b"\0frame\0" + name.encode() + b"\0" + bytes.fromhex(sha))
+    return h.hexdigest()[:16]
+
+
+def frames_index(folder: Path) -> dict[str, str]:
+    """{path relative to the record: sha256} of a record's model-facing frames; a record packed
+    without them keeps this index instead (``FRAMES_INDEX``)."""
+    folder = Path(folder)
+    files = sorted(p for p in (folder / FRAMES).rglob("*") if p.is_file())
+    if not files and (folder / FRAMES_INDEX).is_file():
+        return json.loads((folder / FRAMES_INDEX).read_text())
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}

@@ -157,6 +157,14 @@ class Render(StrEnum):
     SMALL = "small"  # 320x240: tests
 
 
+class CacheMode(StrEnum):
+    """The response cache (model.cache; vabench.agents.cache): replies kept per episode in the run folder."""
+
+    OFF = "off"  # every request goes to the provider
+    ON = "on"  # a request answered before in this episode (an interrupted or failed attempt) is answered again free
+    ONLY = "only"  # never call a provider: a request not in the cache fails (debugging, re-rendering)
+
+
 SEEDS_PER_TASK = 20  # verified seeds per task (paper 5.1; the seed manifests)
 
 

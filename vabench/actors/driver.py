@@ -84,7 +84,7 @@ class Driver:
     def _execute(self, lock: RunLock) -> pd.DataFrame:
         self.lock = lock
         run = self.run
-        write_run_info(run, self.log)
+        self.provenance = write_run_info(run, self.log)  # every row names the manifest it ran under
         todo, done = plan(run, self.log)
         self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in todo)
@@ -124,7 +124,7 @@ class Driver:
         keep = []
         for spec, attempt in todo:
             if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
-                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}"))
+                self._write(spec, infra_row(run, spec, attempt, f"summary: {failed[spec.base_task]}", self.provenance))
                 self.counts["infra"] += 1
             else:
                 keep.append((spec, attempt))
@@ -181,6 +181,10 @@ class Driver:
             self.store.adopt(self.run.model_name, task, text)
         return out
 
+    def _run_part(self) -> dict:
+        """The run's part of every row: its identity and the digest of its provenance manifest."""
+        return {**self.run.identity, "provenance_digest": self.provenance}
+
     def _summary(self, spec: EpisodeSpec) -> Summary | None:
         """The summary an episode is given, read once per (source, task) from the driver's store."""
         key = (spec.summary_source, spec.task)
@@ -218,7 +222,7 @@ class Driver:
                         backstop.alive(worker)
                 while queue and (worker := pool.seat()) is not None:
                     spec, attempt = queue.popleft()
-                    ref = backend.submit(worker, Episode(spec, attempt, self._summary(spec), run.identity))
+                    ref = backend.submit(worker, Episode(spec, attempt, self._summary(spec), self._run_part()))
                     inflight[ref] = (worker, spec, attempt)
                 for ref in backend.wait(list(inflight) + pool.pending_refs(), POLL_S):
                     if ref in inflight:
@@ -340,7 +344,7 @@ class Driver:
         """The attempt failed: its infra row is written first (a rerun after an interruption then
         counts on from it), and the next attempt queued while this run's budget lasts."""
         if not written:
-            self._write(spec, infra_row(self.run, spec, attempt, error))
+            self._write(spec, infra_row(self.run, spec, attempt, error, self.provenance))
         if attempt < self.last[spec]:
             self.counts["retried"] += 1
             queue.append((spec, attempt + 1))

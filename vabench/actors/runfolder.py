@@ -12,11 +12,13 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.agents import prompts
+from vabench.agents.registry import is_offline
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, set_aside
 from vabench.outcometable import OUTCOMES, refresh, statuses
-from vabench.vocab import ErrorKind, Status, counted
+from vabench.vocab import ErrorKind, Status, SummaryKind, counted
 
+from . import provenance
 from .config import RunConfig
 from .specs import expand
 
@@ -50,9 +52,10 @@ def plan(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]
     return todo, done
 
 
-def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str) -> OutcomeRow:
+def infra_row(run: RunConfig, spec: EpisodeSpec, attempt: int, error: str, provenance_digest=None) -> OutcomeRow:
     """The row of an episode that could not be judged (0 steps; excluded from rates; retried)."""
-    return OutcomeRow.infra(error, **run.identity, **spec.identity(), attempt=attempt, privileged=run.privileged)
+    identity = {**run.identity, **spec.identity(), "provenance_digest": provenance_digest}
+    return OutcomeRow.infra(error, **identity, attempt=attempt, privileged=run.privileged)
 
 
 def _versions() -> dict:
@@ -65,9 +68,21 @@ def _versions() -> dict:
     return out
 
 
-def write_run_info(run: RunConfig, log=print) -> None:
-    """The resolved config (no secrets: validated), versions and prompt version, per run folder. A
-    rerun under other prompts says so: its new rows would differ from the old in what the model saw."""
+PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every manifest the rows name
+
+
+def run_manifest(run: RunConfig) -> dict:
+    """The run's provenance manifest (:mod:`vabench.actors.provenance`)."""
+    learns = not is_offline(run.model.model) and run.summary.kind == SummaryKind.OWN
+    return provenance.manifest(run.tasks, run.render, run.demo_root, learns)
+
+
+def write_run_info(run: RunConfig, log=print) -> str:
+    """The resolved config (no secrets: validated), versions, prompt version and the provenance
+    manifest, per run folder; returns the manifest's digest, which every row of this driver carries.
+    Each manifest is also kept as ``_provenance/<digest>.json``: a resumed run's earlier rows name
+    theirs. A rerun under other prompts says so: its new rows would differ from the old in what the
+    model saw."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
     try:
         before = json.loads((run.run_dir / "_run.json").read_text()).get("prompt_version")
@@ -88,9 +103,18 @@ def write_run_info(run: RunConfig, log=print) -> None:
         "prompt_digest": prompts.prompt_digest(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    tmp = run.run_dir / ".run.json.tmp"
-    tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
-    os.replace(tmp, run.run_dir / "_run.json")
+    info["provenance"] = run_manifest(run)
+    info["provenance_digest"] = key = provenance.digest(info["provenance"])
+    _write_json(run.run_dir / PROVENANCE / f"{key}.json", info["provenance"])
+    _write_json(run.run_dir / "_run.json", info)
+    return key
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
 
 
 def unjudged_summary(rows: pd.DataFrame) -> str | None:

@@ -29,6 +29,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.agents.cache import CACHE, CachedModel
 from vabench.agents.harness import Episode, HarnessConfig, Runtime, run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import Model, ModelConfig
@@ -242,6 +243,13 @@ class EpisodeWorker:
 
         return overdue
 
+    def _bind_cache(self, seat: Seat, episode: Episode) -> None:
+        """Point a cached model at its episode's cache (``<run>/_cache/<episode key>``), where this
+        worker sees the run folder; elsewhere the episode runs without one."""
+        if isinstance(seat.model, CachedModel):
+            seen = self.scratch is None
+            seat.model.bind(self.run_dir / CACHE / episode.spec.key if seen else None)
+
     def _run(self, seat: Seat, episode: Episode) -> dict:
         rel = episode.spec.record_dir(Path()) / f"attempt{episode.attempt}"
         if self.scratch is not None:
@@ -251,6 +259,7 @@ class EpisodeWorker:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat))
+        self._bind_cache(seat, episode)
         result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
         result.record = (rel / result.record).as_posix()
         self._check_driver()

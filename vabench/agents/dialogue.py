@@ -130,6 +130,7 @@ class Dialogue:
             model_latency_s=round(reply.latency_s, 4),  # the answering attempt
             call_s=round(time.perf_counter() - started, 4),  # retries and backoff included
             request_id=reply.request_id,
+            cached=bool(u.cache_hits),  # answered from the response cache (model.cache): not sent
         )
         self.conv.add(ASSISTANT, reply.text, "reply", step)
         return reply

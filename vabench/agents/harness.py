@@ -34,7 +34,7 @@ from pathlib import Path
 from vabench.episodes import EpisodeSpec
 from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
-from vabench.recordfile import Event
+from vabench.recordfile import Event, record_digest
 from vabench.vocab import (
     ACTIVE,
     EndReason,
@@ -147,6 +147,7 @@ def run_episode(
         record.interrupted(e, time.perf_counter() - started)
         raise
     run.finish(time.perf_counter() - started)
+    row.record_digest = record_digest(record.root)  # all but the result, which carries it
     record.event(Event.RESULT, **row.row())
     record.close()
     _video(record, env.config.recording)

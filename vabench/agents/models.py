@@ -13,7 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 
-from vabench.checks import at_least
+from vabench.checks import at_least, one_of
+from vabench.vocab import CacheMode
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Usage:
     completion_tokens: int = 0  # reasoning tokens included
     reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
     cost_usd: float | None = 0.0  # None: some price was unknown (unmapped model)
+    cache_hits: int = 0  # replies answered from the response cache (model.cache): no request, no cost
 
     @classmethod
     def of_call(cls, attempts: int, answered: bool, backoff_s: float = 0.0, limit_wait_s: float = 0.0, **tokens):
@@ -127,8 +129,10 @@ class ModelConfig:
     rpm: float | None = None
     tpm: float | None = None
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
+    cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.cache)
 
     def __post_init__(self):
+        one_of(self, "model", "cache", CacheMode)
         at_least(self, "model", 0, "timeout_s", "rpm", "tpm", strict=True)
         at_least(self, "model", 0, "max_retries", "backoff_initial_s", "backoff_max_s")
         at_least(self, "model", 1, "max_tokens", "max_concurrency")

@@ -5,7 +5,9 @@
   score is a ceiling for the harness and executor, never a model result.
 - ``random`` sends uniformly random valid decisions (a floor; it never stops by itself).
 - ``replay`` sends the replies of an earlier episode record again, in order, so an episode can
-  be reproduced or inspected; it inherits the recorded episode's privileged flag.
+  be reproduced or inspected; it inherits the recorded episode's privileged flag. Past the last
+  reply it fails (the episode diverged), or, with ``then_stop`` (rescoring under changed checks),
+  stops: the model said nothing more.
 """
 
 from __future__ import annotations
@@ -92,13 +94,14 @@ class RandomAgent(Model):
 
 
 class ReplayAgent(Model):
-    def __init__(self, record: Path, name: str | None = None):
+    def __init__(self, record: Path, name: str | None = None, then_stop: bool = False):
         events = read_events(Path(record))
         self.replies = [e["text"] for e in events if e.get("type") == "reply"]
         start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
         self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
         self.privileged = bool(start.get("privileged", False))
         self.name = name or f"replay:{start.get('model', 'unknown')}"
+        self.then_stop = then_stop
         self._next = 0
 
     def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
@@ -117,6 +120,8 @@ class ReplayAgent(Model):
         self._next = 0
 
     def complete(self, messages: list[dict]) -> Reply:
+        if self._next >= len(self.replies) and self.then_stop:
+            return Reply(json.dumps({"stop": True, "reason": "replay: the recorded replies end here"}))
         if self._next >= len(self.replies):
             raise ModelError(f"replay: the record has only {len(self.replies)} replies; the episode diverged")
         self._next += 1

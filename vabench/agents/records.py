@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vabench.recordfile import RECORDING, Event, read_events
+from vabench.recordfile import FRAMES, RECORDING, Event, read_events
 
 __all__ = ["RECORD_FORMAT", "EpisodeRecord", "read_events", "set_aside"]
 
@@ -26,7 +26,7 @@ RECORD_FORMAT = "vabench.episode_record.v1"
 class EpisodeRecord:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.frames = self.root / "frames"
+        self.frames = self.root / FRAMES
         self.frames.mkdir(parents=True, exist_ok=True)
         self.path = self.root / "events.jsonl"
         try:  # one record per episode: a second episode in the same folder would corrupt replay

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.vocab import CacheMode
+
+from .cache import CachedModel
 from .llm import LiteLLMModel
 from .models import Model, ModelConfig
 from .offline import OracleAgent, RandomAgent, ReplayAgent
@@ -75,8 +78,8 @@ def make_model(cfg: ModelConfig) -> Model:
     """The model a config names: an offline agent (ValueError when an ``extra`` key it requires is
     missing), else the LiteLLM client."""
     agent = OFFLINE_AGENTS.get(cfg.model)
-    if agent is None:
-        return LiteLLMModel(cfg)
+    if agent is None:  # offline agents answer free and keep their own state: never cached
+        return LiteLLMModel(cfg) if cfg.cache == CacheMode.OFF else CachedModel(LiteLLMModel(cfg), cfg)
     for key in agent.requires:
         if not cfg.extra.get(key):
             raise ValueError(f"'model.extra.{key}' must be set when model.id={agent.name} ({agent.about})")

@@ -8,26 +8,7 @@ import math
 
 import pandas as pd
 
-DASH = "–"
-SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
-
-
-def _nan(x) -> bool:
-    try:
-        return x is None or x is pd.NA or math.isnan(x)
-    except TypeError:
-        return False
-
-
-def _f(x, nd: int = 1, na: str = "NA") -> str:
-    return na if _nan(x) else f"{x:.{nd}f}"
-
-
-def signed(x, nd: int = 2, na: str = DASH) -> str:
-    """``+1.25`` / ``-0.50``; a value that rounds to zero is ``0.00``, never ``-0.00``."""
-    if _nan(x):
-        return na
-    return f"{0.0:.{nd}f}" if round(float(x), nd) == 0 else f"{x:+.{nd}f}"
+from .cells import DASH, SUBSET_HEAD, _f, _nan, signed
 
 
 def _order(f: pd.DataFrame, value: str = "score_pct") -> list[str]:

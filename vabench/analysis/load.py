@@ -61,7 +61,7 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
         raise NoOutcomesError(f"not a folder: {', '.join(missing)}")
     got = gather(*folders)  # through each run's outcome table; unreadable files are named in a note
     rows = to_pandas(got.rows)
-    rows.attrs["unreadable"] = [(str(path), why) for path, why in got.unreadable]
+    rows.attrs["unreadable"] = [(Path(path), why) for path, why in got.unreadable]
     if rows.empty:
         where = ", ".join(str(f) for f in folders)
         raise NoOutcomesError(

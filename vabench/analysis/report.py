@@ -13,43 +13,9 @@ import pandas as pd
 from vabench.vocab import SummaryKind, Track
 
 from . import tables as T
+from .cells import DASH, SUBSET_HEAD, _nan, count, mean_sd, num, sign_test, signed
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
-from .diagnostic_display import signed
 from .load import prepared_once
-
-DASH = "–"
-SUBSET_HEAD = {"single": "Single-arm", "dual": "Dual-arm", "all": "All"}
-
-
-# -------------------------------------------------------------------------------------- cell formats
-def _nan(x) -> bool:
-    try:
-        return x is None or math.isnan(x)
-    except TypeError:
-        return False
-
-
-def num(x, nd: int = 2) -> str:
-    return DASH if _nan(x) else f"{x:.{nd}f}"
-
-
-def mean_sd(mean, sd) -> str:
-    return DASH if _nan(mean) else f"{mean:.2f} ± {num(sd)}"
-
-
-def count(k, n, pct) -> str:
-    return f"0/0 ({DASH})" if not n or _nan(n) else f"{int(k)}/{int(n)} ({pct:.2f}%)"
-
-
-def pvalue(p) -> str:
-    return DASH if _nan(p) else f"{p:.2g}"
-
-
-def sign_test(what: str, k, non_tied, tied, p) -> str:
-    """The sign-test cell; with no non-tied family there is no test, and the cell says so."""
-    if not non_tied:
-        return f"no test: no non-tied family ({int(tied)} tied)"
-    return f"{what} on {int(k)} of {int(non_tied)} non-tied ({int(tied)} tied), p={pvalue(p)}"
 
 
 # ----------------------------------------------------------------------------------- display frames

@@ -1,0 +1,168 @@
+"""Verify a run folder from its records, or rescore it with the current code (no model called).
+
+``verify``: every row is checked against its own record (digest, result event, run id, manifest),
+every judged row's episode is re-simulated from its recorded replies and compared
+(:mod:`vabench.verify.compare`); the provenance differences between the run's machine and this
+one are named. ``rescore``: the same re-simulations, written as a new run folder whose rows say
+where they came from (``rescored_from``); the source folder is only read."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from vabench.actors import provenance
+from vabench.actors.config import from_config
+from vabench.actors.runfolder import PROVENANCE, run_manifest, write_run_info
+from vabench.outcomes import COLUMNS, read_rows, write_row
+from vabench.recordfile import read_events
+from vabench.vocab import Status
+
+from .compare import JUDGED, check_record, compare, plain
+from .resim import NO_RECORDING, Job, resimulate, spec_of
+
+
+@dataclass
+class Report:
+    """What a verify found: rows checked, judged episodes reproduced (re-simulated alike, and their
+    rows and records intact), one line per difference."""
+
+    rows: int = 0
+    judged: int = 0
+    reproduced: int = 0
+    lines: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    episode_s: float = 0.0  # the original episodes' wall time, summed
+
+    @property
+    def ok(self) -> bool:
+        return not self.lines
+
+    def summary(self) -> str:
+        rate = self.judged / self.seconds * 60 if self.seconds else 0.0
+        return (
+            f"reproduced {self.reproduced}/{self.judged} judged episodes ({self.rows} rows, "
+            f"{len(self.lines)} with differences) in {self.seconds:.1f} s: {rate:.1f} episodes/min; "
+            f"the original episodes took {self.episode_s:.1f} s of wall time"
+        )
+
+
+def load(run_dir: Path):
+    """(RunConfig, _run.json, rows as dicts) of a run folder."""
+    run_dir = Path(run_dir)
+    try:
+        info = json.loads((run_dir / "_run.json").read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{run_dir}: not a run folder (_run.json: {e})") from None
+    try:
+        run = from_config(info["config"], run_dir)
+    except ValueError as e:  # ConfigError: a key this code no longer accepts
+        raise SystemExit(f"{run_dir}/_run.json: its config does not validate under this code: {e}") from None
+    rows = read_rows(run_dir / "outcomes").to_dict("records")
+    return run, info, rows
+
+
+def _row_identity(run_dir: Path, info: dict, row: dict) -> list[str]:
+    """A row belongs to this run: its run id, its manifest kept here, its file where its spec says."""
+    reasons = []
+    if row.get("run_id") != info.get("run_id"):
+        reasons.append(f"run_id {row.get('run_id')} is not this run's ({info.get('run_id')})")
+    digest = plain(row.get("provenance_digest"))
+    if digest is not None and not (run_dir / PROVENANCE / f"{digest}.json").is_file():
+        reasons.append(f"provenance {digest} is not in {PROVENANCE}/")
+    if not spec_of(row).outcome_path(run_dir).is_file():
+        reasons.append("the row is not at the place its identity names")
+    return reasons
+
+
+def provenance_differences(run_dir: Path, run, rows: list[dict]) -> list[str]:
+    """Every provenance difference between the manifests the rows name and this machine's."""
+    here, out = run_manifest(run), []
+    for digest in sorted({plain(r.get("provenance_digest")) for r in rows} - {None}):
+        try:
+            there = json.loads((run_dir / PROVENANCE / f"{digest}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        out += [f"{digest}: {d}" for d in provenance.differences(there, here)]
+    return out
+
+
+def _jobs(run_dir: Path, run, rows: list[dict], out: Path, recording, then_stop: bool = False) -> list[Job]:
+    folder = lambda r: str(out / spec_of(r).key / f"attempt{r['attempt']}")  # noqa: E731
+    return [Job(r, str(run_dir / r["record"]), folder(r), run.harness, recording, then_stop) for r in rows]
+
+
+def verify(run_dir: Path, workers: int = 1, log=print) -> Report:
+    """Check every row against its record and re-simulate every judged episode."""
+    run_dir = Path(run_dir)
+    run, info, rows = load(run_dir)
+    report = Report(rows=len(rows), provenance=provenance_differences(run_dir, run, rows))
+    started, judged, events, differ = time.monotonic(), [], {}, set()
+    for row in rows:
+        key = spec_of(row).key
+        reasons, events[key] = check_record(run_dir, row)
+        reasons += _row_identity(run_dir, info, row)
+        if reasons:
+            report.lines.append(f"DIFF {key}: " + "; ".join(reasons))
+            differ.add(key)
+        if row["status"] == Status.OK and events[key]:
+            judged.append(row)
+        report.episode_s += float(plain(row.get("wall_s")) or 0.0)
+    report.judged = len(judged)
+    with tempfile.TemporaryDirectory(prefix="vabench-verify-") as tmp:
+        for job, new in resimulate(_jobs(run_dir, run, judged, Path(tmp), NO_RECORDING), workers):
+            key = spec_of(job.row).key
+            reasons = compare(job.row, events[key], new, read_events(Path(job.out) / "events.jsonl"))
+            if reasons:
+                report.lines.append(f"DIFF {key}: re-simulation: " + "; ".join(reasons))
+            report.reproduced += not reasons and key not in differ  # its record checked out too
+    report.seconds = time.monotonic() - started
+    return report
+
+
+KEEP = ("record", "record_digest", "provenance_digest", "wall_s", "error", "error_kind")  # the rescore's own
+
+
+def rescore(run_dir: Path, out_dir: Path, workers: int = 1, log=print) -> pd.DataFrame:
+    """Re-simulate every judged episode of ``run_dir`` with the current code into ``out_dir``: its
+    rows keep the original's identity and usage (the replies were paid for once), take the judged
+    columns from the re-simulation, and name ``rescored_from``. Returns the new rows."""
+    run_dir, out_dir = Path(run_dir).absolute(), Path(out_dir).absolute()
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise SystemExit(f"{out_dir} is not empty: rescore writes a new run folder")
+    run, info, rows = load(run_dir)
+    judged = [r for r in rows if r["status"] == Status.OK]
+    new_run = from_config(info["config"], out_dir)
+    digest = write_run_info(new_run, log)
+    _note_source(out_dir, run_dir)
+    recs = out_dir / "_records"
+    for job, new in resimulate(_jobs(run_dir, run, judged, recs, run.recording, then_stop=True), workers):
+        row = {c: plain(job.row.get(c)) for c in COLUMNS}
+        row.update({c: new[c] for c in (*JUDGED, *KEEP)}, provenance_digest=digest, rescored_from=str(run_dir))
+        row["record"] = (Path(job.out).relative_to(out_dir) / new["record"]).as_posix()
+        write_row(spec_of(row).outcome_path(out_dir), row)
+    return read_rows(out_dir / "outcomes")
+
+
+def _note_source(out_dir: Path, source: Path) -> None:
+    path = out_dir / "_run.json"
+    info = json.loads(path.read_text())
+    info["rescored_from"] = str(source)
+    path.write_text(json.dumps(info, indent=2, default=str) + "\n")
+
+
+def unpacked(path: Path) -> tuple[Path, tempfile.TemporaryDirectory | None]:
+    """A run folder for ``path``: itself, or a bundle unpacked into a temporary folder."""
+    path = Path(path)
+    if path.is_dir():
+        return path, None
+    from vabench.bundle import unpack
+
+    tmp = tempfile.TemporaryDirectory(prefix="vabench-bundle-")
+    return unpack(path, Path(tmp.name)), tmp
