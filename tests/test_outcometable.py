@@ -82,8 +82,17 @@ def test_a_corrupt_episode_file_is_refused_by_name(run):
         load(run)
     got = gather(run)  # callers that show a note get the rows and the names
     assert seeds(got.rows.to_pandas()) == [0, 1, 2] and "seed3_run1.parquet" in got.unreadable[0][0]
-    with pytest.raises(UnreadableOutcomes, match="seed3_run1"):
-        runfolder.plan(SimpleNamespace(run_dir=run, retry_infra=True))
+
+
+def test_resume_sets_a_corrupt_episode_file_aside_and_runs_its_episode_again(run, monkeypatch):
+    monkeypatch.setattr(runfolder, "expand", lambda r: [spec(s) for s in range(4)])
+    bad = spec(3).outcome_path(run)
+    bad.write_bytes(b"not parquet at all")
+    said = []
+    todo, done = runfolder.plan(SimpleNamespace(run_dir=run, retry_infra=True, max_attempts=3), said.append)
+    assert done == 3 and [(s.seed, a) for s, a in todo] == [(3, 1)]
+    assert len(said) == 1 and "seed3_run1.parquet" in said[0] and "set aside as _unreadable-" in said[0]
+    assert not bad.exists() and len(list(bad.parent.glob("_unreadable-*seed3_run1.parquet"))) == 1
 
 
 def test_a_damaged_or_foreign_table_is_rebuilt_from_the_files(run):

@@ -351,7 +351,7 @@ def test_config_accepts_positive_limits_and_none():
     [
         ("model.rpm=0", "'model.rpm' must be > 0, got 0"),
         ("model.rpm=-5", "'model.rpm' must be > 0"),
-        ("model.rpm=x", "'model.rpm' must be a number, got 'x'"),
+        ("model.rpm=x", "'model.rpm' must be a number or null, got 'x'"),
         ("model.tpm=0", "'model.tpm' must be > 0"),
         ("model.tpm=true", "'model.tpm' must be a number"),
     ],

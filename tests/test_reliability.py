@@ -118,13 +118,13 @@ def test_a_second_driver_is_refused_while_the_first_runs_and_takes_over_once_it_
         lock = tmp_path / "locked" / LOCK_NAME
         run = smoke(tmp_path, "locked", *ONE)  # the oracle, on the same run folder
         try:
-            _wait_for(lambda: server.requests, first)
+            _wait_for(lambda: lock.exists() and len(server.requests) > 1, first)  # past the endpoint probe
             info = json.loads(lock.read_text())
             assert (info["pid"], info["host"]) == (first.pid, socket.gethostname())
             with pytest.raises(RunLocked, match=f"in use by another driver .*pid {first.pid}"):
                 quiet(run).execute()
             second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-            assert second.returncode == 1 and "in use by another driver" in second.stderr
+            assert second.returncode == 2 and "in use by another driver" in second.stderr  # Exit.REFUSED
             assert "Traceback" not in second.stderr and first.poll() is None
         finally:
             os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lock stays behind
