@@ -271,7 +271,9 @@ def test_every_retry_takes_a_slot_and_an_exhausted_call_reports_its_limit_wait(k
     e = info.value
     assert e.usage.provider_attempts == 2 and e.usage.backoff_s <= 0.05 and not e.permanent
     assert e.usage.limit_wait_s >= spacing(30) - 1.0  # the retry waited for its own slot (a round trip < 1 s)
-    assert server.times[1] - server.times[0] >= spacing(30) - 0.05
+    # The limiter spaces the slots, not the arrivals: the first request also pays the client's
+    # first-call set-up after its slot (0.06 s seen under CI load), the retry reuses the connection.
+    assert server.times[1] - server.times[0] >= spacing(30) - 0.5
 
 
 def test_a_limiter_is_made_per_process_when_the_config_sets_a_limit(key):
