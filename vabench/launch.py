@@ -274,7 +274,7 @@ def misspelt(args: list[str]) -> str | None:
     """One line for the first ``key=value`` whose key the composed defaults do not have, with the
     closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*``, group
     paths (``hydra/launcher=joblib``) and the free-form ``model.extra.*`` are left to Hydra."""
-    import difflib
+    from vabench.actors.sections import closest
 
     keys = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "+", "~"))]
     keys = [k for k in keys if "/" not in k and not k.startswith(("hydra.", "model.extra."))]  # group paths: Hydra's
@@ -292,8 +292,8 @@ def misspelt(args: list[str]) -> str | None:
             if not isinstance(where, dict):
                 break
             if part not in where:
-                close = difflib.get_close_matches(part, [str(k) for k in where], n=1, cutoff=0.6)
-                full = ".".join(key.split(".")[:depth] + [close[0]]) if close else None
+                close = closest(part, where)
+                full = ".".join(key.split(".")[:depth] + [close]) if close else None
                 if full:
                     return f"unknown config key '{key}'; did you mean '{full}'?"
                 return f"unknown config key '{key}'; known here: {', '.join(map(str, where))} (a new key: +{key}=...)"
