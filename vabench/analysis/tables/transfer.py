@@ -66,7 +66,7 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
 def long_horizon(df: pd.DataFrame, objects_per_episode: int = PAPER_OBJECTS_PER_EPISODE) -> pd.DataFrame:
     """Table 5 "Long": per condition and task on the long_horizon track, objects placed out of
     ``objects_per_episode`` x judged episodes, mean objects per episode, strict success k/n."""
-    p, notes = _scope(df, Track.LONG_HORIZON)
+    p, notes = _scope(df, Track.LONG_HORIZON, extra=("objects_placed",))
     j = _judged(p)
     rows = []
     for (c, t), g in j.groupby(["condition", "task"]):
