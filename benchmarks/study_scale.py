@@ -1,5 +1,5 @@
-"""The read side at study scale: run folders of 1,000, 5,000 and 14,000 episodes, files only (the
-code of --old-rev, default main) against the outcome table (this tree), in the same run.
+"""The read side at study scale: run folders of 1,000, 5,000 and 14,000 episodes, the code of
+--old-rev (default: main before the outcome table, files only) against this tree, in the same run.
 
 Each run folder is synthesised once (cached under --root) with the real schema
 (:class:`vabench.outcomes.OutcomeRow`, written by :func:`vabench.outcomes.write_row` at the
@@ -16,9 +16,11 @@ driver's paths) and a small event record per episode. Every figure is measured i
 - ``review``: the review app's first run page (``GET /run/0``, app created in the same process).
 
 Targets at 14,000 (issue 30): load <= 2 s, analysis <= 10 s and 1 GB, first page <= 2 s, resume <= 2 s.
+The machine is shared: each line ends with the 1-minute load average before and after its runs
+(``os.getloadavg``; the machine has ``os.cpu_count()`` cores), so a slow figure can be read against it.
 
     python benchmarks/study_scale.py [--sizes 1000 5000 14000] [--repeats 3] [--old-repeats N] [--root DIR]
-                                     [--old-rev main] [--what read_parquet load analysis resume review]
+                                     [--old-rev REV] [--what read_parquet load analysis resume review]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FILES_ONLY = "a2cb695^1"  # main just before the outcome table was merged (issue 30)
 MODELS = ["gpt-5", "claude-opus-4-1", "gemini-2.5-pro", "qwen-vl-max"]
 PROTOCOLS = ["active", "passive"]
 SOURCES = ["none", "own", "shared:gpt-5"]
@@ -180,7 +183,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--old-repeats", type=int, help="repeats of the files-only side (default --repeats; it is slow)")
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "vabench-study-scale")
-    ap.add_argument("--old-rev", default="main", help="the files-only code to compare with (git revision)")
+    ap.add_argument("--old-rev", default=FILES_ONLY, help="the code to compare with (git revision; default files only)")
     ap.add_argument("--what", nargs="+", choices=WHAT, default=list(WHAT))
     ap.add_argument("--measure", nargs=3, metavar=("WHAT", "FOLDER", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -193,8 +196,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         old = old_tree(args.old_rev, Path(tmp) / "old")
         reps = f"{args.old_repeats or args.repeats} / {args.repeats}"
-        print(f"files only: vabench at {args.old_rev}; table: this tree; median of {reps} runs", flush=True)
-        print("| episodes | measure | files only: s | MB | table: s | MB |\n|---|---|---|---|---|---|", flush=True)
+        print(
+            f"old: vabench at {args.old_rev}; new: this tree; median of {reps} runs; {os.cpu_count()} cores", flush=True
+        )
+        print("| episodes | measure | old: s | MB | new: s | MB | load |\n|---|---|---|---|---|---|---|", flush=True)
         for n in args.sizes:
             folder = args.root / f"study-{n}"
             t = time.perf_counter()
@@ -202,15 +207,15 @@ def main() -> None:
             made = time.perf_counter() - t
             built = one(ROOT, "build", folder, n)  # the table from the files, as a first read makes it
             print(f"| {n} | synthesised in {made:.1f} s; table built from the files in {built['s']:.2f} s, "
-                  f"{built['rss_mb']:.0f} MB ({built['rows']} rows) | | | | |", flush=True)  # fmt: skip
+                  f"{built['rss_mb']:.0f} MB ({built['rows']} rows) | | | | | |", flush=True)  # fmt: skip
             for what in args.what:
-                cells = []
+                cells, load = [], os.getloadavg()[0]
                 for code, repeats in ((old, args.old_repeats or args.repeats), (ROOT, args.repeats)):
                     runs = [one(code, what, folder, n) for _ in range(repeats)]
                     mark = "*" if any(r.get("failed") for r in runs) else ""
                     cells.append(f"{statistics.median(r['s'] for r in runs):.2f}{mark} | "
                                  f"{statistics.median(r['rss_mb'] for r in runs):.0f}")  # fmt: skip
-                print(f"| {n} | {what} | {cells[0]} | {cells[1]} |", flush=True)
+                print(f"| {n} | {what} | {cells[0]} | {cells[1]} | {load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
