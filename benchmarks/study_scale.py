@@ -1,5 +1,5 @@
-"""The read side at study scale: run folders of 1,000, 5,000 and 14,000 episodes, files only (the
-code of --old-rev, default main) against the outcome table (this tree), in the same run.
+"""The read side at study scale: run folders of 1,000, 5,000 and 14,000 episodes, the code of
+--old-rev (default: main before the outcome table, files only) against this tree, in the same run.
 
 Each run folder is synthesised once (cached under --root) with the real schema
 (:class:`vabench.outcomes.OutcomeRow`, written by :func:`vabench.outcomes.write_row` at the
@@ -16,9 +16,11 @@ driver's paths) and a small event record per episode. Every figure is measured i
 - ``review``: the review app's first run page (``GET /run/0``, app created in the same process).
 
 Targets at 14,000 (issue 30): load <= 2 s, analysis <= 10 s and 1 GB, first page <= 2 s, resume <= 2 s.
+The machine is shared: each line ends with the 1-minute load average before and after its runs
+(``os.getloadavg``; the machine has ``os.cpu_count()`` cores), so a slow figure can be read against it.
 
     python benchmarks/study_scale.py [--sizes 1000 5000 14000] [--repeats 3] [--old-repeats N] [--root DIR]
-                                     [--old-rev main] [--what read_parquet load analysis resume review]
+                                     [--old-rev REV] [--no-build] [--what read_parquet load analysis resume review]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FILES_ONLY = "a2cb695^1"  # main just before the outcome table was merged (issue 30)
 MODELS = ["gpt-5", "claude-opus-4-1", "gemini-2.5-pro", "qwen-vl-max"]
 PROTOCOLS = ["active", "passive"]
 SOURCES = ["none", "own", "shared:gpt-5"]
@@ -93,7 +96,7 @@ def measure(what: str, folder: Path, n: int) -> dict:
     if what == "analysis":  # the CLI as a user runs it (imports included), its failure kept
         import runpy
 
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         sys.argv = ["vabench.analysis", str(folder), "--out", tempfile.mkdtemp()]
         try:
             runpy.run_module("vabench.analysis", run_name="__main__")
@@ -102,7 +105,7 @@ def measure(what: str, folder: Path, n: int) -> dict:
             failed = bool(e.code)
         except Exception:  # noqa: BLE001 - main's analysis crashes on this study (see one())
             failed = True
-        return {"s": time.perf_counter() - t, "rows": n, "failed": failed}
+        return {"s": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "rows": n, "failed": failed}
     if what == "build":
         from vabench.outcometable import TABLE_NAME, refresh
 
@@ -138,7 +141,7 @@ def measure(what: str, folder: Path, n: int) -> dict:
         rows = len(page.content)  # bytes of the first page
     else:
         raise ValueError(what)
-    return {"s": time.perf_counter() - t, "rows": rows}
+    return {"s": time.perf_counter() - t, "rows": rows}  # cpu_s: only the analysis, whose wall time loads skew
 
 
 def child(code_root: Path, args: list[str]) -> dict:
@@ -174,14 +177,21 @@ def old_tree(rev: str, into: Path) -> Path:
     return into
 
 
+def report_build(folder: Path, n: int, made: float) -> None:
+    built = one(ROOT, "build", folder, n)  # the table from the files, as a first read makes it
+    print(f"| {n} | synthesised in {made:.1f} s; table built from the files in {built['s']:.2f} s, "
+          f"{built['rss_mb']:.0f} MB ({built['rows']} rows) | | | | | |", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 14000])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--old-repeats", type=int, help="repeats of the files-only side (default --repeats; it is slow)")
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "vabench-study-scale")
-    ap.add_argument("--old-rev", default="main", help="the files-only code to compare with (git revision)")
+    ap.add_argument("--old-rev", default=FILES_ONLY, help="the code to compare with (git revision; default files only)")
     ap.add_argument("--what", nargs="+", choices=WHAT, default=list(WHAT))
+    ap.add_argument("--no-build", action="store_true", help="do not time a table build (keep the folder's table)")
     ap.add_argument("--measure", nargs=3, metavar=("WHAT", "FOLDER", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
@@ -193,24 +203,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         old = old_tree(args.old_rev, Path(tmp) / "old")
         reps = f"{args.old_repeats or args.repeats} / {args.repeats}"
-        print(f"files only: vabench at {args.old_rev}; table: this tree; median of {reps} runs", flush=True)
-        print("| episodes | measure | files only: s | MB | table: s | MB |\n|---|---|---|---|---|---|", flush=True)
+        print(
+            f"old: vabench at {args.old_rev}; new: this tree; median of {reps} runs; {os.cpu_count()} cores", flush=True
+        )
+        print("| episodes | measure | old: s | MB | new: s | MB | load |\n|---|---|---|---|---|---|---|", flush=True)
         for n in args.sizes:
             folder = args.root / f"study-{n}"
             t = time.perf_counter()
             synthesise(folder, n)
             made = time.perf_counter() - t
-            built = one(ROOT, "build", folder, n)  # the table from the files, as a first read makes it
-            print(f"| {n} | synthesised in {made:.1f} s; table built from the files in {built['s']:.2f} s, "
-                  f"{built['rss_mb']:.0f} MB ({built['rows']} rows) | | | | |", flush=True)  # fmt: skip
+            if args.no_build:
+                print(f"| {n} | synthesised in {made:.1f} s | | | | | |", flush=True)
+            else:
+                report_build(folder, n, made)
             for what in args.what:
-                cells = []
+                cells, load = [], os.getloadavg()[0]
                 for code, repeats in ((old, args.old_repeats or args.repeats), (ROOT, args.repeats)):
                     runs = [one(code, what, folder, n) for _ in range(repeats)]
                     mark = "*" if any(r.get("failed") for r in runs) else ""
-                    cells.append(f"{statistics.median(r['s'] for r in runs):.2f}{mark} | "
-                                 f"{statistics.median(r['rss_mb'] for r in runs):.0f}")  # fmt: skip
-                print(f"| {n} | {what} | {cells[0]} | {cells[1]} |", flush=True)
+                    cpu = [r["cpu_s"] for r in runs if "cpu_s" in r]
+                    cells.append(f"{statistics.median(r['s'] for r in runs):.2f}{mark}"
+                                 + (f" (cpu {statistics.median(cpu):.2f})" if cpu else "")
+                                 + f" | {statistics.median(r['rss_mb'] for r in runs):.0f}")  # fmt: skip
+                print(f"| {n} | {what} | {cells[0]} | {cells[1]} | {load:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

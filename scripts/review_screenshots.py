@@ -1,9 +1,13 @@
-"""Screenshots of the review app for the README: the run page and an episode page.
+"""Screenshots of the review app for the README: the run page and an episode page, at several
+window widths within the supported 800-2560 px (below about 1100 px the layout changes).
 
     .venv/bin/python scripts/review_screenshots.py RUN_FOLDER [--out docs/review] [--record REC]
+                                                   [--widths 1400 1920 800]
 
 Serves RUN_FOLDER with ``python -m vabench.review`` and photographs it in Debian's headless
 Chromium (scripts/setup.sh installs it). The episode is ``--record`` or the first failed one.
+The first width writes ``run-page.png`` and ``episode-page.png``, every other ``run-page-<width>.png``
+and ``episode-page-<width>.png``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("docs/review"))
     ap.add_argument("--record", help="the episode to show (its record path); default: the first failure")
     ap.add_argument("--annotator", help="open the annotation panel as this annotator (their saved labels show)")
+    ap.add_argument("--widths", type=int, nargs="+", default=[1400, 1920, 800], help="window widths (CSS px)")
     args = ap.parse_args()
     df = pd.read_parquet(args.run_folder)
     record = args.record or df.sort_values("success")["record"].iloc[0]
@@ -40,36 +45,48 @@ def main() -> None:
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1050"):
         options.add_argument(arg)
+    written = []
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
     try:
         deadline = time.monotonic() + 60
         while True:  # the server prints its URL before it binds
             try:
-                requests.get(url, timeout=2)
+                requests.get(url, timeout=30)  # the first request may (re)build the run's outcome table
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the review server did not come up") from None
                 time.sleep(0.2)
         args.out.mkdir(parents=True, exist_ok=True)
-        driver.get(f"{url}/run/0")
-        driver.save_screenshot(str(args.out / "run-page.png"))
         if args.annotator:
+            driver.get(url)
             driver.execute_script("localStorage.setItem('vabench.annotator', arguments[0])", args.annotator)
-        driver.get(f"{url}/run/0/episode?record={quote(record)}")
-        WebDriverWait(driver, 30).until(  # every image loaded and the video's first frame decoded
-            lambda d: d.execute_script(
-                "return [...document.images].filter(i => i.getBoundingClientRect().top < innerHeight)"
-                ".every(i => i.complete)"
-                " && (!document.getElementById('video') || document.getElementById('video').readyState >= 2)"
-            )
-        )
-        driver.save_screenshot(str(args.out / "episode-page.png"))
-        print(f"wrote {args.out / 'run-page.png'} and {args.out / 'episode-page.png'}")
+        for i, width in enumerate(args.widths):
+            driver.set_window_size(width, 1050 if width > 1100 else 900)
+            tail = "" if i == 0 else f"-{width}"
+            written += shoot(driver, url, record, args.out, tail)
+        print("wrote " + ", ".join(map(str, written)))
     finally:
         driver.quit()
         server.terminate()
+
+
+def shoot(driver, url: str, record: str, out: Path, tail: str) -> list[Path]:
+    """The run page and the episode page at the window's current size."""
+    run_page, episode_page = out / f"run-page{tail}.png", out / f"episode-page{tail}.png"
+    driver.get(f"{url}/run/0")
+    driver.save_screenshot(str(run_page))
+    driver.get(f"{url}/run/0/episode?record={quote(record)}")
+    WebDriverWait(driver, 30).until(  # every image loaded and the video's first frame decoded
+        lambda d: d.execute_script(
+            "return [...document.images].filter(i => i.getBoundingClientRect().top < innerHeight)"
+            ".every(i => i.complete)"
+            " && (!document.getElementById('video') || document.getElementById('video').readyState >= 2)"
+        )
+    )
+    driver.save_screenshot(str(episode_page))
+    return [run_page, episode_page]
 
 
 if __name__ == "__main__":

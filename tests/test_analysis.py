@@ -112,6 +112,15 @@ def test_sign_test_matches_the_papers_p_values():
     assert math.isnan(sign_test(0, 0))
 
 
+def test_the_exact_sign_test_equals_scipys_binomial_test():
+    from scipy.stats import binomtest
+
+    for n in range(1, 61):
+        for worse in range(n + 1):
+            want = binomtest(worse, n, 0.5, alternative="two-sided").pvalue
+            assert sign_test(worse, n - worse) == pytest.approx(want, rel=1e-12), (worse, n)
+
+
 # ---------------------------------------------------------------------------------- Tables 7-9
 def test_success_matrix_runs_pooled_missing_cells_and_infra():
     a, b = "A", "B"

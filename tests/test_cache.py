@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.openai_server import ScriptedServer
+from tests.test_launch import composed
+from vabench.actors.config import from_config
+from vabench.actors.driver import Driver
 from vabench.agents.cache import CACHE
 from vabench.agents.models import ModelConfig, ModelError
 from vabench.agents.registry import make_model
@@ -44,11 +47,8 @@ class Deterministic:
         return json.dumps(MOVE if said < 4 else {"stop": True, "reason": "done"})
 
 
-def command(server: ScriptedServer, results: Path, run_id: str) -> list[str]:
+def overrides(server: ScriptedServer, results: Path, run_id: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "vabench.launch",
         "model=openai",
         "model.id=openai/fake",
         f"model.api_base={server.url}",
@@ -66,22 +66,33 @@ def command(server: ScriptedServer, results: Path, run_id: str) -> list[str]:
     ]
 
 
+def command(server: ScriptedServer, results: Path, run_id: str) -> list[str]:
+    """The run as a process of its own (the one this test kills -9)."""
+    return [sys.executable, "-m", "vabench.launch", *overrides(server, results, run_id)]
+
+
+def run_here(server: ScriptedServer, results: Path, run_id: str) -> None:
+    """The run in this process (the same driver, without a second interpreter's start-up)."""
+    cfg = composed(*overrides(server, results, run_id))
+    Driver(from_config(cfg, results / run_id), log=lambda *_: None, progress=False).execute()
+
+
 def messages(server: ScriptedServer, first: int, last: int | None = None) -> list[str]:
     return [json.dumps(r["messages"], sort_keys=True) for r in server.requests[first:last]]
 
 
-def test_a_killed_run_resumes_from_the_cache_without_resending_its_answered_prefix(tmp_path):
+def test_a_killed_run_resumes_from_the_cache_without_resending_its_answered_prefix(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, KEY)
     env = {**os.environ, KEY_VAR: KEY}
     model = Deterministic()
     with ScriptedServer(default=model) as server:
-        subprocess.run(command(server, tmp_path, "whole"), env=env, check=True, capture_output=True, timeout=600)
+        run_here(server, tmp_path, "whole")
         whole = len(server.requests)
         assert whole == 5  # four moves and a stop
         model.kill = (server_calls := whole + 4, subprocess.Popen(command(server, tmp_path, "cut"), env=env))
         assert model.kill[1].wait(timeout=600) == -signal.SIGKILL
         answered = messages(server, whole, server_calls - 1)  # three answered before the kill
-        resumed = subprocess.run(command(server, tmp_path, "cut"), env=env, capture_output=True, timeout=600)
-        assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+        run_here(server, tmp_path, "cut")  # resumed: the killed process's lock is stale, its cache kept
         again = messages(server, server_calls)
     assert len(answered) == 3 and not set(again) & set(answered)  # not one answered request sent again
     assert len(again) == whole - 3  # the unanswered call and what followed it

@@ -1,5 +1,10 @@
 """Numbers anyone can check: a run's provenance, ``verify`` reproducing every judged episode from
-its records, each kind of tampering caught, rescoring under a changed checker, and bundles."""
+its records, each kind of tampering caught, rescoring under a changed checker, and bundles.
+
+Every re-simulation costs seconds, so the default suite shares one run (two short oracle
+episodes) and one verify of it across the module, catches the tampering that needs no physics at
+the row-against-record check, and keeps one tampering (an edited reply) end to end; each
+tampering end to end through ``verify`` is ``slow``."""
 
 from __future__ import annotations
 
@@ -20,8 +25,10 @@ from vabench.outcomes import read_rows, write_row
 from vabench.recordfile import record_digest
 from vabench.verify import rescore, verify
 from vabench.verify.__main__ import main as verify_main
-from vabench.verify.check import load, provenance_differences
-from vabench.verify.compare import plain
+from vabench.verify.check import _row_identity, load, provenance_differences
+from vabench.verify.compare import check_record, plain
+
+TASKS = ("grasp_single_cube", "click_bell_right")  # the oracle's shortest episodes (about 10 steps)
 
 
 def run_folder(results: Path, run_id: str, tasks: str) -> Path:
@@ -40,32 +47,49 @@ def run_folder(results: Path, run_id: str, tasks: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[Path, Path]:
-    results = tmp_path_factory.mktemp("results")
-    return run_folder(results, "a", "[grasp_single_cube,place_cube_in_bowl]"), run_folder(
-        results, "b", "[grasp_single_cube]"
-    )
+def results(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def runs(results) -> tuple[Path, Path]:
+    """Run a (both tasks) and run b (grasp_single_cube only): b's row is one copied from another run."""
+    return run_a(results), run_folder(results, "b", "[grasp_single_cube]")
+
+
+def run_a(results: Path) -> Path:
+    return results / "a" if (results / "a").is_dir() else run_folder(results, "a", f"[{','.join(TASKS)}]")
+
+
+@pytest.fixture(scope="module")
+def run(results) -> Path:
+    return run_a(results)
+
+
+@pytest.fixture(scope="module")
+def verified(run):
+    """One verify of run a, shared by the tests that read it."""
+    return verify(run)
 
 
 @pytest.fixture
-def copy(runs, tmp_path) -> Path:
+def copy(run, tmp_path) -> Path:
     """A copy of run a to tamper with."""
-    return Path(shutil.copytree(runs[0], tmp_path / "a"))
+    return Path(shutil.copytree(run, tmp_path / "a"))
 
 
 def rows_of(run: Path) -> pd.DataFrame:
     return read_rows(run / "outcomes").sort_values(["task"]).reset_index(drop=True)
 
 
-def test_every_row_names_its_provenance_and_its_record_digest(runs):
-    run = runs[0]
+def test_every_row_names_its_provenance_and_its_record_digest(run):
     info = json.loads((run / "_run.json").read_text())
     df = rows_of(run)
     assert len(df) == 2 and df["success"].all() and set(df["provenance_digest"]) == {info["provenance_digest"]}
     manifest = json.loads((run / "_provenance" / f"{info['provenance_digest']}.json").read_text())
     assert manifest == info["provenance"]
     assert set(manifest) == {"code", "inputs", "machine"} and manifest["code"]["source_digest"]
-    assert set(manifest["inputs"]["seed_manifests"]) == {"grasp_single_cube", "place_cube_in_bowl"}
+    assert set(manifest["inputs"]["seed_manifests"]) == set(TASKS)
     assert manifest["machine"]["versions"]["sapien"] and manifest["machine"]["renderer"]
     for _, row in df.iterrows():
         assert row["record_digest"] == record_digest((run / row["record"]).parent)
@@ -82,13 +106,32 @@ def test_provenance_differences_with_this_machine_are_named(copy):
     assert "2.7.18 -> 3." in found[1]
 
 
-def test_verify_reproduces_every_judged_episode(runs):
-    report = verify(runs[0])
+def test_verify_reproduces_every_judged_episode(verified):
+    report = verified
     assert report.ok, report.lines
     assert (report.rows, report.judged, report.reproduced) == (2, 2, 2)
     assert report.provenance == []  # the same machine, the same code
 
 
+def test_rows_that_disagree_with_their_records_are_named_before_any_simulation(run, copy):
+    """A flipped success, a deleted frame and a row copied from another run, each caught by the
+    row-against-record check that ``verify`` runs on every row (end to end: the slow tests below)."""
+    paths = sorted((copy / "outcomes").rglob("*.parquet"))
+    rows = [{k: plain(v) for k, v in pd.read_parquet(p).iloc[0].to_dict().items()} for p in paths]
+    assert [check_record(copy, r)[0] for r in rows] == [[], []]
+    write_row(paths[0], {**rows[0], "success": not rows[0]["success"]})
+    flipped = {k: plain(v) for k, v in pd.read_parquet(paths[0]).iloc[0].to_dict().items()}
+    reasons, _ = check_record(copy, flipped)
+    assert any(f"success {str(flipped['success']).lower()} (record: " in x for x in reasons), reasons
+    record = (copy / rows[1]["record"]).parent
+    sorted(record.rglob("frames/*.jpg"))[0].unlink()
+    assert any("record digest" in x for x in check_record(copy, rows[1])[0])
+    _, info, _ = load(copy)
+    theirs = {**rows[1], "run_id": "b"}  # what a row of run b says of itself
+    assert "run_id b is not this run's (a)" in _row_identity(copy, info, theirs)
+
+
+@pytest.mark.slow
 def test_a_flipped_success_is_caught(copy):
     path = next((copy / "outcomes").rglob("*.parquet"))
     row = {k: plain(v) for k, v in pd.read_parquet(path).iloc[0].to_dict().items()}
@@ -113,6 +156,7 @@ def test_an_edited_reply_is_caught(copy):
     assert 'first differing event: event 2 (decision, step 0): kind "action" -> "stop"' in line
 
 
+@pytest.mark.slow
 def test_a_deleted_frame_is_caught(copy):
     frame = sorted((copy / "_records").rglob("frames/*.jpg"))[0]
     frame.unlink()
@@ -120,6 +164,7 @@ def test_a_deleted_frame_is_caught(copy):
     assert not report.ok and len(report.lines) == 1 and "record digest" in report.lines[0]
 
 
+@pytest.mark.slow
 def test_a_row_copied_from_another_run_is_caught(runs, copy, capsys):
     theirs = sorted((runs[1] / "outcomes").rglob("*.parquet"))[0]
     shutil.copyfile(theirs, copy / theirs.relative_to(runs[1]))
@@ -129,21 +174,21 @@ def test_a_row_copied_from_another_run_is_caught(runs, copy, capsys):
     assert out[-1].startswith("reproduced 1/2 judged episodes")
 
 
-def test_rescore_shows_exactly_the_flips_of_a_changed_threshold(runs, tmp_path, monkeypatch):
-    source = runs[0]
+def test_rescore_shows_exactly_the_flips_of_a_changed_threshold(run, tmp_path, monkeypatch):
+    source = run
     before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
     monkeypatch.setattr(GraspSingleCube, "LIFT_M", 0.5)  # a cube must now rise 50 cm
     new = rescore(source, tmp_path / "rescored")
     assert set(new["rescored_from"]) == {str(source.absolute())}
     table = flips(rows_of(source), new).set_index("task")
     assert table.loc["grasp_single_cube", ["episodes", "lost", "gained"]].tolist() == [1, 1, 0]
-    assert table.loc["place_cube_in_bowl", ["episodes", "lost", "gained"]].tolist() == [1, 0, 0]
+    assert table.loc["click_bell_right", ["episodes", "lost", "gained"]].tolist() == [1, 0, 0]
     assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before  # the original untouched
     assert verify(tmp_path / "rescored").ok  # a rescored folder verifies under the code that rescored it
 
 
-def test_a_bundle_verifies_and_a_tampered_one_does_not(runs, tmp_path, capsys):
-    packed = bundle.pack(runs[0], tmp_path / "a.zip")
+def test_a_bundle_verifies_and_a_tampered_one_does_not(run, tmp_path, capsys):
+    packed = bundle.pack(run, tmp_path / "a.zip")
     assert verify_main([str(packed)]) == 0
     assert "reproduced 2/2" in capsys.readouterr().out
     import zipfile

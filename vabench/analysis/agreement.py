@@ -22,7 +22,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau, spearmanr
 
 from vabench.vocab import Track
 
@@ -180,6 +179,8 @@ def _leaders(scores: dict[str, pd.DataFrame]) -> str | None:
 def vote_rule_orderings(tally: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataFrame:
     """C.9.1: agreement between the condition orderings each rule induces (Spearman rho, Kendall
     tau-b over the conditions' mean criterion scores) and whether the top three stay the top three."""
+    from scipy.stats import kendalltau, spearmanr  # here: scipy.stats is most of the CLI's start-up
+
     scores = _rule_scores(tally, track)
     means = pd.DataFrame({r: s.groupby("condition")["score_pct"].mean() for r, s in scores.items()}).dropna()
     rows = []

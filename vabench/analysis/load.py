@@ -84,11 +84,22 @@ def prepared_once(df: pd.DataFrame):
     """Within the block, :func:`prepare` normalises ``df`` once and gives each caller its own
     shallow copy (pandas copy-on-write keeps their changes apart): a report's dozen tables share
     the work instead of repeating it on every row."""
-    token = _REUSE.set([df, None])
+    token = _REUSE.set([df, None, {}])
     try:
         yield
     finally:
         _REUSE.reset(token)
+
+
+def reused(key: str, df: pd.DataFrame, make):
+    """``make()`` once per key within :func:`prepared_once` over ``df`` (a table printed in two
+    layouts, such as Tables 4 and 10, computes its rows once); outside it, every call computes."""
+    memo = _REUSE.get()
+    if memo is None or memo[0] is not df:
+        return make()
+    if key not in memo[2]:
+        memo[2][key] = make()
+    return memo[2][key]
 
 
 def prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

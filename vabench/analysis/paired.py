@@ -3,7 +3,7 @@
 Two conditions' judged episodes form a pair when they share task, seed and run_index (and track).
 Per task: the pairs, each side's successes, the discordant pairs (only A succeeded, only B
 succeeded), the difference B - A in percentage points and an exact McNemar test (a two-sided
-binomial test of the discordant pairs against 1/2, ``scipy.stats.binomtest``). Per subset
+binomial test of the discordant pairs against 1/2, exact: ``stats.sign_test``). Per subset
 (single-arm, dual-arm, all): the macro-average difference (equal family weight, as eq. 3) with a
 cluster-bootstrap percentile interval that resamples seeds within each family, a seed carrying all
 its runs' pairs (episodes of one scene are not independent), from a seeded ``numpy`` Generator.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binomtest
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -32,11 +31,16 @@ def mean_sd(values) -> tuple[float, float]:
 def sign_test(worse: int, better: int) -> float:
     """Two-sided sign test: ``worse`` of ``worse + better`` non-tied pairs went one way, H0 p = 0.5.
 
-    Ties are left out before calling (the paper counts "non-tied families"); no pairs gives nan."""
+    Ties are left out before calling (the paper counts "non-tied families"); no pairs gives nan.
+    Exact in integers (the binomial at 1/2 is symmetric: twice the smaller tail), so the tables need
+    not import scipy.stats (most of the analysis CLI's start-up); equal to ``scipy.stats.binomtest``."""
     n = worse + better
     if n == 0:
         return math.nan
-    return float(binomtest(worse, n, 0.5, alternative="two-sided").pvalue)
+    k = min(worse, better)
+    if 2 * k == n:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def _isnan(v) -> bool:

@@ -31,6 +31,12 @@ from ..stats import mean_sd, sign_test
 SUBSETS = (Arms.SINGLE, Arms.DUAL, "all")
 SUBSET_NAMES = {"single": "single-arm", "dual": "dual-arm", "all": "all"}
 NAN = math.nan
+# what the rate tables and their notes read (identity, the normalised state and y, and the columns of
+# ``exclusion_note``/``summary_note``): a table filters its rows dozens of times, and each filter copies
+# every column it carries, so a table carries these (and its ``extra``) instead of the row's 55+
+RATE_COLUMNS = ("experiment", "condition", "model", "model_raw", "summary_source", "summary_model")
+RATE_COLUMNS += ("summary_learned", "protocol", "observation", "track", "task", "base_task", "arms", "seed")
+RATE_COLUMNS += ("run_index", "state", "y", "recovered")
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -42,12 +48,14 @@ def _finish(rows, columns, kind: str, title: str, notes) -> pd.DataFrame:
 
 
 def _scope(
-    df: pd.DataFrame, track: str | None, observation: str | None = ObservationProfile.PAPER
+    df: pd.DataFrame, track: str | None, observation: str | None = ObservationProfile.PAPER, extra: tuple = ()
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Rows of one track (None: all) and one observation profile (None: all). The paper's tables
-    compare ``paper`` rows only, so an ablation's ``explained`` rows never pool into them (tables
-    per condition keep both: the profile is part of the condition label)."""
+    """Rows of one track (None: all) and one observation profile (None: all), with the columns
+    ``RATE_COLUMNS`` and ``extra`` only. The paper's tables compare ``paper`` rows only, so an
+    ablation's ``explained`` rows never pool into them (tables per condition keep both: the profile
+    is part of the condition label)."""
     p, notes = prepare(df)
+    p = p[list(dict.fromkeys(c for c in (*RATE_COLUMNS, *extra) if c in p.columns))]
     if track is not None:
         p = p[p["track"] == track]
     if observation is not None:
@@ -66,8 +74,10 @@ def _judged(p: pd.DataFrame) -> pd.DataFrame:
 
 
 def _arms_of(p: pd.DataFrame, family: str = "task") -> dict[str, str]:
-    known = p[p["arms"].notna()]
-    return {t: a.mode().iloc[0] for t, a in known.groupby(family)["arms"]}
+    """Each family's most frequent arms (ties: the first in sort order, as ``Series.mode``)."""
+    counts = p[p["arms"].notna()].groupby([family, "arms"]).size().reset_index(name="n")
+    top = counts.sort_values(["n", "arms"], ascending=[False, True], kind="stable").drop_duplicates(family)
+    return dict(zip(top[family], top["arms"], strict=True))
 
 
 def _order(tasks, arms: dict[str, str]) -> list[str]:
@@ -138,6 +148,12 @@ def _pooled(frame: pd.DataFrame) -> tuple[int, int]:
     return int(frame["y"].sum()), int(len(frame))
 
 
+def _pooled_by(frame: pd.DataFrame, by) -> dict:
+    """``_pooled`` of each group at once (one groupby, not a filter per group): key -> (k, n)."""
+    g = frame.groupby(by, sort=False)["y"].agg(["sum", "size"])
+    return {key: (int(k), int(n)) for key, k, n in zip(g.index, g["sum"], g["size"], strict=True)}
+
+
 def _empty_cells(empty: list[tuple[str, str]]) -> str:
     by: dict[str, list[str]] = {}
     for c, t in empty:
@@ -159,10 +175,10 @@ def _paired(g: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, sides: tuple[str,
     if dropped:
         notes.append(f"{name}: left out, judged under one {what} only: {', '.join(sorted(dropped))}.")
     arms = _arms_of(g)
+    ca, cb = _pooled_by(a, "task"), _pooled_by(b, "task")
     rows = []
     for t in _order(fams, arms):
-        ka, na = _pooled(a[a["task"] == t])
-        kb, nb = _pooled(b[b["task"] == t])
+        (ka, na), (kb, nb) = ca[t], cb[t]
         rows.append([arms.get(t), t, ka, na, _pct(ka, na), kb, nb, _pct(kb, nb), _pct(kb, nb) - _pct(ka, na)])
     return pd.DataFrame(rows, columns=["arms", "task", "ka", "na", "ra", "kb", "nb", "rb", "d"]), runs
 

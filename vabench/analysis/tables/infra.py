@@ -21,13 +21,17 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
     Provider counts are those of each row's final attempt (earlier attempts' rows are replaced);
     rows written before schema 2 have none and count 0."""
     p, notes = prepare(df)
-    p = p[[c for c in _USED if c in p]]  # each group is filtered several times: only what a row needs
-    rows = []
-    for (c, tr, t), g in p.groupby(["condition", "track", "task"]):
-        row = _infra_row(c, tr, t, g)
-        if row[4] or row[7] or row[8] or row[9] or row[12]:  # ..., provider_retries
-            rows.append(row)
-    rows.append(_infra_row("total", "", "", p))
+    p = _counted(p[[c for c in _USED if c in p]])  # one groupby over indicator columns, no filter per group
+    keys = ["condition", "track", "task"]
+    per = p.groupby(keys)[_COUNTS].sum().join(p.groupby(keys).size().rename("rows"))
+    per = per.join(_never(p, keys)).join(_top_errors(p, keys)).fillna({"never": 0, "top": ""})
+    listed = [Status.INFRA_ERROR, "unjudged", "superseded", "after_retry", "provider_retries"]
+    shown = per[(per[listed] > 0).any(axis=1)]
+    rows = [_infra_row(key, x) for key, x in zip(shown.index, shown.to_dict("records"), strict=True)]
+    total = {**p[_COUNTS].sum().to_dict(), "rows": len(p), "never": len(_never(p, []))}
+    tops = _top_errors(p, [])
+    total["top"] = tops.iloc[0] if len(tops) else ""
+    rows.append(_infra_row(("total", "", ""), total))
     notes += [
         "An infra_error episode could not be judged: it is excluded from every rate and never counted as a "
         "failure (docs/design.md); the driver retries it as a new attempt.",
@@ -44,34 +48,41 @@ def infra_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 _USED = ["experiment", "condition", "track", "task", "seed", "run_index", "state", "recovered", "attempt", "error"]
 _USED += ["provider_attempts", "provider_retries", "backoff_s"]
+_EPISODE = ["experiment", "condition", "track", "task", "seed", "run_index"]
+_PROVIDER = ["provider_attempts", "provider_retries", "backoff_s"]
+_COUNTS = [Status.INFRA_ERROR, "recovered", "unjudged", "superseded", "after_retry", "judged", *_PROVIDER]
 
 
-def _infra_row(c, tr, t, g: pd.DataFrame) -> list:
-    infra = g[g["state"] == Status.INFRA_ERROR]
-    never = infra[~infra["recovered"]].drop_duplicates(
-        ["experiment", "condition", "track", "task", "seed", "run_index"]
-    )
-    errors = infra["error"].dropna().astype(str).str.slice(0, 80)
-    top = errors.value_counts().index[0] if len(errors) else ""
-    return [
-        c,
-        tr,
-        t,
-        len(g),
-        len(infra),
-        int(infra["recovered"].sum()),
-        len(never),
-        int((g["state"] == "unjudged").sum()),
-        int((g["state"] == "superseded").sum()),
-        int(((g["state"] == "judged") & (g["attempt"] > 1)).sum()),
-        int((g["state"] == "judged").sum()),
-        int(_total(g, "provider_attempts")),
-        int(_total(g, "provider_retries")),
-        round(float(_total(g, "backoff_s")), 1),
-        top,
-    ]
+def _counted(p: pd.DataFrame) -> pd.DataFrame:
+    """The rows with a 0/1 column per count and the provider columns as numbers (0 for rows written
+    before they existed)."""
+    infra, judged = p["state"] == Status.INFRA_ERROR, p["state"] == "judged"
+    out = p.assign(**{Status.INFRA_ERROR: infra, "unjudged": p["state"] == "unjudged", "judged": judged})
+    out = out.assign(recovered=infra & p["recovered"], superseded=p["state"] == "superseded")
+    out["after_retry"] = judged & (p["attempt"] > 1)
+    for c in _PROVIDER:
+        out[c] = pd.to_numeric(p[c], errors="coerce").fillna(0) if c in p else 0.0
+    return out
 
 
-def _total(g: pd.DataFrame, column: str) -> float:
-    """A provider column's sum (0 for rows written before it existed)."""
-    return float(pd.to_numeric(g[column], errors="coerce").fillna(0).sum()) if column in g else 0.0
+def _never(p: pd.DataFrame, keys: list[str]) -> pd.Series | pd.DataFrame:
+    """Episodes with an infra_error row and no judged attempt, per group (all of them without keys)."""
+    never = p[p[Status.INFRA_ERROR] & ~p["recovered"]].drop_duplicates(_EPISODE)
+    return never.groupby(keys).size().rename("never") if keys else never
+
+
+def _top_errors(p: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """The most common infra error (first 80 characters) per group; ties go to the first seen."""
+    e = p.loc[p[Status.INFRA_ERROR] & p["error"].notna(), keys + ["error"]]
+    e = e.assign(error=e["error"].astype(str).str.slice(0, 80), seen=range(len(e)), one=1)
+    n = e.groupby([*keys, "error"], sort=False).agg(n=("one", "sum"), seen=("seen", "min")).reset_index()
+    n = n.sort_values(["n", "seen"], ascending=[False, True], kind="stable")
+    if not keys:
+        return n["error"].rename("top")
+    return n.drop_duplicates(keys).set_index(keys)["error"].rename("top")
+
+
+def _infra_row(key: tuple, x: dict) -> list:
+    counts = [int(x[c]) for c in (Status.INFRA_ERROR, "recovered", "never", "unjudged", "superseded")]
+    counts += [int(x["after_retry"]), int(x["judged"]), int(x["provider_attempts"]), int(x["provider_retries"])]
+    return [*key, int(x["rows"]), *counts, round(float(x["backoff_s"]), 1), x["top"]]

@@ -9,7 +9,7 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 from vabench.vocab import ACTIVE, PASSIVE, Track
 
-from ..load import exclusion_note, privileged_note, summary_note
+from ..load import exclusion_note, privileged_note, reused, summary_note
 from .common import (
     _coverage,
     _finish,
@@ -30,6 +30,21 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
     delta = passive - active (pp), and a two-sided sign test over the subset's families (p = 0.5
     on the non-tied families; ``ties`` counts the families left out). ``per_task=True`` (Table 10):
     one row per family with its direction."""
+    rows_t, rows_s, notes = reused("active_passive", df, lambda: _compare(df))
+    notes = list(notes)
+    common = ["active_k", "active_n", "active_pct", "passive_k", "passive_n", "passive_pct", "delta_pp"]
+    if per_task:
+        cols = ["model", "summary_source", "arms", "task", *common, "direction"]
+        title = "Active vs passive per family: successes / judged episodes (Table 10)"
+        return _finish(rows_t, cols, "active_passive_tasks", title, notes)
+    cols = ["model", "summary_source", "subset", "families", "paper_families", "runs", *common]
+    cols += ["passive_worse", "passive_better", "ties", "sign_p"]
+    title = "Active vs passive camera protocol: pooled success, delta = passive - active, sign test (Table 4)"
+    return _finish(rows_s, cols, "active_passive", title, notes)
+
+
+def _compare(df: pd.DataFrame) -> tuple[list, list, list[str]]:
+    """The rows of Tables 4 (per subset) and 10 (per family), and their notes, computed together."""
     p, notes = _scope(df, Track.BASE)
     j = _judged(p)
     rows_t, rows_s, cover = [], [], {}
@@ -60,12 +75,4 @@ def active_passive(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
         summary_note(p),
         *privileged_note(j["model"].unique()),
     ]
-    common = ["active_k", "active_n", "active_pct", "passive_k", "passive_n", "passive_pct", "delta_pp"]
-    if per_task:
-        cols = ["model", "summary_source", "arms", "task", *common, "direction"]
-        title = "Active vs passive per family: successes / judged episodes (Table 10)"
-        return _finish(rows_t, cols, "active_passive_tasks", title, notes)
-    cols = ["model", "summary_source", "subset", "families", "paper_families", "runs", *common]
-    cols += ["passive_worse", "passive_better", "ties", "sign_p"]
-    title = "Active vs passive camera protocol: pooled success, delta = passive - active, sign test (Table 4)"
-    return _finish(rows_s, cols, "active_passive", title, notes)
+    return rows_t, rows_s, notes

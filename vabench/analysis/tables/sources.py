@@ -9,8 +9,20 @@ import pandas as pd
 from vabench.paper import PAPER_COUNTS
 from vabench.vocab import SummaryKind, Track, summary_mode
 
-from ..load import exclusion_note, privileged_note, summary_note
-from .common import NAN, SUBSETS, _coverage, _family_rates, _finish, _judged, _macro, _pct, _pooled, _scope
+from ..load import exclusion_note, privileged_note, reused, summary_note
+from .common import (
+    NAN,
+    SUBSETS,
+    _coverage,
+    _family_rates,
+    _finish,
+    _judged,
+    _macro,
+    _pct,
+    _pooled,
+    _pooled_by,
+    _scope,
+)
 
 
 # ---------------------------------------------------------------------------- Tables 6, 17 and 18
@@ -80,6 +92,23 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
     tasks, own rate, delta = source - own; ``avg`` rows average the rate over all models and the
     delta over models other than the source's author (``author`` marks that cell).
     ``per_task=True`` (Table 18): one rate per model, source and task, plus ``mean`` rows."""
+    rows, task_rows, notes = reused("summary_sources", df, lambda: _sources(df))
+    notes, task_rows = list(notes), list(task_rows)  # shared with the other layout: extended here, not changed
+    cols = ["model", "protocol", "source", "tasks", "runs", "k", "n", "rate_pct", "own_pct", "delta_pp", "author"]
+    cols.append("from_own")
+    if per_task:
+        tf = pd.DataFrame(task_rows, columns=["model", "protocol", "source", "task", "k", "n", "rate_pct", "a", "f"])
+        for (s, t), g in tf.groupby(["source", "task"], sort=False):
+            task_rows.append(["mean", "", s, t, NAN, NAN, g["rate_pct"].mean(), False, False])
+        cols = ["model", "protocol", "source", "task", "k", "n", "rate_pct", "author", "from_own"]
+        title = "Per-task success (%) under each demonstration-summary source (Table 18)"
+        return _finish(task_rows, cols, "summary_sources_tasks", title, notes)
+    title = "Demonstration-summary sources: pooled success (%), delta = source - own (Table 6)"
+    return _finish(rows, cols, "summary_sources", title, notes)
+
+
+def _sources(df: pd.DataFrame) -> tuple[list, list, list[str]]:
+    """The rows of Tables 6 (with the avg rows) and 18 (without the mean rows), and their notes."""
     p, notes = _scope(df, Track.BASE)
     j = _judged(p)
     rows, task_rows, task_sets = [], [], set()
@@ -92,12 +121,12 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
             author = authors.get(s) == model
             rows.append([model, protocol, s, len(tasks), runs, k, n, _pct(k, n), own_pct, _pct(k, n) - own_pct, author])
             rows[-1].append(filled)
+            by_task = _pooled_by(g, "task")  # one groupby, not a filter per task
             for t in tasks:
-                kt, nt = _pooled(g[g["task"] == t])
+                kt, nt = by_task.get(t, (0, 0))
                 task_rows.append([model, protocol, s, t, kt, nt, _pct(kt, nt), author, filled])
     cols = ["model", "protocol", "source", "tasks", "runs", "k", "n", "rate_pct", "own_pct", "delta_pp", "author"]
-    cols.append("from_own")
-    frame = pd.DataFrame(rows, columns=cols)
+    frame = pd.DataFrame(rows, columns=[*cols, "from_own"])
     for s in _source_order(frame["source"]) if len(frame) else []:
         f = frame[frame["source"] == s]
         others = f[~f["author"]]
@@ -119,15 +148,7 @@ def summary_sources(df: pd.DataFrame, per_task: bool = False) -> pd.DataFrame:
         summary_note(p),
         *privileged_note(j["model"].unique()),
     ]
-    if per_task:
-        tf = pd.DataFrame(task_rows, columns=["model", "protocol", "source", "task", "k", "n", "rate_pct", "a", "f"])
-        for (s, t), g in tf.groupby(["source", "task"], sort=False):
-            task_rows.append(["mean", "", s, t, NAN, NAN, g["rate_pct"].mean(), False, False])
-        cols = ["model", "protocol", "source", "task", "k", "n", "rate_pct", "author", "from_own"]
-        title = "Per-task success (%) under each demonstration-summary source (Table 18)"
-        return _finish(task_rows, cols, "summary_sources_tasks", title, notes)
-    title = "Demonstration-summary sources: pooled success (%), delta = source - own (Table 6)"
-    return _finish(rows, cols, "summary_sources", title, notes)
+    return rows, task_rows, notes
 
 
 def summary_source_macro(df: pd.DataFrame) -> pd.DataFrame:

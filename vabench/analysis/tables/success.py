@@ -127,7 +127,7 @@ def checkpoint_progress(df: pd.DataFrame, track: str | None = Track.BASE, run_in
     A judged episode reporting no checkpoint count (it ended before its first action) is scored
     with its task's checkpoint count and its done count (0), so every episode weighs its checkpoints.
     ``run_index`` restricts to one run (the paper uses one annotated run)."""
-    p, notes = _scope(df, track, observation=None)
+    p, notes = _scope(df, track, observation=None, extra=("checkpoints_done", "checkpoints_total"))
     if run_index is not None:
         p = p[p["run_index"] == run_index]
     j = _judged(p).copy()

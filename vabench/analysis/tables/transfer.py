@@ -9,7 +9,7 @@ from vabench.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
 from vabench.vocab import Track
 
 from ..load import exclusion_note, privileged_note, summary_note
-from .common import NAN, _finish, _judged, _pct, _pooled, _runs_note, _scope
+from .common import NAN, _finish, _judged, _pct, _pooled_by, _runs_note, _scope
 
 
 # ----------------------------------------------------------------------------------- Tables 5 and 15
@@ -40,9 +40,9 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
             notes.append(f"{c}: no matched base episodes for {', '.join(missing)}; left out.")
         fewest = min(fewest, len(fams))
         base_rates, held_rates = [], []
+        base_by, held_by = _pooled_by(b, "task"), _pooled_by(t, "base_task")  # one groupby per side
         for f in fams:
-            kb, nb = _pooled(b[b["task"] == f])
-            kh, nh = _pooled(t[t["base_task"] == f])
+            (kb, nb), (kh, nh) = base_by[f], held_by[f]
             base_rates.append(_pct(kb, nb))
             held_rates.append(_pct(kh, nh))
             rows.append([c, "family", f, 1, runs, kb, nb, base_rates[-1], kh, nh, held_rates[-1]])
@@ -66,7 +66,7 @@ def heldout_vs_base(df: pd.DataFrame) -> pd.DataFrame:
 def long_horizon(df: pd.DataFrame, objects_per_episode: int = PAPER_OBJECTS_PER_EPISODE) -> pd.DataFrame:
     """Table 5 "Long": per condition and task on the long_horizon track, objects placed out of
     ``objects_per_episode`` x judged episodes, mean objects per episode, strict success k/n."""
-    p, notes = _scope(df, Track.LONG_HORIZON)
+    p, notes = _scope(df, Track.LONG_HORIZON, extra=("objects_placed",))
     j = _judged(p)
     rows = []
     for (c, t), g in j.groupby(["condition", "task"]):
