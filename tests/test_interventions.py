@@ -159,3 +159,57 @@ def test_expert_summaries_are_the_learned_schema_procedure_only_and_reused_by_va
     basket = resolve_summary(store, "expert", "m", "put_everything_in_basket").fields
     assert set(basket["object_strategies"]) == {"cube", "lying bottle", "upright bottle", "pen"}
     assert not list(tmp_path.iterdir())  # nothing learned, nothing stored
+
+
+def test_posetext_solves_from_the_stated_poses_and_stops_without_them(render_env, tmp_path):
+    from vabench.agents.posetext import NO_POSES, PosetextAgent
+
+    run = Episode.of("place_single_cube", 1003, "passive")
+    row = run_episode(render_env, PosetextAgent(), run, tmp_path / "poses", HarnessConfig(intervention="object_poses"))
+    assert (row.success, row.intervention, row.privileged) == (True, "object_poses", False)
+    paper = run_episode(render_env, PosetextAgent(), run, tmp_path / "paper", HarnessConfig())
+    assert (paper.success, paper.end_reason, paper.steps) == (False, "stop", 0)
+    assert NO_POSES in (tmp_path / "paper" / "events.jsonl").read_text()
+
+
+def test_servo_measures_with_the_depth_tool_instead_of_probe_moves(render_env, tmp_path):
+    from vabench.agents.records import read_events
+    from vabench.agents.servo import ServoAgent
+
+    run = Episode.of("grasp_single_cube", 1002, "active")
+    row = run_episode(render_env, ServoAgent(), run, tmp_path, HarnessConfig(intervention="depth_point"))
+    events = read_events(tmp_path / "events.jsonl")
+    tools = [e for e in events if e["type"] == "tool_result"]
+    assert row.success and row.tool_calls == len(tools) >= 2 and row.intervention == "depth_point"
+    answers = [e["text"] for e in events if e["type"] == "turn" and e.get("kind") == "tool"]
+    assert "world point [" in answers[0]  # the target located by depth, not by probe moves
+
+
+@pytest.mark.slow  # seven launcher jobs in sequence (about 3 minutes on 2 cores)
+def test_the_interventions_experiment_runs_every_job_end_to_end_on_a_fake_provider(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from vabench.analysis import load_runs
+
+    root = Path(__file__).resolve().parents[1]
+    with ScriptedServer(default=script({"action": "gripper.open"}, STOP)) as server:
+        cmd = [sys.executable, "-m", "vabench.launch", "-m", "+experiment=interventions", "model=openai"]
+        cmd += ["model.id=openai/fake", "model.api_key_env=VABENCH_TEST_KEY", "model.max_retries=0", "render=small"]
+        cmd += [f"model.api_base={server.url}", "tasks=[grasp_single_cube]", "seeds=1", "ray.address=none"]
+        cmd += [f"results_dir={tmp_path}", "run_id=iv", "recording.video=false"]
+        env = {**os.environ, "VABENCH_TEST_KEY": "sk-test-iv", "RAY_USAGE_STATS_ENABLED": "0"}
+        done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    df = load_runs(tmp_path / "iv")
+    assert (df["status"] == "ok").all() and len(df) == 2 + 2 + 2 + 1 + 1 + 1 + 2
+    assert sorted(set(df["intervention"])) == sorted(
+        ["none", "object_poses", "depth_point", "views_1", "views_3", "views_5", "expert_summary"]
+    )
+    assert df.groupby("intervention")["condition"].nunique().max() <= 2  # one condition per protocol, never pooled
+    info = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "iv").glob("job*/_run.json")}
+    listed = sorted(m["name"] for i in info.values() for m in i["interventions"])
+    assert listed == sorted(["object_poses", "depth_point", "views_1", "views_3", "views_5", "expert_summary"])
+    assert "Attribution" in done.stdout  # the analysis printed at the end pairs them with the paper condition
