@@ -90,6 +90,8 @@ def display_attribution(f: pd.DataFrame) -> pd.DataFrame:
 
     rows = []
     for r in f.itertuples(index=False):
+        if r.scope == "subset" and not r.pairs:  # a subset the run has no family of
+            continue
         interval = f" [{r.ci_low_pp:+.0f}, {r.ci_high_pp:+.0f}]" if r.scope == "subset" and r.pairs else ""
         test = f"{r.mcnemar_p:.3g}" if r.scope == "task" else "–"
         gain = f"{r.delta_pp:+.0f}{interval}" if r.pairs else "–"
