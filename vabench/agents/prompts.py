@@ -364,6 +364,7 @@ def prompt_digest() -> str:
     here = Path(__file__).parent
     h = hashlib.sha256()
     sources = ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py")
+    sources += ("expert_summaries.py",)  # summary=expert: the text those summaries carry
     for name in (*sources, "history.py", "harness.py", "dialogue.py"):  # what a request carries, and the digest lines
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]
