@@ -192,7 +192,7 @@ def test_the_interventions_experiment_runs_every_job_end_to_end_on_a_fake_provid
     import sys
     from pathlib import Path
 
-    from vabench.analysis import attribution, load_runs
+    from vabench.analysis import attribution, attribution_bars, load_runs
 
     root = Path(__file__).resolve().parents[1]
     with ScriptedServer(default=script({"action": "gripper.open"}, STOP)) as server:
@@ -213,4 +213,5 @@ def test_the_interventions_experiment_runs_every_job_end_to_end_on_a_fake_provid
     listed = sorted(m["name"] for i in info.values() for m in i["interventions"])
     assert listed == sorted(["object_poses", "depth_point", "views_1", "views_3", "views_5", "expert_summary"])
     att = attribution(df)  # each intervention paired with the paper condition on the shared seed
+    assert attribution_bars(att, tmp_path / "attribution.png").stat().st_size > 0
     assert set(att["intervention"]) == set(listed) and (att.loc[att["scope"] == "task", "pairs"] == 1).all()

@@ -162,7 +162,8 @@ def attribution_bars(table: pd.DataFrame, path: str | Path) -> Path:
     rows = table[table["scope"] == "task"]
     families = list(dict.fromkeys(rows["task"]))
     series = list(dict.fromkeys(zip(rows["model"], rows["protocol"], rows["intervention"], strict=True)))
-    fig, ax = _figure(max(6.0, 0.6 * len(families) * max(1, len(series)) / 2), 3.6)
+    fig = _figure(max(6.0, 0.6 * len(families) * max(1, len(series)) / 2), 3.6)
+    ax = fig.subplots()
     width = 0.8 / max(1, len(series))
     for i, key in enumerate(series):
         s = rows[(rows["model"] == key[0]) & (rows["protocol"] == key[1]) & (rows["intervention"] == key[2])]
