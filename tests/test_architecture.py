@@ -298,13 +298,13 @@ def test_vocabulary_words_are_written_only_in_vocab_py():
 
 
 def test_no_yaml_restates_a_config_dataclass_default():
-    """harness.*, ray.*, recording.* and model.* defaults live in their dataclasses; a YAML file
+    """harness.*, ray.*, recording.*, model.* and top-level (RunOptions) defaults live in their dataclasses; a YAML file
     (config.yaml, an experiment, a model template) states only what differs."""
     import dataclasses
 
     from omegaconf import OmegaConf
 
-    from vabench.actors.config import MODEL_KEYS, RayConfig
+    from vabench.actors.config import MODEL_KEYS, RayConfig, RunOptions
     from vabench.actors.sections import defaults
     from vabench.agents.harness_config import HarnessConfig
     from vabench.agents.models import ModelConfig
@@ -315,15 +315,16 @@ def test_no_yaml_restates_a_config_dataclass_default():
         "ray": defaults(RayConfig),
         "recording": defaults(RecordingConfig),
         "model": defaults(ModelConfig, MODEL_KEYS),
+        "": defaults(RunOptions),  # the top-level keys
     }
     assert dataclasses.is_dataclass(RayConfig) and sections["model"]["max_tokens"] == ModelConfig.max_tokens
     conf = ROOT.parent / "conf"
     restated = []
     for path in sorted(conf.rglob("*.yaml")):
         raw = OmegaConf.to_container(OmegaConf.load(path))
-        nodes = {"model": raw} if path.parent.name == "model" else {s: raw.get(s) for s in sections}
+        nodes = {"model": raw} if path.parent.name == "model" else {s: raw.get(s) if s else raw for s in sections}
         for section, node in nodes.items():
             for key, value in (node or {}).items() if isinstance(node, dict) else ():
                 if key in sections[section] and sections[section][key] == value:
-                    restated.append(f"{path.relative_to(conf)}: {section}.{key}: {value!r}")
+                    restated.append(f"{path.relative_to(conf)}: {section or '(top level)'}.{key}: {value!r}")
     assert restated == []

@@ -126,6 +126,18 @@ def test_a_refused_sweep_leaves_no_sweep_folder_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_parallel_sweep_runs_every_job_and_exits_with_the_worst(tmp_path):
+    """A refused job of a joblib sweep (another process) costs the others nothing, and the launcher's
+    status says it was refused: the jobs' statuses are combined."""
+    done = launch("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seeds=1,-1", "tasks=[grasp_single_cube]",
+                  "ray.address=none", "render=small", "recording.enabled=false", f"results_dir={tmp_path}",
+                  "run_id=sweep")  # fmt: skip
+    assert done.returncode == Exit.REFUSED, done.stderr[-2000:]
+    assert "config error: 'seeds' must be >= 1, got -1" in done.stderr
+    rows = read_rows(tmp_path / "sweep")
+    assert len(rows) == 1 and rows["status"].tolist() == ["ok"]
+
+
 def test_a_misspelt_key_gets_a_suggestion():
     assert misspelt(["tsks=[a]"]) == "unknown config key 'tsks'; did you mean 'tasks'?"
     assert misspelt(["ray.adress=none"]) == "unknown config key 'ray.adress'; did you mean 'ray.address'?"

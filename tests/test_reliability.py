@@ -220,7 +220,7 @@ def test_workers_of_a_killed_driver_stop_at_once_and_write_no_outcome(tmp_path):
             gone_after = time.monotonic() - killed
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert gone_after < 10, gone_after  # about 1 s on an idle machine; Ray alone takes 3-4 s
+    assert gone_after < 20, gone_after  # about 1 s on an idle machine, 10.5 s seen under load; never is 30+
     assert not (tmp_path / "orphans" / "outcomes").exists()
 
 

@@ -4,14 +4,24 @@ message naming the config key (``section.key``) so a launcher error points at wh
 from __future__ import annotations
 
 
+def named(section: str, key: str) -> str:
+    """A key as the config spells it: ``section.key``, or ``key`` at the top level (section "")."""
+    return f"{section}.{key}" if section else key
+
+
+def bound(value, key: str, lo: float, strict: bool = False):
+    """``value`` if it is >= ``lo`` (> ``lo`` when ``strict``); ``key``: the config key, as spelt."""
+    if value < lo or (strict and value == lo):
+        raise ValueError(f"'{key}' must be {'>' if strict else '>='} {lo:g}, got {value}")
+    return value
+
+
 def at_least(obj, section: str, lo: float, *keys: str, strict: bool = False) -> None:
     """Each ``obj.<key>`` (None allowed: unset) is >= ``lo`` (> ``lo`` when ``strict``)."""
     for key in keys:
         value = getattr(obj, key)
-        if value is None:
-            continue
-        if value < lo or (strict and value == lo):
-            raise ValueError(f"'{section}.{key}' must be {'>' if strict else '>='} {lo:g}, got {value}")
+        if value is not None:
+            bound(value, named(section, key), lo, strict)
 
 
 def within(obj, section: str, lo: float, hi: float, *keys: str) -> None:
@@ -19,10 +29,10 @@ def within(obj, section: str, lo: float, hi: float, *keys: str) -> None:
     for key in keys:
         value = getattr(obj, key)
         if not lo <= value <= hi:
-            raise ValueError(f"'{section}.{key}' must be in [{lo:g}, {hi:g}], got {value}")
+            raise ValueError(f"'{named(section, key)}' must be in [{lo:g}, {hi:g}], got {value}")
 
 
 def one_of(obj, section: str, key: str, allowed) -> None:
     value = getattr(obj, key)
     if value not in set(allowed):
-        raise ValueError(f"'{section}.{key}' must be one of {', '.join(map(str, allowed))}, got {value!r}")
+        raise ValueError(f"'{named(section, key)}' must be one of {', '.join(map(str, allowed))}, got {value!r}")

@@ -19,7 +19,10 @@ Exit status (:class:`Exit`): 0 every episode judged; 2 refused or stopped with o
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import tempfile
 import uuid
 from enum import IntEnum
 from pathlib import Path
@@ -66,6 +69,7 @@ class Exit(IntEnum):
 
 
 _worst = Exit.JUDGED  # over the jobs of this process (a multirun runs them one after another)
+STATUS_FOLDER = "VABENCH_STATUS_FOLDER"  # environment: where a parallel sweep's jobs leave their exit status
 _created: dict[str, Path] = {}  # run folder -> the first folder of its path that did not exist before launch
 
 
@@ -139,9 +143,22 @@ def _refuse(run_dir: Path, message: str) -> None:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
+    """One job. In a sweep (``-m``) a job that is refused or stops leaves its status for the
+    launcher's exit (:func:`_settle`) and the sweep goes on: one bad job never costs the others."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.get().mode != RunMode.MULTIRUN:
+        return _job(cfg)
+    try:
+        _job(cfg)
+    except SystemExit as e:
+        _settle(e.code if isinstance(e.code, int) else Exit.REFUSED)
+
+
+def _job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    global _worst
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
@@ -162,11 +179,11 @@ def main(cfg: DictConfig) -> None:
     from vabench.actors.runfolder import unjudged_summary
     from vabench.analysis import success_matrix, to_markdown
 
+    parallel = HydraConfig.get().launcher.get("_target_", "").endswith("JoblibLauncher")
     try:
-        parallel = HydraConfig.get().launcher.get("_target_", "").endswith("JoblibLauncher")
         rows = run_experiment(run, line=HydraConfig.get().job.num if parallel else None)
     except KeyboardInterrupt:
-        _exit(Exit.INTERRUPTED)
+        _interrupted(parallel)
     except SystemExit as e:  # the driver stopped with one line saying why
         if isinstance(e.code, str):
             _exit(Exit.REFUSED, e.code)
@@ -176,8 +193,34 @@ def main(cfg: DictConfig) -> None:
     unjudged = unjudged_summary(rows)
     if unjudged:
         print("\n" + unjudged)
-        _worst = max(_worst, Exit.UNJUDGED)
+        _settle(Exit.UNJUDGED)
     print(f"\nrun folder: {run.run_dir}  (python -m vabench.analysis {run.run_dir})")
+
+
+def _settle(code: int) -> None:
+    """A job's status, for the launcher's exit (the worst over its jobs): kept in this process and,
+    for a parallel sweep's jobs in other processes, in the launch's status folder."""
+    global _worst
+    _worst = max(int(_worst), int(code))
+    folder = os.environ.get(STATUS_FOLDER)
+    if folder and Path(folder).is_dir():
+        (Path(folder) / f"{os.getpid()}-{uuid.uuid4().hex[:8]}").write_text(str(int(code)))
+
+
+def _interrupted(parallel: bool) -> None:
+    """Ctrl-C: by now every finished episode is saved and the run folder released. Ray's shutdown
+    is the one teardown left that matters; the interpreter's own (seconds of module finalisation
+    under load) is skipped, so the launcher is gone within seconds. A parallel sweep's job is a
+    joblib worker: it leaves the usual way."""
+    if parallel:
+        _exit(Exit.INTERRUPTED)
+    from vabench.actors.backends import shut_down
+
+    shut_down()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(Exit.INTERRUPTED))
 
 
 EXAMPLES = """\
@@ -231,7 +274,7 @@ def misspelt(args: list[str]) -> str | None:
     """One line for the first ``key=value`` whose key the composed defaults do not have, with the
     closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*``, group
     paths (``hydra/launcher=joblib``) and the free-form ``model.extra.*`` are left to Hydra."""
-    import difflib
+    from vabench.actors.sections import closest
 
     keys = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "+", "~"))]
     keys = [k for k in keys if "/" not in k and not k.startswith(("hydra.", "model.extra."))]  # group paths: Hydra's
@@ -249,8 +292,8 @@ def misspelt(args: list[str]) -> str | None:
             if not isinstance(where, dict):
                 break
             if part not in where:
-                close = difflib.get_close_matches(part, [str(k) for k in where], n=1, cutoff=0.6)
-                full = ".".join(key.split(".")[:depth] + [close[0]]) if close else None
+                close = closest(part, where)
+                full = ".".join(key.split(".")[:depth] + [close]) if close else None
                 if full:
                     return f"unknown config key '{key}'; did you mean '{full}'?"
                 return f"unknown config key '{key}'; known here: {', '.join(map(str, where))} (a new key: +{key}=...)"
@@ -267,8 +310,11 @@ def cli() -> None:
     wrong = misspelt(sys.argv[1:])
     if wrong:
         _exit(Exit.REFUSED, f"config error: {wrong}")
-    main()
-    raise SystemExit(int(_worst))
+    with tempfile.TemporaryDirectory(prefix="vabench-status-") as folder:
+        os.environ[STATUS_FOLDER] = folder  # a parallel sweep's job processes inherit it
+        main()
+        codes = [int(p.read_text()) for p in Path(folder).iterdir()]
+    raise SystemExit(max([int(_worst), *codes]))
 
 
 if __name__ == "__main__":

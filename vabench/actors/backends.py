@@ -21,6 +21,7 @@ from vabench.agents.registry import is_offline
 
 from .backstop import ProgressBoard
 from .config import RunConfig
+from .workerargs import NodeCheckFailed, check_local_key, make_limiter, node_has, worker_args
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
 LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
@@ -29,58 +30,6 @@ ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, 
 
 class WorkerDied(RuntimeError):
     """The worker process ended (crash, kill -9, OOM) while it held an episode."""
-
-
-class NodeCheckFailed(RuntimeError):
-    """A worker's node lacks the model's key variable, or did not answer."""
-
-
-def _node_has(var: str | None) -> bool:
-    """The key variable is set, as a worker on its node sees it (only yes or no comes back)."""
-    return not var or bool(os.environ.get(var))
-
-
-def check_local_key(run: RunConfig) -> None:
-    """Workers on this machine inherit the launcher's environment: the key must be there."""
-    var = run.model.api_key_env
-    if var and not os.environ.get(var):
-        raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
-
-
-def worker_args(
-    run: RunConfig,
-    lock: tuple[str, str] | None = None,
-    slots: int = 1,
-    limiter=None,
-    worker_id: str | None = None,
-    board=None,
-) -> tuple:
-    return (
-        run.render,
-        run.recording,
-        run.harness,
-        run.model,
-        str(run.run_dir),
-        lock,
-        slots,
-        limiter,
-        run.episode_timeout_s,
-        worker_id,
-        board,
-    )
-
-
-def spread(slots: int, actors: int) -> list[int]:
-    """Slots per worker: as many workers as allowed first (each is a process: CPU parallelism for
-    the simulator), then episodes stacked on them, as evenly as possible."""
-    n = max(1, min(actors, slots))
-    base, extra = divmod(slots, n)
-    return [base + (i < extra) for i in range(n)]
-
-
-def make_limiter(run: RunConfig) -> RateLimiter | None:
-    """The run's limiter: offline agents call no provider and get none."""
-    return None if is_offline(run.model.model) else RateLimiter(run.model.rpm, run.model.tpm)
 
 
 class RemoteLimiter:
@@ -120,6 +69,7 @@ class InProcessBackend:
         check_local_key(run)
         self.run = run
         self._worker = None
+        self._calls = 0  # model calls of workers already closed
         self.limiter = make_limiter(run)
 
     def new_worker(self, slots: int = 1):
@@ -140,6 +90,10 @@ class InProcessBackend:
 
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
+
+    def calls(self) -> int | None:
+        """Model calls made by this run's episodes so far (between episodes: in-process runs one at a time)."""
+        return self._calls + (self._worker.progress.calls if self._worker is not None else 0)
 
     @staticmethod
     def _now(fn, *args) -> Future:
@@ -169,6 +123,7 @@ class InProcessBackend:
 
     def kill(self, worker) -> None:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
+        self._calls += worker.progress.calls
         worker.close()
         self._worker = None
 
@@ -225,7 +180,7 @@ class RayBackend:
         var = self.run.model.api_key_env
         nodes = [n for n in self.ray.nodes() if n.get("Alive")]
         names = [f"{n.get('NodeManagerHostname')} ({n.get('NodeManagerAddress')})" for n in nodes]
-        probe = self.ray.remote(_node_has)
+        probe = self.ray.remote(node_has)
         refs = [
             probe.options(
                 num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
@@ -289,6 +244,13 @@ class RayBackend:
             return None
         try:
             return self.ray.get(self.limiter.stats.remote(), timeout=2.0)
+        except Exception:  # progress display only: never hold the driver up
+            return None
+
+    def calls(self) -> int | None:
+        """Model calls made by this run's episodes, as the progress board last heard (None: no answer)."""
+        try:
+            return self.ray.get(self.board.calls.remote(), timeout=2.0)
         except Exception:  # progress display only: never hold the driver up
             return None
 
@@ -380,6 +342,15 @@ class RayBackend:
 
     def gpus(self) -> float:
         return self.ray.cluster_resources().get("GPU", 0)
+
+
+def shut_down() -> None:
+    """End this process's Ray (the local instance a launch started stops with it), if it began one."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 def backend_for(run: RunConfig, lock: tuple[str, str] | None = None):

@@ -36,30 +36,38 @@ def load_factor() -> float:
 
 
 class ProgressBoard:
-    """Progress counters by worker id: bumped by workers (fire and forget), read by the driver."""
+    """Progress counters by worker id: bumped by workers (fire and forget), read by the driver;
+    with each, the model calls its episodes made (the progress bar's figure)."""
 
     def __init__(self):
         self.counts: dict[str, int] = {}
+        self.model_calls: dict[str, int] = {}
 
-    def bump(self, worker_id: str, count: int) -> None:
+    def bump(self, worker_id: str, count: int, calls: int = 0) -> None:
         self.counts[worker_id] = count
+        self.model_calls[worker_id] = calls
 
     def read(self) -> dict[str, int]:
         return dict(self.counts)
 
+    def calls(self) -> int:
+        return sum(self.model_calls.values())
+
 
 class Progress:
-    """A worker's progress counter, pushed to the run's board (Ray) at most every :data:`PUSH_S`."""
+    """A worker's progress counter, pushed to the run's board (Ray) at most every :data:`PUSH_S`;
+    ``calls``: how many of the bumps were model calls."""
 
     def __init__(self, board=None, worker_id: str = "", clock=time.monotonic):
         self.board, self.worker_id, self.clock = board, worker_id, clock
-        self.count, self._pushed = 0, float("-inf")
+        self.count, self.calls, self._pushed = 0, 0, float("-inf")
 
-    def bump(self) -> None:
+    def bump(self, call: bool = False) -> None:
         self.count += 1
+        self.calls += call
         if self.board is not None and self.clock() - self._pushed >= PUSH_S:
             self._pushed = self.clock()
-            self.board.bump.remote(self.worker_id, self.count)
+            self.board.bump.remote(self.worker_id, self.count, self.calls)
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ from pathlib import Path
 from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, is_offline, make_model
-from vabench.checks import at_least
+from vabench.checks import at_least, bound
 from vabench.envs import RENDER_PRESETS, RecordingConfig
 from vabench.interventions import check_composes
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
-from .sections import ConfigError, build, register, unknown_keys
+from .sections import ConfigError, build, register, typed, unknown_keys
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
@@ -56,6 +56,21 @@ class RayConfig:
     @property
     def in_process(self) -> bool:
         return self.address == NO_RAY
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The run's top-level numbers and switches (Hydra's ``_run`` node: config.yaml composes it)."""
+
+    runs: int = 1  # repetitions of the whole suite (the paper reports 3)
+    max_attempts: int = 3  # infrastructure attempts per episode and run (crashes, outages); never task failures
+    retry_infra: bool = True  # a rerun retries infra_error rows with a fresh max_attempts; false keeps them
+    episode_timeout_s: float = 3600.0  # an episode working this long (rate-limit waits excluded) ends as infra
+    probe: bool = True  # one 1-token request to the model's endpoint before any work (offline agents: none)
+
+    def __post_init__(self):
+        at_least(self, "", 1, "runs", "max_attempts")
+        at_least(self, "", 0, "episode_timeout_s", strict=True)
 
 
 @dataclass(frozen=True)
@@ -96,29 +111,6 @@ def _get(cfg: dict, key: str, where: str = ""):
     return cfg[key]
 
 
-def _int(value, key: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"'{key}' must be an integer >= {lo}, got {value!r}")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ConfigError(f"'{key}' must be {bound}, got {value}")
-    return value
-
-
-def _bool(value, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"'{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _number(value, key: str, lo: float, inclusive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"'{key}' must be a number, got {value!r}")
-    if value < lo or (not inclusive and value == lo):
-        raise ConfigError(f"'{key}' must be {'>=' if inclusive else '>'} {lo}, got {value}")
-    return float(value)
-
-
 def _no_secrets(node, where: str) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
@@ -137,6 +129,7 @@ register("model", ModelConfig, MODEL_KEYS)
 register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
+register("", RunOptions)
 
 
 def _model(raw: dict) -> tuple[ModelConfig, Model]:
@@ -210,10 +203,13 @@ def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocol
 def _seeds(raw) -> int | tuple[int, ...] | None:
     if raw == "all" or raw is None:
         return None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return _int(raw, "seeds", 1)
-    if isinstance(raw, (list, tuple)) and raw:
-        return tuple(_int(s, "seeds[]", 0) for s in raw)
+    try:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return bound(raw, "seeds", 1)
+        if isinstance(raw, (list, tuple)) and raw:
+            return tuple(bound(typed(s, int, "seeds[]"), "seeds[]", 0) for s in raw)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
 
 
@@ -259,6 +255,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
     seeds = _seeds(_get(cfg, "seeds"))
+    options = build(RunOptions, {k: cfg[k] for k in RunOptions.__dataclass_fields__ if k in cfg}, "")
     run = RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
@@ -271,17 +268,17 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         track=track,
         tasks=_playable(agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log),
         seeds=seeds,
-        runs=_int(_get(cfg, "runs"), "runs", 1),
-        max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
-        retry_infra=_bool(cfg.get("retry_infra", True), "retry_infra"),
-        episode_timeout_s=_number(_get(cfg, "episode_timeout_s"), "episode_timeout_s", 0, inclusive=False),
+        runs=options.runs,
+        max_attempts=options.max_attempts,
+        retry_infra=options.retry_infra,
+        episode_timeout_s=options.episode_timeout_s,
         render=render,
         recording=build(RecordingConfig, cfg.get("recording") or {}, "recording"),
         harness=build(HarnessConfig, cfg.get("harness") or {}, "harness"),
         ray=build(RayConfig, ray, "ray"),
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
-        probe=_bool(cfg.get("probe", True), "probe"),
+        probe=options.probe,
         resolved=cfg,
     )
     try:  # an intervention composes with the run's protocols and summary mode, or the error names what does not

@@ -13,6 +13,8 @@ from dataclasses import MISSING, fields
 
 from hydra.core.config_store import ConfigStore
 
+from vabench.checks import named
+
 REQUIRED = "???"  # Hydra's mandatory value: a key the user must set
 
 
@@ -25,13 +27,19 @@ def unknown_keys(given, allowed, where: str) -> None:
     unknown = sorted(set(given) - set(allowed))
     if not unknown:
         return
-    hints = [f"{where}{k}" + _did_you_mean(k, allowed) for k in unknown]
+    hints = [f"{where}{k}" + did_you_mean(k, allowed) for k in unknown]
     raise ConfigError(f"unknown key(s) {', '.join(hints)}; allowed: {', '.join(sorted(allowed))}")
 
 
-def _did_you_mean(key: str, allowed) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+def closest(key: str, allowed) -> str | None:
+    """The allowed key a misspelt ``key`` most likely meant, if any is close."""
+    close = difflib.get_close_matches(key, [str(k) for k in allowed], n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(key: str, allowed) -> str:
+    close = closest(key, allowed)
+    return f" (did you mean '{close}'?)" if close else ""
 
 
 def defaults(cls, rename: typing.Mapping[str, str] | None = None) -> dict:
@@ -50,8 +58,10 @@ def defaults(cls, rename: typing.Mapping[str, str] | None = None) -> dict:
 
 
 def register(section: str, cls, rename: typing.Mapping[str, str] | None = None) -> None:
-    """Hydra's ``<section>/_defaults`` node, composed by ``conf/config.yaml`` (or a model file)."""
-    ConfigStore.instance().store(group=section, name="_defaults", node=defaults(cls, rename))
+    """Hydra's ``<section>/_defaults`` node, composed by ``conf/config.yaml`` (or a model file);
+    section "": the top-level node ``_run`` (keys of the config's root)."""
+    name = "_defaults" if section else "_run"
+    ConfigStore.instance().store(group=section or None, name=name, node=defaults(cls, rename))
 
 
 def build(cls, raw: typing.Mapping, section: str, rename: typing.Mapping[str, str] | None = None):
@@ -59,16 +69,16 @@ def build(cls, raw: typing.Mapping, section: str, rename: typing.Mapping[str, st
     ``section.key`` and what is allowed."""
     rename = dict(rename or {})
     by_key = {rename.get(f.name, f.name): f for f in fields(cls)}
-    unknown_keys(raw, by_key, f"{section}.")
+    unknown_keys(raw, by_key, named(section, ""))
     hints = typing.get_type_hints(cls)
     values = {}
     for key, f in by_key.items():
         value = raw.get(key, MISSING)
         if value is MISSING or value == REQUIRED:
             if f.default is MISSING and f.default_factory is MISSING:
-                raise ConfigError(f"missing config key '{section}.{key}'")
+                raise ConfigError(f"missing config key '{named(section, key)}'")
             continue
-        values[f.name] = _typed(value, hints[f.name], f"{section}.{key}")
+        values[f.name] = typed(value, hints[f.name], named(section, key))
     try:
         return cls(**values)
     except ValueError as e:
@@ -78,7 +88,7 @@ def build(cls, raw: typing.Mapping, section: str, rename: typing.Mapping[str, st
 _WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}
 
 
-def _typed(value, hint, key: str):
+def typed(value, hint, key: str):
     """``value`` if it has the annotated type (an int is a float; None only where allowed)."""
     union = isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
     options = [typing.get_origin(t) or t for t in (typing.get_args(hint) if union else (hint,))]

@@ -236,7 +236,7 @@ class EpisodeWorker:
         limit = self.timeout_s
 
         def overdue() -> str | None:
-            self.progress.bump()
+            self.progress.bump(call=True)
             if limit is not None and seat.active_s() > limit:
                 return f"episode exceeded {limit:g} s (episode_timeout_s; rate-limit waits excluded)"
             return None
