@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
-    ("vabench.vocab", "vabench.paper", "vabench.checks"),
+    ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
     ("vabench.outcomes", "vabench.outcometable", "vabench.recordfile", "vabench.media", "vabench.episodes"),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
@@ -254,6 +254,7 @@ def vocabulary() -> dict[str, str]:
 # Literals that are another vocabulary spelled alike, each with why.
 OTHER_MEANINGS = {
     ("vabench.envs.tasks", "base"): "the module name tasks/base.py",
+    ("vabench.envs.tasks", "expert"): "the module name tasks/expert.py",
     ("vabench.agents.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
     ("vabench.agents.harness", "invalid"): "the compaction digest's wording (valid | invalid)",
 }

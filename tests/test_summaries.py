@@ -450,7 +450,7 @@ def test_summary_mode():
     shared = summary_mode("shared:openai/gpt-x")
     assert (shared.kind, shared.source, str(shared)) == ("shared", "openai/gpt-x", "shared:openai/gpt-x")
     for bad in ("", "shared:", "shared: ", "shared", "OWN", "model", None):
-        with pytest.raises(ValueError, match=r"allowed: own, none, shared:<model id>"):
+        with pytest.raises(ValueError, match=r"allowed: own, none, expert, shared:<model id>"):
             summary_mode(bad)
 
 

@@ -9,7 +9,15 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from vabench.vocab import ObservationProfile, Render, SummaryMode, Track, condition_label, summary_mode
+from vabench.vocab import (
+    Intervention,
+    ObservationProfile,
+    Render,
+    SummaryMode,
+    Track,
+    condition_label,
+    summary_mode,
+)
 
 
 @dataclass(frozen=True)
@@ -26,11 +34,16 @@ class EpisodeSpec:
         ObservationProfile.PAPER
     )  # harness.observation; in the condition and folder when not paper
     render: str | None = Render.PAPER  # the render preset; in the condition and the folder when not paper
+    # the interventions in force (vocab.intervention_label: harness.intervention, summary=expert); in the
+    # condition and the folder when not none
+    intervention: str | None = Intervention.NONE
     # (None, in an episode outside any run: the harness fills in what it uses)
 
     @property
     def condition(self) -> str:
-        return condition_label(self.model, self.protocol, self.summary_source, self.observation, self.render)
+        return condition_label(
+            self.model, self.protocol, self.summary_source, self.observation, self.render, self.intervention
+        )
 
     @property
     def summary_mode(self) -> SummaryMode:
@@ -50,11 +63,13 @@ class EpisodeSpec:
         """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
         profile = () if self.observation == ObservationProfile.PAPER else (f"observation_{self.observation}",)
         render = () if self.render == Render.PAPER else (f"render_{self.render}",)
+        named = () if self.intervention in (None, Intervention.NONE) else (f"intervention_{self.intervention}",)
         return "/".join(
             (
                 slug(self.model),
                 *profile,
                 *render,
+                *named,
                 self.protocol,
                 slug(self.summary_source),
                 self.track,

@@ -73,6 +73,7 @@ def track(name: str) -> Track:
 class SummaryKind(StrEnum):
     OWN = "own"  # the evaluated model's own summary, learned from the demonstration
     NONE = "none"
+    EXPERT = "expert"  # an intervention: the expert-written procedure summary (vabench.agents.expert_summaries)
     SHARED = "shared"  # another model's (shared:<model id>), the shared-summary control
 
 
@@ -88,14 +89,14 @@ class SummaryMode:
         return f"{SummaryKind.SHARED}:{self.source}" if self.kind == SummaryKind.SHARED else str(self.kind)
 
 
-SUMMARY_MODES = (SummaryKind.OWN, SummaryKind.NONE, f"{SummaryKind.SHARED}:<model id>")
+SUMMARY_MODES = (SummaryKind.OWN, SummaryKind.NONE, SummaryKind.EXPERT, f"{SummaryKind.SHARED}:<model id>")
 
 
 def summary_mode(text: str | SummaryMode) -> SummaryMode:
     """Parse ``own`` / ``none`` / ``shared:<model id>``; ValueError names the allowed forms."""
     if isinstance(text, SummaryMode):
         return text
-    if text in (SummaryKind.OWN, SummaryKind.NONE):
+    if text in (SummaryKind.OWN, SummaryKind.NONE, SummaryKind.EXPERT):
         return SummaryMode(SummaryKind(text))
     prefix = f"{SummaryKind.SHARED}:"
     if isinstance(text, str) and text.startswith(prefix) and text[len(prefix) :].strip():
@@ -149,6 +150,20 @@ class ObservationProfile(StrEnum):
     EXPLAINED = "explained"  # an ablation: + budget left, the env's reason texts, table height, earlier images
 
 
+class Intervention(StrEnum):
+    """A named intervention across the paper's boundary (harness.intervention, or summary=expert):
+    each has a declared input manifest (vabench.interventions), a row column and a label part, so its
+    rows never pool with the paper condition's."""
+
+    NONE = "none"  # the paper's boundary
+    EXPERT_SUMMARY = "expert_summary"  # summary=expert: the expert-written procedure summary
+    OBJECT_POSES = "object_poses"  # every observation states the task objects' poses and sizes: removes perception
+    DEPTH_POINT = "depth_point"  # a free tool: a pixel of the current image -> the world point under it
+    VIEWS_1 = "views_1"  # passive: the topdown view only
+    VIEWS_3 = "views_3"  # passive: topdown, side, oblique_45
+    VIEWS_5 = "views_5"  # active: the five passive views attached to every observation
+
+
 class Render(StrEnum):
     """Render presets (vabench.envs.render): the model's image sizes and encodings per protocol."""
 
@@ -179,12 +194,28 @@ def arms_label(arms: tuple[str, ...] | list[str]) -> Arms:
 
 
 def condition_label(
-    model: str, protocol: str, summary_source: str, observation: str | None = None, render: str | None = None
+    model: str,
+    protocol: str,
+    summary_source: str,
+    observation: str | None = None,
+    render: str | None = None,
+    intervention: str | None = None,
 ) -> str:
     """The outcome table's ``condition``: one model under one protocol and summary source, the unit
-    the paper compares. An observation profile or a render preset other than the paper's
-    (``explained``; ``fast``) is part of the label, so its rows never pool with the paper's."""
+    the paper compares. An observation profile, a render preset or a harness intervention other than
+    the paper's (``explained``; ``fast``; ``object_poses``) is part of the label, so its rows never
+    pool with the paper's (summary=expert is already in ``summary expert``)."""
     label = f"{model} | {protocol} | summary {summary_source}"
     if observation not in (None, ObservationProfile.PAPER):
         label += f" | observation {observation}"
+    if intervention not in (None, Intervention.NONE):
+        label += f" | intervention {intervention}"
     return label if render in (None, Render.PAPER) else f"{label} | render {render}"
+
+
+def intervention_label(harness: str | None, summary_source: str | None) -> str:
+    """The row's ``intervention``: the named interventions in force, joined by ``+`` (``none``: the
+    paper's boundary)."""
+    named = [Intervention.EXPERT_SUMMARY] if summary_source == SummaryKind.EXPERT else []
+    named += [harness] if harness not in (None, Intervention.NONE) else []
+    return "+".join(map(str, named)) or Intervention.NONE

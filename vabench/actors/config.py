@@ -17,9 +17,10 @@ from pathlib import Path
 
 from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
-from vabench.agents.registry import check_model_id, make_model
+from vabench.agents.registry import check_model_id, is_offline, make_model
 from vabench.checks import at_least, bound
 from vabench.envs import RENDER_PRESETS, RecordingConfig
+from vabench.interventions import check_composes
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
 from .sections import ConfigError, build, register, typed, unknown_keys
@@ -255,7 +256,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         ray["address"] = NO_RAY
     seeds = _seeds(_get(cfg, "seeds"))
     options = build(RunOptions, {k: cfg[k] for k in RunOptions.__dataclass_fields__ if k in cfg}, "")
-    return RunConfig(
+    run = RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
         run_dir=Path(run_dir),
@@ -280,3 +281,8 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         probe=options.probe,
         resolved=cfg,
     )
+    try:  # an intervention composes with the run's protocols and summary mode, or the error names what does not
+        check_composes(run.harness.intervention, run.protocols, run.summary, is_offline(run.model.model))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return run

@@ -14,13 +14,14 @@ import pandas as pd
 from vabench.agents import prompts
 from vabench.agents.registry import is_offline
 from vabench.episodes import EpisodeSpec
+from vabench.interventions import in_force
 from vabench.outcomes import OutcomeRow, set_aside
 from vabench.outcometable import OUTCOMES, refresh, statuses
 from vabench.vocab import ErrorKind, Status, SummaryKind, counted
 
 from . import provenance
 from .config import RunConfig
-from .specs import expand
+from .specs import expand, summary_source
 
 
 def _set_aside_unreadable(run_dir: Path, log=print) -> None:
@@ -101,6 +102,8 @@ def write_run_info(run: RunConfig, log=print) -> str:
         "versions": _versions(),
         "prompt_version": prompts.PROMPT_VERSION,
         "prompt_digest": prompts.prompt_digest(),
+        # every intervention in force, with its input manifest (empty: the paper's boundary)
+        "interventions": [m.record() for m in in_force(run.harness.intervention, summary_source(run))],
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     info["provenance"] = run_manifest(run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from vabench.agents.registry import is_offline
 from vabench.episodes import EpisodeSpec
-from vabench.vocab import SummaryKind
+from vabench.vocab import SummaryKind, intervention_label
 
 from .config import RunConfig
 
@@ -46,6 +46,7 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                             run_index,
                             run.harness.observation,
                             run.render,
+                            intervention_label(run.harness.intervention, summary_source(run)),
                         )
                     )
     return specs

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vabench.episodes import EpisodeSpec
+from vabench.interventions import manifest
 from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
 from vabench.recordfile import Event, record_digest
@@ -39,11 +40,13 @@ from vabench.vocab import (
     ACTIVE,
     EndReason,
     ErrorKind,
+    Intervention,
     ObservationProfile,
     Status,
     StepKind,
     SummaryKind,
     arms_label,
+    intervention_label,
     protocol_named,
 )
 
@@ -96,7 +99,7 @@ class Episode:
         from vabench.envs.tasks import task_class
 
         t = task_class(task)
-        spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, **spec}
+        spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, "intervention": None, **spec}
         return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
 
     def identity(self) -> dict:
@@ -159,7 +162,11 @@ def _checked(spec: EpisodeSpec, model: Model, config: HarnessConfig, env) -> Epi
     refused when it names another profile or preset than the episode will really use: its row would
     be filed under another condition."""
     protocol_named(spec.protocol)  # ValueError names the allowed protocols
-    used = {"observation": config.observation, "render": env.config.preset.name}
+    used = {
+        "observation": config.observation,
+        "render": env.config.preset.name,
+        "intervention": intervention_label(config.intervention, spec.summary_source),
+    }
     wrong = {k: getattr(spec, k) for k, v in used.items() if getattr(spec, k) not in (None, v)}
     if wrong:
         raise ValueError(f"the episode spec says {wrong}, but this episode uses {used}")
@@ -183,7 +190,10 @@ class _Episode:
     def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime):
         self.env, self.model, self.record, self.config, self.row = env, model, record, config, row
         self.sim, self.overdue = runtime.sim, runtime.overdue
-        self.tools = EpisodeTools()
+        self.intervention = Intervention(config.intervention)
+        self.tools = EpisodeTools(self._depth if self.intervention == Intervention.DEPTH_POINT else None)
+        self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
+        self.views: dict = {}  # views_5: the five observer views of the current observation
         self.dialogue: Dialogue | None = None  # built with its conversation, after reset
         self.executed: list[str] = []
         self.digest_lines: list[tuple[int, str]] = []
@@ -193,6 +203,7 @@ class _Episode:
         with self.sim:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
+            self._intervene()
         self.row.arms, self.row.budget = arms_label(obs.arms), obs.budget
         self._start(obs, spec, summary)
         parse = self._parser(tuple(obs.arms), protocol_named(spec.protocol).camera_actions)
@@ -213,7 +224,9 @@ class _Episode:
         """The system prompt, the conversation and its dialogue, the record's start, the model's."""
         config, arms = self.config, tuple(obs.arms)
         summary_text = summary.text() if summary else None
-        system = prompts.system_prompt(obs.task, arms, spec.protocol, summary_text, spec.transfer, config.observation)
+        system = prompts.system_prompt(
+            obs.task, arms, spec.protocol, summary_text, spec.transfer, config.observation, config.intervention
+        )
         paper = config.observation == ObservationProfile.PAPER
         bundle = protocol_named(spec.protocol).bundle
         conv = Conversation(system, bundle, config, resend=not paper)
@@ -244,7 +257,7 @@ class _Episode:
 
     def _parser(self, arms: tuple[str, ...], camera: bool) -> Callable[[str], Decision]:
         def parse(text: str) -> Decision:
-            decision = parse_decision(text, arms, camera, EpisodeTools.NAMES)
+            decision = parse_decision(text, arms, camera, self.tools.names)
             chained = decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT
             if self.config.enforce_camera_chain and chained:
                 raise ProtocolError(prompts.CAMERA_CHAIN)
@@ -262,6 +275,7 @@ class _Episode:
             evaluation = self.env.evaluate()
             self._count(decision, step, evaluation)
             seen = self._evaluate(step.step, step.observation.last_action)
+            self._intervene()
         obs = step.observation
         self.record.event(
             Event.ACTION,
@@ -337,16 +351,37 @@ class _Episode:
         lines = [text for s, text in self.digest_lines if first <= s <= last]
         return "\n".join(lines) or "(no actions)"
 
+    def _intervene(self) -> None:
+        """What the intervention adds to the observation just made (under the simulator lock)."""
+        if self.intervention == Intervention.OBJECT_POSES:
+            self.objects = self.env.object_poses()
+        elif self.intervention == Intervention.VIEWS_5:
+            self.views = self.env.observer_views()
+
+    def _depth(self, view: str, u: int, v: int):
+        with self.sim:
+            return self.env.depth_point(view, u, v)
+
+    def _images(self, obs) -> list[tuple[str, object, bool]]:
+        """(view, pixels, passive encoding?) of the images this observation sends: the env's, less the
+        views a view intervention leaves out, plus those it adds."""
+        bundle = protocol_named(obs.protocol).bundle
+        views = manifest(self.intervention).views
+        shown = [(k, rgb, bundle) for k, rgb in obs.images.items() if not (bundle and views) or k in views]
+        return shown + [(k, rgb, True) for k, rgb in self.views.items()]
+
     def _observe(self, obs) -> None:
         frames: dict[str, Path] = {}
-        refs = []
-        encoding = self.env.config.preset.encoding(protocol_named(obs.protocol).bundle)
-        for view, rgb in obs.images.items():
-            path = self.record.save_frame(obs.step, view, rgb, encoding)
-            frames[view] = path
+        refs, sizes = [], {}
+        for view, rgb, bundle in self._images(obs):
+            path = self.record.save_frame(obs.step, view, rgb, self.env.config.preset.encoding(bundle))
+            frames[view], sizes[view] = path, (rgb.shape[1], rgb.shape[0])
             refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
-        self.tools.observe(obs.step, frames, obs.proprio)
-        text = prompts.step_text(obs, self.executed, self.chain, self.config.history_actions, self.config.observation)
+        self.tools.observe(obs.step, frames, obs.proprio, sizes)
+        views = manifest(self.intervention).views
+        text = prompts.step_text(
+            obs, self.executed, self.chain, self.config.history_actions, self.config.observation, self.objects, views
+        )
         self.dialogue.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(
             Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=record_paths(self.record, refs)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vabench.checks import at_least, one_of
-from vabench.vocab import ObservationProfile
+from vabench.interventions import HARNESS_INTERVENTIONS
+from vabench.vocab import Intervention, ObservationProfile
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,12 @@ class HarnessConfig:
     # instruction (the system prompt says so); later camera actions execute and are counted in the row
     # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
     enforce_camera_chain: bool = False
+    # An intervention across the paper's boundary (vabench.interventions: each with its input manifest):
+    # none | object_poses | depth_point | views_1 | views_3 (passive) | views_5 (active). In every row and label.
+    intervention: str = Intervention.NONE
 
     def __post_init__(self):
         at_least(self, "harness", 0, "max_repairs", "history_actions")
         at_least(self, "harness", 1, "max_calls_per_step", "max_images", "context_tokens", "keep_turns")
         one_of(self, "harness", "observation", ObservationProfile)
+        one_of(self, "harness", "intervention", HARNESS_INTERVENTIONS)

@@ -18,10 +18,11 @@ import json
 from pathlib import Path
 
 from vabench.envs import action_names
-from vabench.vocab import ObservationProfile, protocol_named
+from vabench.interventions import ALL_VIEWS, manifest
+from vabench.vocab import Intervention, ObservationProfile, protocol_named
 
-PROMPT_VERSION = "vabench-prompts-v2"  # v2: observation profiles (paper | explained)
-PASSIVE_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
+PROMPT_VERSION = "vabench-prompts-v2"  # v2: observation profiles (paper | explained); interventions add texts only
+PASSIVE_VIEWS = ALL_VIEWS
 CAMERA_CHAIN_LIMIT = 5
 
 HEADER = """You control a robot in a physics simulation. You see RGB images and the robot's own \
@@ -133,6 +134,26 @@ straight down, jaw state"""
 
 OTHER = """Other decisions: {"stop": true, "reason": "..."}"""
 
+# Interventions (vabench.interventions): the only texts they add; under none nothing here is sent.
+OBJECT_POSES_RULE = (
+    "Intervention object_poses: every observation also lists the task objects' world centres, yaws and sizes, "
+    "measured by the simulator. You may use them instead of inferring positions from the images."
+)
+OBJECT_POSES_HEAD = (
+    "Task objects (world frame, metres; yaw_deg: the long horizontal side's angle from +x; size: extent along "
+    "and across that side, and height):"
+)
+DEPTH_TOOL = (
+    '{"tool": "perception.depth_point", "args": {"u": 320, "v": 240}}   the world point [x, y, z] under pixel '
+    '(u: column, v: row, from the top left) of the current image (with several images add "view"); free'
+)
+VIEWS_PASSIVE = """Camera (passive protocol): every observation carries {n} of the same moment, always in \
+this order: {views}. There are no camera actions in this protocol."""
+VIEWS_ACTIVE = (
+    "Intervention views_5: after the active camera's image, every observation also carries the five fixed "
+    "observer views of the same moment, in this order: {views}."
+)
+
 TASK_PROFILES: dict[str, list[str]] = {
     "handover_horizontal_block": [
         "The giver is the arm on the block's side of the table; the other arm receives.",
@@ -218,12 +239,21 @@ def system_prompt(
     summary: str | None = None,
     transfer: bool = False,
     observation: str = ObservationProfile.PAPER,
+    intervention: str = Intervention.NONE,
 ) -> str:
-    """The first message of every evaluation episode (summary included once, not every step)."""
+    """The first message of every evaluation episode (summary included once, not every step); an
+    intervention adds exactly its manifest's system-prompt text."""
     parts = [HEADER, _rules(observation)]
-    camera = protocol_named(protocol).camera_actions
+    if intervention == Intervention.OBJECT_POSES:
+        parts[-1] += f"\n- [object_poses] {OBJECT_POSES_RULE}"
+    camera, views = protocol_named(protocol).camera_actions, manifest(intervention).views
     if camera:
         parts.append(ACTIVE_CAMERA + (" " + DUAL_CAMERA if len(arms) == 2 else ""))
+        if views:
+            parts.append(VIEWS_ACTIVE.format(views=", ".join(views)))
+    elif views:
+        n = "one image" if len(views) == 1 else f"{len(views)} images"
+        parts.append(VIEWS_PASSIVE.format(n=n, views=", ".join(f"{i} {v}" for i, v in enumerate(views, 1))))
     else:
         parts.append(PASSIVE_CAMERA)
     parts.append(ACTIONS)
@@ -232,7 +262,7 @@ def system_prompt(
     names = [n for n in action_names(arms, camera=camera) if n.startswith("camera.")]
     if names:
         parts.append('Camera actions (JSON {"action": name}): ' + ", ".join(names))
-    parts += [TOOLS, OTHER]
+    parts += [TOOLS + (f"\n{DEPTH_TOOL}" if intervention == Intervention.DEPTH_POINT else ""), OTHER]
     profile = TASK_PROFILES.get(task)
     if profile:
         parts.append("Task profile:\n" + "\n".join(f"- {line}" for line in profile))
@@ -259,8 +289,25 @@ def proprio_text(proprio: dict) -> str:
     return "\n".join(lines)
 
 
+def objects_text(objects: list[dict]) -> str:
+    """The object_poses block of an observation (env.object_poses)."""
+    lines = [OBJECT_POSES_HEAD]
+    for o in objects:
+        kind = "static" if o["static"] else "movable"
+        lines.append(
+            f"- {o['name']}: centre {_vec(o['centre'])}, yaw_deg {o['yaw_deg']:.1f}, size {_vec(o['size'])}, {kind}"
+        )
+    return "\n".join(lines)
+
+
 def step_text(
-    obs, executed: list[str], camera_chain: int, history_steps: int = 20, observation: str = ObservationProfile.PAPER
+    obs,
+    executed: list[str],
+    camera_chain: int,
+    history_steps: int = 20,
+    observation: str = ObservationProfile.PAPER,
+    objects: list[dict] | None = None,
+    views: tuple[str, ...] | None = None,
 ) -> str:
     """The text of one observation turn (images follow it).
 
@@ -268,7 +315,8 @@ def step_text(
     instruction, the previous action's validity and planner outcome as two booleans, each arm's
     proprioception, the executed actions; no budget, no reason text. ``explained`` (an ablation)
     adds the budget left, why an action was invalid, clamped, refused or stopped short (texts that
-    may name task objects and distances) and the consecutive-camera count."""
+    may name task objects and distances) and the consecutive-camera count. ``objects`` (object_poses)
+    follow the robot state; ``views`` (a view intervention) name the images that follow."""
     explained = observation == ObservationProfile.EXPLAINED
     if explained:
         lines = [f"Observation step {obs.step} of {obs.budget} ({obs.budget_left} steps left)."]
@@ -287,17 +335,25 @@ def step_text(
             f"last_planner_success: {json.dumps(bool(obs.planner_success))}"
         )
     lines.append("Robot state (world frame, metres):\n" + proprio_text(obs.proprio))
+    if objects is not None:
+        lines.append(objects_text(objects))
     shown = executed[-history_steps:]
     more = f" (last {len(shown)} of {len(executed)})" if len(executed) > len(shown) else ""
     lines.append(f"Executed actions{more}: " + (json.dumps(shown) if shown else "none yet"))
     if protocol_named(obs.protocol).camera_actions:
         if explained:
             lines.append(f"Consecutive camera actions: {camera_chain} of {CAMERA_CHAIN_LIMIT}.")
-        lines.append("Image: the current camera view.")
+        lines.append("Image: the current camera view." + (f" Then the views {', '.join(views)}." if views else ""))
     else:
-        lines.append("Images: five views in the fixed order " + ", ".join(PASSIVE_VIEWS) + ".")
+        lines.append(
+            f"Images: {_count(views or PASSIVE_VIEWS)} in the fixed order " + ", ".join(views or PASSIVE_VIEWS) + "."
+        )
     lines.append("Output exactly one JSON object.")
     return "\n".join(lines)
+
+
+def _count(views) -> str:
+    return {1: "one view", 3: "three views", 5: "five views"}.get(len(views), f"{len(views)} views")
 
 
 @functools.cache
@@ -308,6 +364,7 @@ def prompt_digest() -> str:
     here = Path(__file__).parent
     h = hashlib.sha256()
     sources = ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py")
+    sources += ("expert_summaries.py",)  # summary=expert: the text those summaries carry
     for name in (*sources, "history.py", "harness.py", "dialogue.py"):  # what a request carries, and the digest lines
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]

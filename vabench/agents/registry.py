@@ -18,6 +18,7 @@ from .cache import CachedModel
 from .llm import LiteLLMModel
 from .models import Model, ModelConfig
 from .offline import OracleAgent, RandomAgent, ReplayAgent
+from .posetext import PosetextAgent
 from .servo import ServoAgent
 
 
@@ -51,6 +52,11 @@ OFFLINE_AGENTS: dict[str, OfflineAgent] = {
             "servo",
             lambda cfg: ServoAgent(cfg.name or "servo"),
             "visual servoing from the request's images and robot state only (not privileged): a solvability reference",
+        ),
+        OfflineAgent(
+            "posetext",
+            lambda cfg: PosetextAgent(cfg.name or "posetext"),
+            "a fixed procedure from the request text under harness.intervention=object_poses (no image, no simulator)",
         ),
     )
 }

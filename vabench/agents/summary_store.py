@@ -26,6 +26,7 @@ from vabench.vocab import SummaryKind, SummaryMode, summary_mode
 from .demo_tools import is_int as _is_int
 from .demo_tools import show_value as _show
 from .demo_tools import summary_task
+from .expert_summaries import AUTHOR, expert_fields
 from .summary_schema import SUMMARY_FORMAT, SummaryError, validate_summary
 
 
@@ -218,6 +219,9 @@ def resolve_summary(store: SummaryStore, mode: str | SummaryMode, evaluated_mode
         return None
     if mode.kind == SummaryKind.OWN:
         return store.load(evaluated_model, task)
+    if mode.kind == SummaryKind.EXPERT:  # the expert-written control: in the code, never learned
+        base, fields = expert_fields(task)
+        return Summary(base, AUTHOR, fields)
     source = mode.source
     found = store.load(source, task)
     if found is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,26 +21,49 @@ class EpisodeTools:
     """``camera.history`` and ``geometry.verify`` for one evaluation episode.
 
     Both answer from what the model has already been shown (its own frames) or may always know
-    (proprioception); neither touches the simulator.
+    (proprioception); neither touches the simulator. Under the ``depth_point`` intervention
+    (vabench.interventions) ``perception.depth_point`` is a third: ``depth(view, u, v)`` reads the
+    world point under a pixel of the current image from the env's depth buffer.
     """
 
     NAMES = ("camera.history", "geometry.verify")
+    DEPTH = "perception.depth_point"
 
-    def __init__(self):
+    def __init__(self, depth: Callable | None = None):
         self.frames: dict[int, dict[str, Path]] = {}  # step -> view -> model-facing frame
+        self.sizes: dict[str, tuple[int, int]] = {}  # view -> (width, height) of the current image
         self.proprio: dict = {}
+        self.depth = depth
+        self.names = (*self.NAMES, self.DEPTH) if depth else self.NAMES
 
-    def observe(self, step: int, frames: dict[str, Path], proprio: dict) -> None:
+    def observe(self, step: int, frames: dict[str, Path], proprio: dict, sizes: dict | None = None) -> None:
         if frames:
             self.frames[step] = dict(frames)
-        self.proprio = proprio
+        self.proprio, self.sizes = proprio, dict(sizes or {})
 
     def call(self, name: str, args: dict) -> ToolResult:
         if name == "camera.history":
             return self._history(args)
         if name == "geometry.verify":
             return ToolResult(json.dumps(self_geometry(self.proprio), indent=1))
-        return ToolResult(f"unknown tool {name!r}; allowed: {', '.join(self.NAMES)}", ok=False)
+        if name == self.DEPTH and self.depth:
+            return self._depth(args)
+        return ToolResult(f"unknown tool {name!r}; allowed: {', '.join(self.names)}", ok=False)
+
+    def _depth(self, args: dict) -> ToolResult:
+        """The world point under a pixel of the current image (one view: ``view`` may be left out)."""
+        views = list(self.sizes)
+        view = args.get("view", views[0] if len(views) == 1 else None)
+        if view not in self.sizes:
+            return ToolResult(f"field 'view' must be one of {', '.join(views)}, got {str(view)[:40]!r}", ok=False)
+        w, h = self.sizes[view]
+        u, v = args.get("u"), args.get("v")
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (u, v)) or not (0 <= u < w and 0 <= v < h):
+            return ToolResult(f"fields 'u' and 'v' must be integer pixels with 0 <= u < {w} and 0 <= v < {h}", ok=False)
+        point = self.depth(view, u, v)
+        if point is None:
+            return ToolResult(f"pixel ({u}, {v}) of view {view}: no surface")
+        return ToolResult(f"pixel ({u}, {v}) of view {view}: world point {[round(float(c), 4) for c in point]}")
 
     def _history(self, args: dict) -> ToolResult:
         steps = sorted(self.frames)

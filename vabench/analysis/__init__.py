@@ -31,6 +31,7 @@ from .agreement import (
     vote_rule_orderings,
     vote_rule_sensitivity,
 )
+from .attribution import attribution, recovers_most
 from .diagnostic_plots import diagnostic_profile_radar, save_diagnostic_figures, subtask_progress_bars
 from .diagnostics import (
     criterion_scores,
@@ -43,7 +44,7 @@ from .diagnostics import (
 )
 from .load import NoOutcomesError, load_runs, prepare
 from .paired import paired_comparison, paired_outcomes
-from .plots import active_passive_bars, save_figures, success_bars, success_heatmap
+from .plots import active_passive_bars, attribution_bars, save_figures, success_bars, success_heatmap
 from .proxies import proxy_agreement, proxy_labels, proxy_scores
 from .report import (
     available_diagnostics,
@@ -112,7 +113,10 @@ __all__ = [
     "mcnemar_exact",
     "mean_sd",
     "module_overview",
+    "attribution",
+    "attribution_bars",
     "paired_comparison",
+    "recovers_most",
     "paired_outcomes",
     "power_of",
     "prepare",

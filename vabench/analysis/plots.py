@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import ACTIVE, PASSIVE, SummaryKind, Track
+from vabench.vocab import ACTIVE, PASSIVE, Intervention, SummaryKind, Track
 
 from . import tables as T
+from .attribution import attribution
 from .load import PRIVILEGED, PRIVILEGED_NOTE
 
 # Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, vermillion, reddish purple, sky blue,
@@ -155,6 +156,29 @@ def active_passive_bars(rows_or_table: pd.DataFrame, path: str | Path) -> Path:
     return _save(fig, path, f["model"])
 
 
+def attribution_bars(table: pd.DataFrame, path: str | Path) -> Path:
+    """Per family, the gain (pp) of each (model, protocol, intervention) over its paper condition
+    (:func:`vabench.analysis.attribution.attribution`)."""
+    rows = table[table["scope"] == "task"]
+    families = list(dict.fromkeys(rows["task"]))
+    series = list(dict.fromkeys(zip(rows["model"], rows["protocol"], rows["intervention"], strict=True)))
+    fig = _figure(max(6.0, 0.6 * len(families) * max(1, len(series)) / 2), 3.6)
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(series))
+    for i, key in enumerate(series):
+        s = rows[(rows["model"] == key[0]) & (rows["protocol"] == key[1]) & (rows["intervention"] == key[2])]
+        values = [s.loc[s["task"] == f, "delta_pp"].mean() for f in families]
+        x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(families))]
+        ax.bar(x, [0 if pd.isna(v) else v for v in values], width, label=" | ".join(key), color=PALETTE[i % 8])
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks(range(len(families)))
+    ax.set_xticklabels(families, rotation=40, ha="right", fontsize=7)
+    ax.set_ylabel("success gain over the paper condition (pp)")
+    ax.set_title("Attribution: what each intervention recovers, per family", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, path, families)
+
+
 def save_figures(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     """Every figure the rows support, as PNG files under out_dir; returns their paths."""
     out_dir = Path(out_dir)
@@ -166,4 +190,8 @@ def save_figures(df: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     ap = T.active_passive(df)
     if len(ap):
         paths.append(active_passive_bars(ap, out_dir / "active_passive.png"))
+    named = df["intervention"].fillna(Intervention.NONE) if "intervention" in df else pd.Series(dtype=str)
+    att = attribution(df) if (named != Intervention.NONE).any() else None
+    if att is not None and len(att):
+        paths.append(attribution_bars(att, out_dir / "attribution.png"))
     return paths

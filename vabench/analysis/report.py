@@ -13,6 +13,7 @@ import pandas as pd
 from vabench.vocab import SummaryKind, Track
 
 from . import tables as T
+from .attribution import attribution, display_attribution, recovers_most
 from .cells import DASH, SUBSET_HEAD, _nan, count, mean_sd, num, sign_test, signed
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
 from .load import prepared_once
@@ -224,6 +225,7 @@ def _checkpoints(f):
 
 
 _DISPLAY = {
+    "attribution": display_attribution,
     "success_matrix": _success_matrix,
     "macro_averages": _macro_averages,
     "active_passive": _active_passive,
@@ -323,6 +325,8 @@ def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd
         "summary_sources_tasks": lambda: T.summary_sources(df, per_task=True),
         "summary_source_macro": lambda: T.summary_source_macro(df),
         "checkpoint_progress": lambda: T.checkpoint_progress(df),
+        "attribution": lambda: attribution(df),
+        "recovers_most": lambda: recovers_most(attribution(df)),
     }
     if local:
         candidates["local_models"] = lambda: T.local_models(df, local)

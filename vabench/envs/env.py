@@ -24,6 +24,7 @@ import numpy as np
 from vabench.checks import within
 from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
 
+from . import extras
 from .actions import (
     Action,
     ActionError,
@@ -38,7 +39,7 @@ from .actions import (
 from .privileged import PrivilegedState
 from .render import RENDER_PRESETS, RenderPreset
 from .sim import assets, overlay
-from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig
+from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
@@ -344,6 +345,24 @@ class VABenchEnv:
             "objects_placed": self.task.objects_placed(state),
             "placement": self.task.placement(state),
         }
+
+    # -- interventions (vabench.interventions: each call is one declared manifest) ----------
+    def object_poses(self) -> list[dict]:
+        """``object_poses``: every task body's centre, yaw and size now (privileged, on purpose)."""
+        return extras.object_poses(self.privileged().world)
+
+    def observer_views(self) -> dict[str, np.ndarray]:
+        """``views_5`` under active: the five passive views of this moment, in the C.7 order."""
+        return self.camera.passive_bundle(self._ees(), self.controlled)
+
+    def depth_point(self, view: str, u: int, v: int) -> np.ndarray | None:
+        """``depth_point``: the world point under pixel (u, v) of the current ``view`` image (``active``
+        or a passive view name), from the depth buffer; None where no surface is seen."""
+        if view == ACTIVE.name:
+            with self.camera.lens(ACTIVE.name) as camera:
+                return extras.pixel_point(self.world.scene, camera, self.camera.pose, u, v)
+        with self.camera.lens("observer") as camera:
+            return extras.pixel_point(self.world.scene, camera, observer_pose(view, self._ees(), self.controlled), u, v)
 
     # -- demonstrations -------------------------------------------------------------------
     def render(self) -> np.ndarray:

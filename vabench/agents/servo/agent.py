@@ -13,6 +13,7 @@ import json
 from vabench.vocab import ACTIVE
 
 from ..models import EpisodeContext, Model, ModelError, Reply
+from .depth import TOOL, plan_depth
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
 
@@ -89,16 +90,19 @@ class ServoAgent(Model):
         self.protocol, self.arms = ctx.protocol, ctx.arms
         self._plan, self._servo = None, None
 
-    def _start(self, seen: Seen) -> dict:
+    def _start(self, seen: Seen, system: str) -> dict:
+        """The plan: measured by depth when the request offers the depth_point tool, else by the image
+        Jacobian of its own probe moves."""
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == ACTIVE.name, arm)
-        self._plan = plan(self._servo)
+        self._plan = (plan_depth if TOOL in system else plan)(self._servo)
         return next(self._plan)
 
     def complete(self, messages: list[dict]) -> Reply:
         seen = parse_request(messages)
+        system = messages[0]["content"] if messages and messages[0].get("role") == "system" else ""
         try:
-            decision = self._start(seen) if self._plan is None else self._plan.send(seen)
+            decision = self._start(seen, str(system)) if self._plan is None else self._plan.send(seen)
         except StopIteration as end:
             decision = {"stop": True, "reason": str(end.value or "servo: plan finished")}
         return Reply(json.dumps(decision))

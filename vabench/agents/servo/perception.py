@@ -47,6 +47,7 @@ class Seen:
     images: list[np.ndarray] = field(default_factory=list)  # RGB uint8; active: one, passive: five
     valid: bool | None = None
     planned: bool | None = None
+    tool: str = ""  # the text of a tool result that followed the observation (the depth_point intervention)
 
 
 def _vec(s: str) -> np.ndarray:
@@ -61,7 +62,9 @@ def decode_image(url: str) -> np.ndarray:
 
 
 def parse_request(messages: list[dict]) -> Seen:
-    """The newest observation of a request: its text, robot state, feedback and images."""
+    """The newest observation of a request: its text, robot state, feedback and images, and the newest
+    tool result after it."""
+    tool = ""
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
@@ -69,6 +72,7 @@ def parse_request(messages: list[dict]) -> Seen:
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
         text = "\n".join(p.get("text") or "" for p in parts if p.get("type") == "text")
         if "Robot state" not in text:
+            tool = tool or (text if text.startswith("Tool ") else "")
             continue
         images = [decode_image(p["image_url"]["url"]) for p in parts if p.get("type") == "image_url"]
         arms = {
@@ -84,6 +88,7 @@ def parse_request(messages: list[dict]) -> Seen:
             images=images,
             valid=None if fb is None else fb.group(1) in ("true", "valid"),
             planned=None if fb is None else fb.group(2) in ("true", "planner succeeded"),
+            tool=tool,
         )
     raise ValueError("no observation with a robot state in the request")
 
