@@ -13,10 +13,13 @@ import json
 from vabench.vocab import ACTIVE
 
 from ..models import EpisodeContext, Model, ModelError, Reply
+from .dual import Pair, lift_pot
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
 
 GIVE_UP = "servo: the target is not visible any more"
+NO_PASSIVE_PAIR = "servo: its two-arm skills measure in the view between the grippers (active protocol only)"
+TWO_ARM_SKILLS = ("lift_pot",)  # the two-arm tasks it has a skill for (tasks=all leaves the others out)
 
 
 def plan(s: Servo) -> Skill:
@@ -68,6 +71,12 @@ def plan(s: Servo) -> Skill:
     return "servo: attempts exhausted"
 
 
+def gives_up(why: str) -> Skill:
+    """A plan that stops at once, saying why."""
+    return why
+    yield
+
+
 class ServoAgent(Model):
     privileged = False
 
@@ -78,8 +87,9 @@ class ServoAgent(Model):
         self._servo: Servo | None = None
 
     def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
-        if len(arms) > 1:
-            return f"servo controls one arm; {task} needs two ({', '.join(arms)}): leave it out of tasks="
+        """The two-arm tasks it has no skill for."""
+        if len(arms) > 1 and task not in TWO_ARM_SKILLS:
+            return f"servo has no two-arm skill for {task} ({', '.join(arms)}): leave it out of tasks="
         return None
 
     def start_episode(self, ctx: EpisodeContext) -> None:
@@ -90,8 +100,13 @@ class ServoAgent(Model):
         self._plan, self._servo = None, None
 
     def _start(self, seen: Seen) -> dict:
+        goal = goal_from_instruction(seen.instruction)
+        if goal.kind == "pot":  # measures in the view centred between the grippers: active only
+            active = self.protocol == ACTIVE.name
+            self._plan = lift_pot(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
+            return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
-        self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == ACTIVE.name, arm)
+        self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
         self._plan = plan(self._servo)
         return next(self._plan)
 

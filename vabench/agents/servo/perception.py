@@ -228,6 +228,8 @@ def goal_from_instruction(text: str) -> Goal:
     t = text.lower()
     if "bell" in t:
         return Goal("bell", None, "press", "bell")
+    if "pot" in t:  # both arms: a handle each
+        return Goal("bars", None, "pot", "pot")
     if "bottle" in t:
         shape = "upright" if "upright" in t and "lying" not in t else "long"
         if "green target" in t:
