@@ -13,6 +13,7 @@ import json
 from vabench.vocab import ACTIVE
 
 from ..models import EpisodeContext, Model, ModelError, Reply
+from .basket import basket
 from .dual import Pair, lift_pot
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
@@ -107,7 +108,7 @@ class ServoAgent(Model):
             return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
-        self._plan = plan(self._servo)
+        self._plan = basket(self._servo) if goal.kind == "basket" else plan(self._servo)
         return next(self._plan)
 
     def complete(self, messages: list[dict]) -> Reply:

@@ -226,6 +226,8 @@ class Goal:
 
 def goal_from_instruction(text: str) -> Goal:
     t = text.lower()
+    if "basket" in t:  # every object, one by one
+        return Goal("object", "slot", "basket", "mixed")
     if "bell" in t:
         return Goal("bell", None, "press", "bell")
     if "pot" in t:  # both arms: a handle each

@@ -13,7 +13,7 @@ oblique_45: with the gripper pointing down, GC lies on their vertical centre lin
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import numpy as np
 
@@ -47,6 +47,8 @@ class Servo:
         self.z_cal = float(self.gc[2])
         self.top_blob: Blob | None = None  # the target in the topdown image the yaw is read from
         self.notes: list[str] = []
+        # named finders that replace colour segmentation in the active topdown (a plan's own targets)
+        self.finders: dict[str, Callable[[np.ndarray], Blob | None]] = {}
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -130,7 +132,8 @@ class Servo:
         """(2-vector measurement that is 0 when GC is over the blob, the blob) or (None, None)."""
         if self.active:
             img = yield from self.topdown()
-            blob = find(img, colour, min_area, open_top=True)
+            finder = self.finders.get(colour)
+            blob = finder(img) if finder else find(img, colour, min_area, open_top=True)
             if blob is None:
                 return None, None
             h, w = img.shape[:2]
