@@ -17,6 +17,7 @@ from .basket import basket
 from .dual import Pair, lift_pot
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
+from .tool import hammer
 
 GIVE_UP = "servo: the target is not visible any more"
 NO_PASSIVE_PAIR = "servo: its two-arm skills measure in the view between the grippers (active protocol only)"
@@ -27,8 +28,6 @@ def plan(s: Servo) -> Skill:
     """The whole episode: point down, calibrate on the target, square up, align, grasp (or press),
     and for a placement carry over the destination and release; retry while budget lasts."""
     g = s.goal
-    if g.kind == "none":
-        return "servo: no skill for this task (tool use)"
     yield from s.point_down()
     m, blob = yield from s.calibrate(g.target)
     for attempt in range(4):
@@ -108,7 +107,7 @@ class ServoAgent(Model):
             return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
-        self._plan = basket(self._servo) if goal.kind == "basket" else plan(self._servo)
+        self._plan = {"basket": basket, "strike": hammer}.get(goal.kind, plan)(self._servo)
         return next(self._plan)
 
     def complete(self, messages: list[dict]) -> Reply:

@@ -245,8 +245,8 @@ def goal_from_instruction(text: str) -> Goal:
         if "green target" in t:
             return Goal("red", "green", "place", "cube", "pad")
         return Goal("red", None, "grasp", "cube")
-    if "hammer" in t:  # tool use: grasp a handle, then strike with the head; no skill for it yet
-        return Goal("", None, "none", "tool")
+    if "hammer" in t:  # tool use: grasp the handle, then strike with the head
+        return Goal("yellow", "red", "strike", "tool")
     if "pen" in t:
         return Goal("pen", None, "grasp", "long")
     return Goal("saturated", None, "grasp", "long")
