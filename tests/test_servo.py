@@ -22,7 +22,10 @@ from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig, image_part
 from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
+from vabench.agents.servo.basket import loose_objects, teal
+from vabench.agents.servo.dual import dark_bars
 from vabench.agents.servo.perception import find, goal_from_instruction, parse_request
+from vabench.agents.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.seeds import eval_seeds
 
@@ -86,6 +89,54 @@ def test_instruction_names_the_goal():
     g = goal_from_instruction("Use the right arm to pick up the red cube and place it inside the bowl.")
     assert (g.target, g.destination, g.dest_kind) == ("red", "blue", "bowl")
     assert goal_from_instruction("Use the right arm to press the top centre of the bell ...").kind == "press"
+    assert goal_from_instruction("Grasp one side handle of the pot with each arm, then lift ...").kind == "pot"
+    assert goal_from_instruction("Use the right arm to grasp the hammer by its handle ...").kind == "strike"
+    assert goal_from_instruction("Use the right arm to put every object on the table into the basket.").kind == "basket"
+
+
+def test_servo_refuses_only_the_two_arm_tasks_it_has_no_skill_for():
+    agent = ServoAgent()
+    for task in ("place_shoe", "handover_horizontal_block"):
+        assert "no two-arm skill" in agent.refuses(task, ("left", "right"), 1000, "active")
+    assert agent.refuses("lift_pot", ("left", "right"), 1000, "passive") is None  # plays it (and stops at once)
+    assert agent.refuses("beat_block_hammer_right", ("right",), 1000, "active") is None
+
+
+DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg": 90}  # the right hand, from home
+BACK = {"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100}
+
+
+def _view(env, task: str, actions: list[dict]) -> np.ndarray:
+    """The active image after the given actions on the first manifest seed."""
+    env.reset(task, eval_seeds(task)[0])
+    obs = None
+    for a in actions:
+        obs = env.step(a).observation
+    return obs.images["active"]
+
+
+def test_two_dark_bars_are_the_pot_handles(render_env):
+    """Both handles, left to right, lying on a line through the pot (the bars point away from it)."""
+    img = _view(render_env, "lift_pot", [{"action": "camera.view_both_topdown"}])
+    left, right = dark_bars(img)
+    assert left.centre[0] < 320 < right.centre[0] and left.area > 200 and right.area > 200
+    joining = np.degrees(np.arctan2(*(right.centre - left.centre)[::-1])) % 180
+    assert min(abs(joining - left.long_angle_deg), 180 - abs(joining - left.long_angle_deg)) < 10
+
+
+def test_the_hammer_grip_end_is_the_one_with_black_beyond(render_env):
+    img = _view(render_env, "beat_block_hammer_right", [DOWN, BACK, {"action": "camera.view_topdown"}])
+    eye, grip = handle_ends(img)
+    # the hammer lies with its head away from the robot and left, its grip toward the right arm
+    assert grip[0] > eye[0] and grip[1] > eye[1] and np.linalg.norm(grip - eye) > 60
+
+
+def test_loose_objects_are_the_five_outside_the_basket(render_env):
+    img = _view(render_env, "put_everything_in_basket", [DOWN, BACK, {"action": "camera.view_topdown"}])
+    assert teal(img).sum() > 20000
+    found = loose_objects(img)
+    assert 3 <= len(found) <= 5  # the hand may hide one or two
+    assert not any(teal(img)[int(b.centre[1]), int(b.centre[0])] for b in found)
 
 
 def _request(obs) -> list[dict]:
@@ -147,7 +198,14 @@ class Guard:
 
 
 @pytest.mark.parametrize(
-    ("task", "protocol"), [("grasp_single_cube", "active"), ("grasp_single_cube", "passive")], ids=["active", "passive"]
+    ("task", "protocol"),
+    [
+        ("grasp_single_cube", "active"),
+        ("grasp_single_cube", "passive"),
+        ("lift_pot", "active"),
+        ("beat_block_hammer_right", "active"),
+    ],
+    ids=["active", "passive", "two-arm", "tool"],
 )
 def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
     agent = ServoAgent()
