@@ -19,9 +19,10 @@ VIEW_BOTH = "camera.view_both_topdown"
 
 
 def dark_bars(img: np.ndarray, min_area: int = 40) -> list[Blob]:
-    """Dark elongated parts that lie clear of the image border (the pot's handle bars), left to right."""
+    """The pot's two handle bars, left to right: of the dark elongated parts clear of the image border,
+    the largest pair that lie in line (the robot's dark parts do not), or none."""
     r, g, b, mx, sat = _channels(img)
-    mask = ndimage.binary_opening((mx < 0.3) & (sat < 0.45), iterations=1)
+    mask = ndimage.binary_opening(ndimage.binary_closing((mx < 0.4) & (sat < 0.45), iterations=2), iterations=1)
     labels, n = ndimage.label(mask)
     found = []
     for i in range(1, n + 1):
@@ -32,8 +33,18 @@ def dark_bars(img: np.ndarray, min_area: int = 40) -> list[Blob]:
         blob = _describe(us, vs)
         if blob.elongation >= 2.0:
             found.append(blob)
-    found = sorted(found, key=lambda b: -b.area)[:2]
-    return sorted(found, key=lambda b: b.centre[0])
+    pairs = [(a, b) for i, a in enumerate(found) for b in found[i + 1 :] if _in_line(a, b)]
+    if not pairs:
+        return []
+    best = max(pairs, key=lambda ab: min(ab[0].area, ab[1].area))
+    return sorted(best, key=lambda b: b.centre[0])
+
+
+def _in_line(a: Blob, b: Blob, tol_deg: float = 15.0) -> bool:
+    """Two bars of one pot: of like size, each pointing along the line that joins them."""
+    joining = float(np.degrees(np.arctan2(*(b.centre - a.centre)[::-1])) % 180.0)
+    off = [abs(wrap(blob.long_angle_deg - joining, 180.0)) for blob in (a, b)]
+    return max(a.area, b.area) < 1.8 * min(a.area, b.area) and max(off) < tol_deg
 
 
 class Pair:
@@ -149,6 +160,29 @@ def touch(p: Pair) -> Skill:
     return touched
 
 
+RIM_STEP_M = (0.008, 0.03)  # a palm this much higher than the other landed on the rim, not its bar
+RIM_OUT_M = 0.012
+
+
+def off_the_rim(p: Pair, touched: dict[str, float], out: dict[str, np.ndarray]) -> Skill:
+    """Both bars stand at one height: a palm that stopped a rim's height above the other one sits on
+    the pot's rim, so that arm goes up, out along its bar, and down again; the heights then."""
+    high = max(ARMS, key=lambda a: touched[a])
+    if not RIM_STEP_M[0] < touched[high] - min(touched.values()) < RIM_STEP_M[1]:
+        return touched
+    yield from p.move("z", {high: 0.03})
+    yield from p.move("x", {high: RIM_OUT_M * float(out[high][0])})
+    yield from p.move("y", {high: RIM_OUT_M * float(out[high][1])})
+    step = 0.04
+    while step >= 0.004:
+        before = float(p.gc(high)[2])
+        stuck = yield from p.move("z", {high: -step})
+        if high in stuck and before - float(p.gc(high)[2]) > 0.0005:
+            break
+        step = step if high not in stuck else step / 2
+    return {**touched, high: float(p.gc(high)[2])}
+
+
 def lift_pot(p: Pair) -> Skill:
     """Point both down, find the two dark handle bars in the both-topdown view, measure its scale with
     two dual moves, put each GC over its bar's grasp point, lower the open hands until the palms meet
@@ -170,6 +204,7 @@ def lift_pot(p: Pair) -> Skill:
     touched = yield from touch(p)  # open, astride the bar: the palm comes down on it
     if len(touched) < 2:
         return "servo: a gripper met nothing on its way down"
+    touched = yield from off_the_rim(p, touched, out)
     yield from p.move("z", {a: touched[a] + UP_FROM_PALM_M - float(p.gc(a)[2]) for a in ARMS})
     yield from p.grip(True)
     yield from p.move("z", dict.fromkeys(ARMS, LIFT_M))
