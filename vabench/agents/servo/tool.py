@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from .perception import _channels, colour_mask
+from .perception import _channels, colour_mask, find
 from .skills import Servo, Skill
 
 INTO_GRIP_M = 0.015  # the grasp: this far past the handle's yellow end, on the rubber grip
+LOOK_AHEAD_M = 0.12
 BEYOND_PX, DISC_PX = 12, 10  # where, past an end, the black grip is looked for
 
 
@@ -67,6 +68,8 @@ def hammer(s: Servo) -> Skill:
     centre = np.array([(img.shape[1] - 1) / 2, (img.shape[0] - 1) / 2])
     d = np.linalg.lstsq(s.J, centre - target, rcond=None)[0]
     eye_offset = s._world_dir(eye - target)  # world xy from the grasp to the eye
+    block = find(img, "red", 100)  # where the block is, in case the arm hides it later
+    block_xy = None if block is None else s.gc[:2] + np.linalg.lstsq(s.J, centre - block.centre, rcond=None)[0]
     h = s._world_dir(grip - eye)
     h = h / max(float(np.linalg.norm(h)), 1e-6)
     yield from s.move("x", float(d[0]))
@@ -79,9 +82,14 @@ def hammer(s: Servo) -> Skill:
     yield from s.rotate("rz", sign * 90.0, "servo: roll the striking face down")
     yield from s.move_z_to(s.z_cal)
     m, _ = yield from s.measure("red", 100)
-    if m is None:
+    for _ in range(2 if block_xy is None else 0):  # the block lies beyond the view's far edge: look farther
+        if m is None:
+            yield from s.move("y", LOOK_AHEAD_M)
+            m, _ = yield from s.measure("red", 100)
+    if m is None and block_xy is None:
         return "servo: the block is not seen"
-    d = np.linalg.lstsq(s.J, -m, rcond=None)[0] - eye_offset
+    over = s.gc[:2] + np.linalg.lstsq(s.J, -m, rcond=None)[0] if m is not None else block_xy
+    d = over - s.gc[:2] - eye_offset
     yield from s.move("x", float(d[0]))
     yield from s.move("y", float(d[1]))
     yield from s.lower_to(float(s.gc[2]) - 0.5)
