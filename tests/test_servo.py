@@ -32,10 +32,22 @@ from vabench.envs.seeds import eval_seeds
 SERVO_DIR = Path(inspect.getfile(ServoAgent)).parent
 FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vabench.agents.prompts")
 
-# Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol).
+# Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol);
+# the issue-28 additions on the first seeds only (the count says how many), the rest on all 20. The
+# two-arm and basket skills measure in the active camera and stop at once in the passive protocol.
 EXPECTED: dict[tuple[str, str], float] = {
-    ("beat_block_hammer_right", "active"): 0.00,  # 0/20
-    ("beat_block_hammer_right", "passive"): 0.00,  # 0/20
+    ("beat_block_hammer_right", "active"): 0.50,  # 5/10
+    ("beat_block_hammer_right", "passive"): 0.00,  # stops at once
+    ("lift_pot", "active"): 0.90,  # 9/10
+    ("lift_pot", "passive"): 0.00,  # stops at once
+    ("put_everything_in_basket", "active"): 0.00,  # 0/3: all five rarely; see PLACED
+    ("put_everything_in_basket", "passive"): 0.00,  # stops at once
+    ("grasp_single_cube_heldout", "active"): 1.00,  # 3/3
+    ("grasp_single_cube_heldout", "passive"): 1.00,  # 3/3
+    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/3
+    ("grasp_single_bottle_heldout", "passive"): 0.33,  # 1/3
+    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/3 (the sage bowl is not blue)
+    ("place_cube_in_bowl_heldout", "passive"): 0.00,  # 0/2
     ("click_bell_right", "active"): 0.95,  # 19/20
     ("click_bell_right", "passive"): 0.55,  # 11/20
     ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
@@ -57,6 +69,12 @@ EXPECTED: dict[tuple[str, str], float] = {
     ("place_single_cube", "active"): 1.00,  # 20/20
     ("place_single_cube", "passive"): 1.00,  # 20/20
 }
+
+
+# The basket's mean objects placed per episode (3 episodes on seeds 1000-1001: 2, 2, 2), and how far
+# below it the nightly mean may fall.
+PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 2.0}
+PLACED_SLACK = 0.75
 
 
 def _imports(path: Path) -> set[str]:
@@ -257,5 +275,9 @@ def test_noise_bound_is_binomial():
 def test_servo_rates_do_not_drift(render_env, tmp_path, task, protocol):
     seeds = eval_seeds(task)
     agent = ServoAgent()
-    wins = sum(run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)).success for s in seeds)
+    rows = [run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)) for s in seeds]
+    wins = sum(r.success for r in rows)
     assert _within_noise(wins, len(seeds), EXPECTED[(task, protocol)]), (task, protocol, wins, EXPECTED)
+    if (task, protocol) in PLACED:  # the basket: objects placed per episode, not only all five
+        placed = [r.objects_placed for r in rows]
+        assert sum(placed) / len(placed) >= PLACED[(task, protocol)] - PLACED_SLACK, placed
