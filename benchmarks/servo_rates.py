@@ -1,6 +1,7 @@
 """Per-task success of the servo agent (model=servo) on the manifest seeds, with Wilson intervals.
 
-Runs episodes in this process (one env, one episode at a time: real SAPIEN, the real harness),
+Every task of every track by default (a task the agent refuses is left out with a line). Runs
+episodes in this process (one env, one episode at a time: real SAPIEN, the real harness),
 appends one JSON line per episode to ``OUT/rows.jsonl`` (a rerun skips what is done) and prints
 task x protocol: successes/n, Wilson 95% interval, median steps, median camera actions, and the
 end reasons of the failures. Records go to ``OUT/<task>/<protocol>/<seed>/``.
@@ -24,9 +25,22 @@ from vabench.agents.servo import ServoAgent
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
-from vabench.paper import PAPER_SINGLE_ARM
+from vabench.envs.tasks import task_class, tasks_of_track
+from vabench.vocab import Track
 
-FIELDS = ("task", "protocol", "seed", "success", "end_reason", "steps", "camera_actions", "robot_actions", "wall_s")
+FIELDS = (
+    "task",
+    "protocol",
+    "seed",
+    "success",
+    "end_reason",
+    "steps",
+    "camera_actions",
+    "robot_actions",
+    "objects_placed",
+    "wall_s",
+)
+ALL_TASKS = tuple(t for track in Track for t in tasks_of_track(track))
 
 
 def run(out: Path, tasks, protocols, n_seeds: int) -> list[dict]:
@@ -38,6 +52,10 @@ def run(out: Path, tasks, protocols, n_seeds: int) -> list[dict]:
     agent = ServoAgent()
     try:
         for task in tasks:
+            why = agent.refuses(task, tuple(task_class(task).arms), 0, protocols[0])
+            if why:
+                print(f"{task} left out: {why}", flush=True)
+                continue
             for protocol in protocols:
                 for seed in eval_seeds(task)[:n_seeds]:
                     if (task, protocol, seed) in done:
@@ -87,6 +105,10 @@ def table(rows: list[dict], out: Path) -> str:
             + ("; " + ", ".join(f"{e} {c}" for e, c in unmet.most_common()) if unmet else "")
             + " |"
         )
+    for (task, protocol), rs in sorted(groups.items()):
+        placed = [r["objects_placed"] for r in rs if r.get("objects_placed") is not None]
+        if placed:
+            lines.append(f"\n{task} {protocol}: mean objects placed {statistics.mean(placed):.2f} over {len(placed)}")
     for protocol in sorted({p for _, p in groups}):
         per = [sum(r["success"] for r in rs) / len(rs) for (t, p), rs in groups.items() if p == protocol]
         lines.append(f"\nmean per-task success, {protocol}: {sum(per) / len(per):.2f} over {len(per)} tasks")
@@ -96,7 +118,7 @@ def table(rows: list[dict], out: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--tasks", nargs="*", default=list(PAPER_SINGLE_ARM))
+    ap.add_argument("--tasks", nargs="*", default=list(ALL_TASKS), help="default: every task of every track")
     ap.add_argument("--protocols", nargs="*", default=["active", "passive"])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--report", action="store_true", help="only print the table of what OUT holds")

@@ -22,17 +22,32 @@ from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig, image_part
 from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
+from vabench.agents.servo.basket import loose_objects, teal
+from vabench.agents.servo.dual import dark_bars
 from vabench.agents.servo.perception import find, goal_from_instruction, parse_request
+from vabench.agents.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.seeds import eval_seeds
 
 SERVO_DIR = Path(inspect.getfile(ServoAgent)).parent
 FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vabench.agents.prompts")
 
-# Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol).
+# Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol);
+# the issue-28 additions on the first seeds only (the count says how many), the rest on all 20. The
+# two-arm and basket skills measure in the active camera and stop at once in the passive protocol.
 EXPECTED: dict[tuple[str, str], float] = {
-    ("beat_block_hammer_right", "active"): 0.00,  # 0/20
-    ("beat_block_hammer_right", "passive"): 0.00,  # 0/20
+    ("beat_block_hammer_right", "active"): 0.50,  # 5/10
+    ("beat_block_hammer_right", "passive"): 0.00,  # stops at once
+    ("lift_pot", "active"): 0.90,  # 9/10
+    ("lift_pot", "passive"): 0.00,  # stops at once
+    ("put_everything_in_basket", "active"): 0.00,  # 0/3: all five rarely; see PLACED
+    ("put_everything_in_basket", "passive"): 0.00,  # stops at once
+    ("grasp_single_cube_heldout", "active"): 1.00,  # 3/3
+    ("grasp_single_cube_heldout", "passive"): 1.00,  # 3/3
+    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/3
+    ("grasp_single_bottle_heldout", "passive"): 0.33,  # 1/3
+    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/3 (the sage bowl is not blue)
+    ("place_cube_in_bowl_heldout", "passive"): 0.00,  # 0/2
     ("click_bell_right", "active"): 0.95,  # 19/20
     ("click_bell_right", "passive"): 0.55,  # 11/20
     ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
@@ -54,6 +69,12 @@ EXPECTED: dict[tuple[str, str], float] = {
     ("place_single_cube", "active"): 1.00,  # 20/20
     ("place_single_cube", "passive"): 1.00,  # 20/20
 }
+
+
+# The basket's mean objects placed per episode (3 episodes on seeds 1000-1001: 2, 2, 2), and how far
+# below it the nightly mean may fall.
+PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 2.0}
+PLACED_SLACK = 0.75
 
 
 def _imports(path: Path) -> set[str]:
@@ -86,6 +107,54 @@ def test_instruction_names_the_goal():
     g = goal_from_instruction("Use the right arm to pick up the red cube and place it inside the bowl.")
     assert (g.target, g.destination, g.dest_kind) == ("red", "blue", "bowl")
     assert goal_from_instruction("Use the right arm to press the top centre of the bell ...").kind == "press"
+    assert goal_from_instruction("Grasp one side handle of the pot with each arm, then lift ...").kind == "pot"
+    assert goal_from_instruction("Use the right arm to grasp the hammer by its handle ...").kind == "strike"
+    assert goal_from_instruction("Use the right arm to put every object on the table into the basket.").kind == "basket"
+
+
+def test_servo_refuses_only_the_two_arm_tasks_it_has_no_skill_for():
+    agent = ServoAgent()
+    for task in ("place_shoe", "handover_horizontal_block"):
+        assert "no two-arm skill" in agent.refuses(task, ("left", "right"), 1000, "active")
+    assert agent.refuses("lift_pot", ("left", "right"), 1000, "passive") is None  # plays it (and stops at once)
+    assert agent.refuses("beat_block_hammer_right", ("right",), 1000, "active") is None
+
+
+DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg": 90}  # the right hand, from home
+BACK = {"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100}
+
+
+def _view(env, task: str, actions: list[dict]) -> np.ndarray:
+    """The active image after the given actions on the first manifest seed."""
+    env.reset(task, eval_seeds(task)[0])
+    obs = None
+    for a in actions:
+        obs = env.step(a).observation
+    return obs.images["active"]
+
+
+def test_two_dark_bars_are_the_pot_handles(render_env):
+    """Both handles, left to right, lying on a line through the pot (the bars point away from it)."""
+    img = _view(render_env, "lift_pot", [{"action": "camera.view_both_topdown"}])
+    left, right = dark_bars(img)
+    assert left.centre[0] < 320 < right.centre[0] and left.area > 200 and right.area > 200
+    joining = np.degrees(np.arctan2(*(right.centre - left.centre)[::-1])) % 180
+    assert min(abs(joining - left.long_angle_deg), 180 - abs(joining - left.long_angle_deg)) < 10
+
+
+def test_the_hammer_grip_end_is_the_one_with_black_beyond(render_env):
+    img = _view(render_env, "beat_block_hammer_right", [DOWN, BACK, {"action": "camera.view_topdown"}])
+    eye, grip = handle_ends(img)
+    # the hammer lies with its head away from the robot and left, its grip toward the right arm
+    assert grip[0] > eye[0] and grip[1] > eye[1] and np.linalg.norm(grip - eye) > 60
+
+
+def test_loose_objects_are_the_five_outside_the_basket(render_env):
+    img = _view(render_env, "put_everything_in_basket", [DOWN, BACK, {"action": "camera.view_topdown"}])
+    assert teal(img).sum() > 20000
+    found = loose_objects(img)
+    assert 3 <= len(found) <= 5  # the hand may hide one or two
+    assert not any(teal(img)[int(b.centre[1]), int(b.centre[0])] for b in found)
 
 
 def _request(obs) -> list[dict]:
@@ -147,7 +216,14 @@ class Guard:
 
 
 @pytest.mark.parametrize(
-    ("task", "protocol"), [("grasp_single_cube", "active"), ("grasp_single_cube", "passive")], ids=["active", "passive"]
+    ("task", "protocol"),
+    [
+        ("grasp_single_cube", "active"),
+        ("grasp_single_cube", "passive"),
+        ("lift_pot", "active"),
+        ("beat_block_hammer_right", "active"),
+    ],
+    ids=["active", "passive", "two-arm", "tool"],
 )
 def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
     agent = ServoAgent()
@@ -199,5 +275,9 @@ def test_noise_bound_is_binomial():
 def test_servo_rates_do_not_drift(render_env, tmp_path, task, protocol):
     seeds = eval_seeds(task)
     agent = ServoAgent()
-    wins = sum(run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)).success for s in seeds)
+    rows = [run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)) for s in seeds]
+    wins = sum(r.success for r in rows)
     assert _within_noise(wins, len(seeds), EXPECTED[(task, protocol)]), (task, protocol, wins, EXPECTED)
+    if (task, protocol) in PLACED:  # the basket: objects placed per episode, not only all five
+        placed = [r.objects_placed for r in rows]
+        assert sum(placed) / len(placed) >= PLACED[(task, protocol)] - PLACED_SLACK, placed

@@ -13,19 +13,22 @@ import json
 from vabench.vocab import ACTIVE
 
 from ..models import EpisodeContext, Model, ModelError, Reply
+from .basket import basket
 from .depth import TOOL, plan_depth
+from .dual import Pair, lift_pot
 from .perception import Seen, goal_from_instruction, parse_request
 from .skills import Servo, Skill
+from .tool import hammer
 
 GIVE_UP = "servo: the target is not visible any more"
+NO_PASSIVE_PAIR = "servo: its two-arm skills measure in the view between the grippers (active protocol only)"
+TWO_ARM_SKILLS = ("lift_pot",)  # the two-arm tasks it has a skill for (tasks=all leaves the others out)
 
 
 def plan(s: Servo) -> Skill:
     """The whole episode: point down, calibrate on the target, square up, align, grasp (or press),
     and for a placement carry over the destination and release; retry while budget lasts."""
     g = s.goal
-    if g.kind == "none":
-        return "servo: no skill for this task (tool use)"
     yield from s.point_down()
     m, blob = yield from s.calibrate(g.target)
     for attempt in range(4):
@@ -69,6 +72,12 @@ def plan(s: Servo) -> Skill:
     return "servo: attempts exhausted"
 
 
+def gives_up(why: str) -> Skill:
+    """A plan that stops at once, saying why."""
+    return why
+    yield
+
+
 class ServoAgent(Model):
     privileged = False
 
@@ -79,8 +88,9 @@ class ServoAgent(Model):
         self._servo: Servo | None = None
 
     def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
-        if len(arms) > 1:
-            return f"servo controls one arm; {task} needs two ({', '.join(arms)}): leave it out of tasks="
+        """The two-arm tasks it has no skill for."""
+        if len(arms) > 1 and task not in TWO_ARM_SKILLS:
+            return f"servo has no two-arm skill for {task} ({', '.join(arms)}): leave it out of tasks="
         return None
 
     def start_episode(self, ctx: EpisodeContext) -> None:
@@ -91,11 +101,18 @@ class ServoAgent(Model):
         self._plan, self._servo = None, None
 
     def _start(self, seen: Seen, system: str) -> dict:
-        """The plan: measured by depth when the request offers the depth_point tool, else by the image
-        Jacobian of its own probe moves."""
+        """The plan for the instruction's goal. Single-arm placing and grasping is measured by depth
+        when the request offers the depth_point tool, else by the image Jacobian of its own probe
+        moves; the pot measures in the view centred between the grippers (active only)."""
+        goal = goal_from_instruction(seen.instruction)
+        if goal.kind == "pot":
+            active = self.protocol == ACTIVE.name
+            self._plan = lift_pot(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
+            return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
-        self._servo = Servo(seen, goal_from_instruction(seen.instruction), self.protocol == ACTIVE.name, arm)
-        self._plan = (plan_depth if TOOL in system else plan)(self._servo)
+        self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
+        default = plan_depth if TOOL in system else plan
+        self._plan = {"basket": basket, "strike": hammer}.get(goal.kind, default)(self._servo)
         return next(self._plan)
 
     def complete(self, messages: list[dict]) -> Reply:

@@ -231,8 +231,12 @@ class Goal:
 
 def goal_from_instruction(text: str) -> Goal:
     t = text.lower()
+    if "basket" in t:  # every object, one by one
+        return Goal("object", "slot", "basket", "mixed")
     if "bell" in t:
         return Goal("bell", None, "press", "bell")
+    if "pot" in t:  # both arms: a handle each
+        return Goal("bars", None, "pot", "pot")
     if "bottle" in t:
         shape = "upright" if "upright" in t and "lying" not in t else "long"
         if "green target" in t:
@@ -246,8 +250,8 @@ def goal_from_instruction(text: str) -> Goal:
         if "green target" in t:
             return Goal("red", "green", "place", "cube", "pad")
         return Goal("red", None, "grasp", "cube")
-    if "hammer" in t:  # tool use: grasp a handle, then strike with the head; no skill for it yet
-        return Goal("", None, "none", "tool")
+    if "hammer" in t:  # tool use: grasp the handle, then strike with the head
+        return Goal("yellow", "red", "strike", "tool")
     if "pen" in t:
         return Goal("pen", None, "grasp", "long")
     return Goal("saturated", None, "grasp", "long")

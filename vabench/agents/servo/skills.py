@@ -13,7 +13,7 @@ oblique_45: with the gripper pointing down, GC lies on their vertical centre lin
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import numpy as np
 
@@ -29,19 +29,36 @@ def wrap(angle: float, period: float) -> float:
     return (angle + period / 2) % period - period / 2
 
 
-class Servo:
-    """One episode's state and skills (single arm)."""
+class Now:
+    """The newest observation, shared by the skills of both arms in a two-arm episode."""
 
-    def __init__(self, first: Seen, goal: Goal, active: bool, arm: str = "right"):
-        self.seen, self.goal, self.active, self.arm = first, goal, active, arm
+    def __init__(self, seen: Seen):
+        self.seen = seen
+
+
+class Servo:
+    """One episode's state and skills for one arm (two-arm plans hold one per arm, sharing ``now``)."""
+
+    def __init__(self, first: Seen, goal: Goal, active: bool, arm: str = "right", now: Now | None = None):
+        self.now, self.goal, self.active, self.arm = now or Now(first), goal, active, arm
         self.J: np.ndarray | None = None  # measurement change per metre of GC motion (2 x 2, columns x, y)
         self.A: np.ndarray | None = None  # topdown pixels per metre of a world point's motion (columns x, y)
         self.z_floor: float | None = None  # lowest GC height the planner accepts (the table)
         self.z_cal = float(self.gc[2])
         self.top_blob: Blob | None = None  # the target in the topdown image the yaw is read from
         self.notes: list[str] = []
+        # named finders that replace colour segmentation in the active topdown (a plan's own targets)
+        self.finders: dict[str, Callable[[np.ndarray], Blob | None]] = {}
 
     # -- state ---------------------------------------------------------------------------
+    @property
+    def seen(self) -> Seen:
+        return self.now.seen
+
+    @seen.setter
+    def seen(self, seen: Seen) -> None:
+        self.now.seen = seen
+
     @property
     def state(self):
         return self.seen.arms[self.arm]
@@ -51,7 +68,14 @@ class Servo:
         return self.state.gc
 
     # -- primitive decisions ------------------------------------------------------------------
+    @property
+    def two(self) -> bool:
+        """A two-arm task: every arm action names its arm, and views name the arm they centre on."""
+        return len(self.seen.arms) > 1
+
     def act(self, decision: dict) -> Skill:
+        if self.two and decision["action"].startswith("gripper."):
+            decision = {**decision, "arm": self.arm}
         self.seen = yield decision
         return self.seen
 
@@ -99,7 +123,8 @@ class Servo:
     def topdown(self) -> Skill:
         """The image that shows the table from above (active: a view_topdown step)."""
         if self.active:
-            seen = yield from self.act({"action": "camera.view_topdown", "reason": "servo: measure in the topdown"})
+            view = f"camera.view_{self.arm}_topdown" if self.two else "camera.view_topdown"
+            seen = yield from self.act({"action": view, "reason": "servo: measure in the topdown"})
             return seen.images[0]
         return self.seen.images[PASSIVE_TOPDOWN]
 
@@ -107,7 +132,8 @@ class Servo:
         """(2-vector measurement that is 0 when GC is over the blob, the blob) or (None, None)."""
         if self.active:
             img = yield from self.topdown()
-            blob = find(img, colour, min_area, open_top=True)
+            finder = self.finders.get(colour)
+            blob = finder(img) if finder else find(img, colour, min_area, open_top=True)
             if blob is None:
                 return None, None
             h, w = img.shape[:2]
