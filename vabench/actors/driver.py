@@ -3,8 +3,7 @@ keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`
 
 Model latency dominates an episode, so throughput comes from many episodes in flight: Ray actors
 (env workers), each hosting several episodes at once; without Ray (``ray.address=none``) one
-worker runs them one after another for the same run folder.
-Correctness rules:
+worker runs them one after another for the same run folder. Correctness rules:
 
 - results reach the run folder through the driver, from any node: a worker returns an episode's
   row (and, where it cannot see the run folder, its record) and the driver writes them, so a
@@ -57,6 +56,7 @@ from .pool import ClusterStarved, WorkerPool
 from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
 from .scratch import land
+from .spend import CostStop, after_run, interrupted, learning_stopped, spend_shown
 
 POLL_S = 2.0
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
@@ -73,7 +73,7 @@ class Driver:
         self.run, self.log, self.progress, self.line = run, log, progress, line
         self.store = SummaryStore(run.summary_root)
         self.counts = dict.fromkeys(("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "permanent"), 0)
-        self._stop = False
+        self._stop, self.capped = False, []  # capped: why episodes a cost limit interrupted (vabench.actors.spend)
         self._told: dict[tuple[str, str], Summary | None] = {}  # (summary source, task) -> what episodes get
 
     # -- stages ---------------------------------------------------------------------------
@@ -98,7 +98,7 @@ class Driver:
             backend = backend_for(run, (str(lock.path), lock.token))
             todo = self._summaries(backend, todo)
             self._episodes(backend, todo)
-        return load(run.run_dir / "outcomes")
+        return after_run(self.capped, run, load(run.run_dir / "outcomes"))
 
     def _summaries(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> list[tuple[EpisodeSpec, int]]:
         """Shared summaries must exist; own summaries are learned once per (model, base task) and
@@ -151,6 +151,7 @@ class Driver:
                 raise
             except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
                 out = {"end_reason": EndReason.INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
+            learning_stopped(out, self.run)
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
             if out["end_reason"] == EndReason.INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"
@@ -232,8 +233,8 @@ class Driver:
                     for worker, why in backstop.verdicts(pool.busy()):
                         self._kill(bar, backend, worker, why, inflight, queue)
                 self._show(bar, backend)
-        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved) as stop:
-            what = "stopped" if isinstance(stop, (RunAborted, RunLocked)) else "interrupted"
+        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved, CostStop) as stop:
+            what = "stopped" if isinstance(stop, (RunAborted, RunLocked, CostStop)) else "interrupted"
             if isinstance(stop, ClusterStarved):
                 self.log(f"\nthe cluster cannot place a worker for this run: {stop}")
             self.log(f"\n{what}: finished episodes are saved; rerun with run_id={run.run_id} to resume")
@@ -291,6 +292,7 @@ class Driver:
         extra = {}
         if stats:
             extra = {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
+            extra |= spend_shown(stats, self.run.model.max_cost_usd)
         shown = {k: self.counts[k] for k in ("ok", "failed", "infra", "retried")} | extra
         if shown != self._postfix:  # redrawn on a change only: logs stay short
             self._postfix = shown
@@ -321,6 +323,8 @@ class Driver:
         except Exception as e:  # a bug inside the worker: infra, with the reason; the worker lives on
             return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue), None
         row = out["row"]
+        if out.get("stopped"):  # a cost limit interrupted it: no row, resumable
+            return interrupted(out, self.run, spec, attempt, self.capped), None
         if out["files"] is not None:  # the record of a worker that cannot see the run folder
             self._hold()
             try:
@@ -388,7 +392,7 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int |
         raise SystemExit(f"summary: {e}") from None
     except RunAborted as e:
         raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
-    except (RunLocked, NodeCheckFailed) as e:
+    except (RunLocked, NodeCheckFailed, CostStop) as e:
         raise SystemExit(str(e)) from None
     except ClusterStarved as e:
         raise SystemExit(

@@ -22,8 +22,12 @@ class HarnessConfig:
     # instruction (the system prompt says so); later camera actions execute and are counted in the row
     # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
     enforce_camera_chain: bool = False
+    # US dollars one episode attempt may spend on its model calls (vocab.CostLimit): past it the episode ends as
+    # interrupted, resumable with a higher limit. None: no limit.
+    max_episode_cost_usd: float | None = None
 
     def __post_init__(self):
         at_least(self, "harness", 0, "max_repairs", "history_actions")
         at_least(self, "harness", 1, "max_calls_per_step", "max_images", "context_tokens", "keep_turns")
         one_of(self, "harness", "observation", ObservationProfile)
+        at_least(self, "harness", 0, "max_episode_cost_usd", strict=True)
