@@ -30,7 +30,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from vabench.agents.history import image_tokens
+from vabench.agents.prefix import image_tokens_for
 
 OPENAI, ANTHROPIC = "openai", "anthropic"
 MIN_PREFIX = 1024  # both providers' smallest cacheable prefix (Claude Sonnet; OpenAI's documented minimum)
@@ -54,11 +54,7 @@ def _image(data: bytes, provider: str, breakpoint: bool = False) -> Block:
     from PIL import Image
 
     w, h = Image.open(io.BytesIO(data)).size
-    if provider == ANTHROPIC:  # long edge <= 1568 and about 1.15 megapixels at most, then (w x h) / 750
-        scale = min(1.0, 1568 / max(w, h), math.sqrt(1_150_000 / (w * h)))
-        tokens = math.ceil(w * scale * h * scale / 750)
-    else:
-        tokens = image_tokens(w, h)
+    tokens = image_tokens_for(f"{provider}/model", w, h)  # the provider's documented rule
     return Block(hashlib.sha256(data).hexdigest(), tokens, None, breakpoint)
 
 
