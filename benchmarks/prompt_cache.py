@@ -46,23 +46,23 @@ MOVES = ("x", "y", "z")
 
 
 class Policy:
-    """Deterministic replies: small moves back and forth, ``{"stop": true}`` after ``steps`` actions."""
+    """Deterministic replies computed from the request alone (so a resumed attempt asks the same):
+    small moves back and forth, ``{"stop": true}`` after ``steps`` actions (0: never)."""
 
-    def __init__(self, steps: int):
-        self.steps, self.n = steps, 0
+    def __init__(self, steps: int = 0):
+        self.steps = steps
 
     def __call__(self, body: dict) -> str:
-        self.n += 1
-        if self.n > self.steps:  # the budget ends an episode of as many steps by itself
+        n = 1 + sum(m.get("role") == "assistant" for m in body.get("messages", []))
+        if self.steps and n > self.steps:  # the budget ends an episode of as many steps by itself
             return json.dumps({"stop": True, "reason": "giving up for the benchmark"})
-        axis, sign = MOVES[self.n % 3], "+-"[(self.n // 3) % 2]
+        axis, sign = MOVES[n % 3], "+-"[(n // 3) % 2]
         reason = (
             f"The gripper is still above and to the side of the cube; I move it along {axis} to line the fingers up "
             "with the cube's faces before descending, keeping clear of the bowl rim."
         )
-        return json.dumps(
-            {"action": "gripper.move_world", "axis": axis, "sign": sign, "distance_mm": 20, "reason": reason}
-        )
+        decision = {"action": "gripper.move_world", "axis": axis, "sign": sign, "distance_mm": 20, "reason": reason}
+        return json.dumps(decision)
 
 
 def episode(provider: str, protocol: str, steps: int, env: VABenchEnv, out: Path) -> dict:

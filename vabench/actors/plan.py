@@ -65,6 +65,8 @@ class Priors:
     learn_calls: int = 8  # summary learning: retrieve, a few frame looks, learn
     learn_images: int = 6  # demo frames a learning request carries on average
     baseline: float = 0.3  # success rate for plan.difference without calibration
+    startup_s: float = 20.0  # launcher, imports, the first env (plus ray_startup_s on Ray)
+    ray_startup_s: float = 30.0
 
 
 PRIORS = Priors()
@@ -225,7 +227,9 @@ def in_flight(run: RunConfig) -> int:
 def wall_time(run: RunConfig, total: Estimate, learn: Estimate, learn_tasks: int) -> dict[str, float]:
     """Seconds: the episodes' work spread over the episodes in flight, and the floors that
     ``model.rpm`` and ``model.tpm`` put under it; summary learning runs first."""
-    work = total.wall_s / in_flight(run)
+    flight, episodes = in_flight(run), max(total.episodes, 1)
+    work = total.wall_s / episodes * max(1.0, episodes / flight)  # fewer episodes than slots: one wave
+    work += PRIORS.startup_s + (0.0 if run.ray.in_process else PRIORS.ray_startup_s)
     rpm = total.calls / run.model.rpm * 60 if run.model.rpm else 0.0
     tpm = (total.input + total.output) / run.model.tpm * 60 if run.model.tpm else 0.0
     learn_s = learn.wall_s / max(1, min(learn_tasks, run.model.max_concurrency))
