@@ -95,7 +95,9 @@ def test_anthropic_requests_carry_two_breakpoints_and_nothing_else_new(render_en
     expected = fresh * p.input + sum(reads) * p.cached_input + row.cache_write_tokens * p.cache_write
     expected += row.completion_tokens * p.output
     assert row.cost_usd == pytest.approx(expected, rel=1e-6)
-    billed_in_record = sum(e["cached_tokens"] for e in read_events(tmp_path / "on" / "active" / "events.jsonl") if e["type"] == "reply")
+    billed_in_record = sum(
+        e["cached_tokens"] for e in read_events(tmp_path / "on" / "active" / "events.jsonl") if e["type"] == "reply"
+    )
     assert billed_in_record == row.cached_tokens
 
 

@@ -3,7 +3,9 @@ the estimates themselves are :mod:`vabench.actors.plan`'s."""
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -20,20 +22,44 @@ _COLUMNS |= {"output": "completion_tokens", "reasoning": "reasoning_tokens"}
 
 
 def calibration(folder: str | None) -> pd.DataFrame | None:
-    """The judged rows of a previous run folder (every job of a sweep folder), or None."""
+    """The judged rows of a previous run folder (every job of a sweep folder), or None. Their
+    ``attrs["overhead"]`` scales an episode's ``wall_s`` to the time its slot was really held
+    (writing its video and record, handing it over), measured over one launch (see :func:`_overhead`)."""
     if folder is None:
         return None
     rows = load(Path(folder))
-    return rows[rows["status"] == Status.OK]
+    rows = rows[rows["status"] == Status.OK]
+    rows.attrs["overhead"] = _overhead(Path(folder), rows)
+    return rows
 
 
-def _measured(prior: Estimate, rows: pd.DataFrame) -> Estimate:
+def _overhead(folder: Path, rows: pd.DataFrame) -> float:
+    """Slot time per episode over its ``wall_s``: from the driver's start (``_run.json``) to the
+    last outcome file, times the episodes in flight, over the episodes' summed ``wall_s``. 1 when
+    the folder is a sweep or its rows came from several launches (a span that long is not work)."""
+    try:
+        info = json.loads((folder / "_run.json").read_text())
+        began = time.mktime(time.strptime(info["written_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+        cfg = info["config"]
+    except (OSError, ValueError, KeyError):
+        return 1.0
+    ray, model = cfg.get("ray") or {}, cfg.get("model") or {}
+    slots = 1 if ray.get("address") in (None, "none") else ray.get("env_actors", 4) * ray.get("episodes_per_actor", 8)
+    flight = max(1, min(slots, model.get("max_concurrency", 8), len(rows)))
+    last = max((p.stat().st_mtime for p in (folder / "outcomes").rglob("*.parquet")), default=began)
+    work = float(rows["wall_s"].sum())
+    factor = (last - began) * flight / work if work > 0 else 1.0
+    return factor if 1.0 <= factor <= 2.0 else 1.0
+
+
+def _measured(prior: Estimate, rows: pd.DataFrame, overhead: float) -> Estimate:
     """An episode as ``rows`` measured it: calls (cache hits included), tokens per call (a resumed
     run's cache hits carried no tokens: scaled up to every call), wall time, success."""
     answered = rows["model_calls"].fillna(0)
     calls = answered + rows["cache_hits"].fillna(0)
     per_call = max(1.0, float(calls.mean())) / max(1.0, float(answered.mean()))
-    est = Estimate(1, float(calls.mean()), prior.calls_max, wall_s=float(rows["wall_s"].mean()))
+    wall_s = float(rows["wall_s"].mean()) * overhead
+    est = Estimate(1, float(calls.mean()), prior.calls_max, wall_s=wall_s)
     for key in _MEASURED:
         setattr(est, key, float(rows[_COLUMNS[key]].fillna(0).mean()) * per_call)
     est.image = prior.image / max(prior.calls, 1e-9) * est.calls
@@ -46,12 +72,13 @@ def episode(run: RunConfig, task: str, protocol: str, rows: pd.DataFrame | None)
     prior = prior_episode(run, task, protocol)
     if rows is None or rows.empty:
         return prior, "priors"
+    overhead = rows.attrs.get("overhead", 1.0)
     same = rows[(rows["task"] == task) & (rows["protocol"] == protocol)]
     if not same.empty:
-        return _measured(prior, same), f"calibrated ({len(same)} episodes)"
+        return _measured(prior, same, overhead), f"calibrated ({len(same)} episodes)"
     same = rows[rows["protocol"] == protocol]
     if not same.empty:  # another task: its per-step figures, scaled to this task's budget
-        est = _measured(prior, same)
+        est = _measured(prior, same, overhead)
         scale = prior.calls / max(est.calls, 1e-9)
         return est.scaled(scale), f"calibrated by protocol ({len(same)} episodes, scaled to the budget)"
     return prior, "priors (the calibration run has no such protocol)"
