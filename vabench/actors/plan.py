@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vabench.checks import at_least, within
-from vabench.vocab import SummaryKind, protocol_named
+from vabench.vocab import SummaryKind, Track, protocol_named
 
 from .config import RunConfig
 from .specs import expand
@@ -159,7 +159,7 @@ def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRI
     cls, p = task_class(task), protocol_named(protocol)
     preset = RENDER_PRESETS[run.render]
     summary = "x" * 4 * priors.summary_tokens if run.summary.kind != SummaryKind.NONE else None
-    system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != "base"))
+    system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
     images = 5 if p.bundle else 1
     image = images * image_tokens_for(run.model.model, *size)
