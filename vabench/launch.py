@@ -195,6 +195,8 @@ examples:
   python -m vabench.launch -m summary=own,none +experiment=summary_sources   # a sweep: one folder per job
 
 lookups:
+  python -m vabench.launch +experiment=main model=openai plan=true   # calls, tokens, dollars, time; runs nothing
+                                                # (plan.calibrate=RUN, plan.difference=D: README, "Cost")
   python -m vabench.tasks                       # tasks: track, arms, step budget, verified seeds
   python -m vabench.launch --cfg job [...]      # the composed config, without running
   python -m vabench.launch --hydra-help         # Hydra's own options
