@@ -238,6 +238,8 @@ examples:
   python -m vabench.launch -m summary=own,none +experiment=summary_sources   # a sweep: one folder per job
 
 lookups:
+  python -m vabench.launch +experiment=main model=openai plan=true   # calls, tokens, dollars, time; runs nothing
+                                                # (plan.calibrate=RUN, plan.difference=D: README, "Cost")
   python -m vabench.tasks                       # tasks: track, arms, step budget, verified seeds
   python -m vabench.launch --cfg job [...]      # the composed config, without running
   python -m vabench.launch --hydra-help         # Hydra's own options
@@ -301,15 +303,72 @@ def misspelt(args: list[str]) -> str | None:
     return None
 
 
+def plan_args(args: list[str]) -> tuple[list[str], dict | None]:
+    """The overrides without ``plan=...`` and ``plan.<key>=...``, and the plan's keys (None: no
+    ``plan=true``). Values are YAML, as Hydra reads them."""
+    import yaml
+
+    rest, keys, on = [], {}, False
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key == "plan":
+            on = yaml.safe_load(value) is True
+        elif key.startswith("plan."):
+            keys[key[len("plan.") :]] = yaml.safe_load(value)
+        else:
+            rest.append(arg)
+    if keys and not on:
+        _exit(Exit.REFUSED, f"config error: plan.{next(iter(keys))} needs plan=true")
+    return rest, keys if on else None
+
+
+def plan(overrides: list[str], keys: dict) -> None:
+    """Print the run's plan (vabench.actors.plan): the composed config, validated, and nothing
+    else: no key, no Ray, no request, no folder."""
+    import difflib
+    import os
+    from dataclasses import fields
+
+    from vabench.actors.plan import PlanConfig
+    from vabench.actors.plan_print import plan_text
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # prices from the installed map, no network
+    if any(a in ("-m", "--multirun") for a in overrides):
+        _exit(Exit.REFUSED, "config error: plan=true plans one run; drop -m and plan each job")
+    allowed = [f.name for f in fields(PlanConfig)]
+    for key in keys:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            _exit(
+                Exit.REFUSED,
+                f"config error: unknown key 'plan.{key}'" + (f"; did you mean 'plan.{close[0]}'?" if close else ""),
+            )
+    try:
+        config = PlanConfig(**keys)
+        resolved = OmegaConf.to_container(OmegaConf.create(_defaults(overrides)), resolve=True, throw_on_missing=True)
+        run = from_config(
+            resolved,
+            Path(str(resolved["results_dir"])) / str(resolved["run_id"]),
+            log=lambda m: print(m, file=sys.stderr),
+        )
+    except (ConfigError, ValueError) as e:
+        _exit(Exit.REFUSED, f"config error: {e}")
+    print(plan_text(run, config))
+
+
 def cli() -> None:
-    """``--help`` / ``-h`` print :func:`help_text`; anything else goes to Hydra. The exit status is
-    the worst over the jobs run (:class:`Exit`)."""
+    """``--help`` / ``-h`` print :func:`help_text`; ``plan=true`` prints the run's plan and runs
+    nothing; anything else goes to Hydra. The exit status is the worst over the jobs run (:class:`Exit`)."""
     if any(a in ("--help", "-h") for a in sys.argv[1:]):
         print(help_text())
         return
-    wrong = misspelt(sys.argv[1:])
+    overrides, planned = plan_args(sys.argv[1:])
+    wrong = misspelt(overrides)
     if wrong:
         _exit(Exit.REFUSED, f"config error: {wrong}")
+    if planned is not None:
+        plan(overrides, planned)
+        return
     with tempfile.TemporaryDirectory(prefix="vabench-status-") as folder:
         os.environ[STATUS_FOLDER] = folder  # a parallel sweep's job processes inherit it
         main()

@@ -26,8 +26,8 @@ from vabench.vocab import EndReason, ErrorKind, Intervention, ObservationProfile
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
-# cache_hits, rescored_from; 7: intervention
-SCHEMA_VERSION = 7
+# cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens
+SCHEMA_VERSION = 8
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -111,6 +111,8 @@ class OutcomeRow:
     record_digest: str | None = _col(STR, about="sha256 prefix of the record: events (its result aside) and frames")
     cache_hits: int = _col(INT, 0, "replies answered from the response cache (model.cache): never sent, never billed")
     rescored_from: str | None = _col(STR, about="the run folder this row was re-simulated from (vabench.verify)")
+    cached_tokens: int = _col(INT, 0, "of prompt_tokens: read from the provider's prompt cache (cached rate)")
+    cache_write_tokens: int = _col(INT, 0, "of prompt_tokens: written to the provider's prompt cache (Anthropic)")
 
     @classmethod
     def infra(cls, error: str, kind: ErrorKind = ErrorKind.INFRA, **identity) -> OutcomeRow:

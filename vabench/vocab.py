@@ -180,6 +180,14 @@ class CacheMode(StrEnum):
     ONLY = "only"  # never call a provider: a request not in the cache fails (debugging, re-rendering)
 
 
+class CostLimit(StrEnum):
+    """The spending limits (each the config key that sets it): reaching one stops new requests at
+    once; episodes in flight end as interrupted (no row: resumable, neither a failure nor infra)."""
+
+    RUN = "model.max_cost_usd"  # the whole run: every worker and node, summary learning included
+    EPISODE = "harness.max_episode_cost_usd"  # one episode (one attempt)
+
+
 SEEDS_PER_TASK = 20  # verified seeds per task (paper 5.1; the seed manifests)
 
 

@@ -21,6 +21,7 @@ from vabench.agents.registry import is_offline
 
 from .backstop import ProgressBoard
 from .config import RunConfig
+from .spend import spent_before
 from .workerargs import NodeCheckFailed, check_local_key, make_limiter, node_has, worker_args
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
@@ -49,6 +50,14 @@ class RemoteLimiter:
 
     def pause(self, seconds: float) -> None:
         self.actor.pause.remote(seconds)
+
+    def charge(self, cost_usd: float) -> None:
+        self.actor.charge.remote(cost_usd)
+
+    def spent(self) -> float:
+        import ray
+
+        return ray.get(self.actor.spent.remote())
 
 
 def _demo_root(run: RunConfig) -> str | None:
@@ -167,7 +176,8 @@ class RayBackend:
         self.board = ray.remote(ProgressBoard).options(**small).remote()
         self.limiter = None
         if not is_offline(run.model.model):
-            self.limiter = ray.remote(RateLimiter).options(**small).remote(run.model.rpm, run.model.tpm)
+            limits = (run.model.rpm, run.model.tpm)  # and model.max_cost_usd counts on from the run folder's spend
+            self.limiter = ray.remote(RateLimiter).options(**small).remote(*limits, spent=spent_before(run))
 
     def check_nodes(self) -> None:
         """Before any work, when the model names a key variable, every alive node must have it in its

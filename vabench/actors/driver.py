@@ -3,8 +3,7 @@ keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`
 
 Model latency dominates an episode, so throughput comes from many episodes in flight: Ray actors
 (env workers), each hosting several episodes at once; without Ray (``ray.address=none``) one
-worker runs them one after another for the same run folder.
-Correctness rules:
+worker runs them one after another for the same run folder. Correctness rules:
 
 - results reach the run folder through the driver, from any node: a worker returns an episode's
   row (and, where it cannot see the run folder, its record) and the driver writes them, so a
@@ -52,6 +51,7 @@ from .pool import ClusterStarved, WorkerPool
 from .progressbar import ProgressBar, Stage
 from .runfolder import infra_row, plan, write_run_info
 from .runlock import RunLock, RunLocked
+from .spend import CostStop, after_run, interrupted
 from .summary_phase import WAIT_S, SummaryPhase
 from .writer import RunWriter
 
@@ -76,6 +76,7 @@ class Driver:
         self.pool: WorkerPool | None = None
         self.backstop: Backstop | None = None
         self.bar: ProgressBar | None = None
+        self.capped: list[str] = []  # why episodes a cost limit interrupted (vabench.actors.spend)
 
     # -- stages ---------------------------------------------------------------------------
     def execute(self) -> pd.DataFrame:
@@ -99,7 +100,7 @@ class Driver:
             self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
         if todo:
             name = None if self.line is None else run.run_dir.name
-            self.bar = ProgressBar(len(todo), self.counts, self.progress, self.line, name)
+            self.bar = ProgressBar(len(todo), self.counts, self.progress, self.line, name, run.model.max_cost_usd)
             try:
                 if not run.ray.in_process:
                     self.bar.stage(Stage.RAY)
@@ -112,7 +113,7 @@ class Driver:
                 self._episodes(backend, todo)
             finally:
                 self.bar.close()
-        return load(run.run_dir / "outcomes")
+        return after_run(self.capped, run, load(run.run_dir / "outcomes"))
 
     def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
         """Keep every live worker's slots busy until each episode is judged: on any live worker with
@@ -153,7 +154,7 @@ class Driver:
                     for worker, why in backstop.verdicts(pool.busy()):
                         self._kill(backend, worker, why, inflight, queue)
                 bar.show(backend)
-        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved) as stop:
+        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved, CostStop) as stop:
             self._stopped(stop, backend, inflight)
             raise
         finally:
@@ -166,7 +167,7 @@ class Driver:
 
     def _stopped(self, stop: BaseException, backend, inflight: dict) -> None:
         """The run stops early: say why and how to resume, keep what was cut short, free the workers."""
-        what = "stopped" if isinstance(stop, (RunAborted, RunLocked)) else "interrupted"
+        what = "stopped" if isinstance(stop, (RunAborted, RunLocked, CostStop)) else "interrupted"
         if isinstance(stop, ClusterStarved):
             self.log(f"\nthe cluster cannot place a worker for this run: {stop}")
         self.log(f"\n{what}: finished episodes are saved; rerun with run_id={self.run.run_id} to resume")
@@ -228,6 +229,8 @@ class Driver:
         except Exception as e:  # a bug inside the worker: infra, with the reason; the worker lives on
             return self._retry(spec, attempt, f"{type(e).__name__}: {e}", queue), None
         row = out["row"]
+        if out.get("stopped"):  # a cost limit interrupted it: no row, resumable
+            return interrupted(out, self.run, spec, attempt, self.capped), None
         if out["files"] is not None:  # the record of a worker that cannot see the run folder
             try:
                 self.writer.files(out["files"], spec.record_dir(Path()) / f"attempt{attempt}")
@@ -279,7 +282,7 @@ def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int |
         raise SystemExit(f"summary: {e}") from None
     except RunAborted as e:
         raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
-    except (RunLocked, NodeCheckFailed) as e:
+    except (RunLocked, NodeCheckFailed, CostStop) as e:
         raise SystemExit(str(e)) from None
     except ClusterStarved as e:
         raise SystemExit(

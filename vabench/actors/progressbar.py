@@ -13,6 +13,8 @@ from enum import StrEnum
 
 from tqdm import tqdm
 
+from .spend import spend_shown
+
 ASK_S = 2.0  # the limiter's and the workers' figures are asked for at most this often
 TALLY = ("ok", "failed", "infra", "retried")  # the driver's counts the bar shows
 
@@ -30,8 +32,11 @@ class ProgressBar:
     """``counts``: the driver's live tally (read, never written); ``name``: the run folder's name
     when several bars share a terminal (a parallel sweep), shown before the stage."""
 
-    def __init__(self, total: int, counts: dict, enabled: bool, line: int | None = None, name: str | None = None):
-        self.counts, self.enabled, self.name = counts, enabled, name
+    def __init__(
+        self, total: int, counts: dict, enabled: bool, line: int | None = None, name: str | None = None, cap=None
+    ):
+        """``cap``: model.max_cost_usd, shown with the run's spend (None: no limit)."""
+        self.counts, self.enabled, self.name, self.cap = counts, enabled, name, cap
         self.bar = tqdm(total=total, disable=not enabled, unit="ep", dynamic_ncols=True, position=line)
         self.inflight = 0
         self._asked, self._figures, self._postfix = float("-inf"), {}, None
@@ -50,7 +55,7 @@ class ProgressBar:
             return
         if time.monotonic() - self._asked >= ASK_S:
             self._asked = time.monotonic()
-            self._figures = _figures(backend)
+            self._figures = _figures(backend, self.cap)
         elif not force:
             return
         shown = {k: self.counts[k] for k in TALLY} | {"in_flight": self.inflight} | self._figures
@@ -62,8 +67,9 @@ class ProgressBar:
         self.bar.close()
 
 
-def _figures(backend) -> dict:
-    """Model calls made by this run's workers, and the limiter's rate and total wait, where known."""
+def _figures(backend, cap: float | None) -> dict:
+    """Model calls made by this run's workers, and the limiter's rate, total wait and spend against
+    ``cap``, where known."""
     out = {}
     calls = backend.calls()
     if calls is not None:
@@ -71,4 +77,5 @@ def _figures(backend) -> dict:
     stats = backend.limit_stats()
     if stats:
         out |= {"rpm": f"{stats.get('rpm', 0):.0f}", "limit_wait": f"{stats.get('wait_s', 0.0) / 60:.1f}m"}
+        out |= spend_shown(stats, cap)
     return out

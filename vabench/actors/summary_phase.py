@@ -25,6 +25,7 @@ from .learnlock import learn_once
 from .pool import ClusterStarved
 from .runfolder import infra_row
 from .runlock import RunLocked
+from .spend import learning_stopped
 from .writer import RunWriter
 
 WAIT_S = 0.5  # the longest a wait on workers blocks: how soon a Ctrl-C is seen
@@ -95,6 +96,7 @@ class SummaryPhase:
                 raise
             except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
                 out = {"end_reason": EndReason.INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
+            learning_stopped(out, self.run)  # model.max_cost_usd reached: the run stops
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
             if out["end_reason"] == EndReason.INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"

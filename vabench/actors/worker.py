@@ -32,7 +32,7 @@ from pathlib import Path
 from vabench.agents.cache import CACHE, CachedModel
 from vabench.agents.harness import Episode, HarnessConfig, Runtime, run_episode
 from vabench.agents.learning import learn_summary
-from vabench.agents.models import Model, ModelConfig
+from vabench.agents.models import CostLimitReached, Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore
@@ -106,6 +106,12 @@ class _SeatLimiter:
 
     def pause(self, seconds: float) -> None:
         self.shared.pause(seconds)
+
+    def charge(self, cost_usd: float) -> None:
+        self.shared.charge(cost_usd)
+
+    def spent(self) -> float:
+        return self.shared.spent()
 
 
 def sees_run_folder(lock: tuple[str, str] | None) -> bool:
@@ -260,7 +266,12 @@ class EpisodeWorker:
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat))
         self._bind_cache(seat, episode)
-        result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
+        try:
+            result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
+        except CostLimitReached as e:  # interrupted (its record says so): no row; the driver stops or goes on
+            seat.scratch = None
+            files = pack(folder) if self.scratch is not None else None
+            return {"row": None, "files": files, "cost_limit": str(e.limit), "stopped": str(e)}
         result.record = (rel / result.record).as_posix()
         self._check_driver()
         seat.scratch = None
@@ -296,6 +307,8 @@ def learn(
             end, error, learned = result.end_reason, result.error, result.summary is not None
         except Exception as e:  # a crash: infra, and its record still reaches the driver
             end, error, learned = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", False
+        except CostLimitReached as e:  # model.max_cost_usd: the driver stops the run
+            return {"task": task, "stopped": str(e), "files": pack(scratch.root / "record"), "summary": None}
         return {
             "task": task,
             "end_reason": end,

@@ -9,6 +9,7 @@ from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 
 from .config import RunConfig
+from .spend import spent_before
 
 
 class NodeCheckFailed(RuntimeError):
@@ -59,5 +60,6 @@ def spread(slots: int, actors: int) -> list[int]:
 
 
 def make_limiter(run: RunConfig) -> RateLimiter | None:
-    """The run's limiter: offline agents call no provider and get none."""
-    return None if is_offline(run.model.model) else RateLimiter(run.model.rpm, run.model.tpm)
+    """The run's limiter: offline agents call no provider and get none. Under ``model.max_cost_usd``
+    it starts from what the run folder records as spent (a rerun counts on)."""
+    return None if is_offline(run.model.model) else RateLimiter(run.model.rpm, run.model.tpm, spent=spent_before(run))

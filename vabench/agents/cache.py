@@ -76,7 +76,8 @@ class CachedModel(Model):
             raise ModelError(f"{self.name}: model.cache=only and this request is not in the cache", permanent=True)
         reply = self.inner.complete(messages)
         if path is not None:
-            _write(path, {"text": reply.text, "request_id": reply.request_id, "reasoning": reply.reasoning})
+            kept = {"text": reply.text, "request_id": reply.request_id, "reasoning": reply.reasoning}
+            _write(path, {**kept, "cost_usd": reply.usage.cost_usd})  # what it cost: model.max_cost_usd counts it
         return reply
 
 

@@ -9,11 +9,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from vabench.vocab import EndReason, ErrorKind
+from vabench.vocab import CostLimit, EndReason, ErrorKind
 
 from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
-from .models import Model, ModelError, Reply, Usage
+from .models import CostLimitReached, Model, ModelError, Reply, Usage
 from .protocol import TOOL, Decision, ProtocolError
 from .records import EpisodeRecord
 from .tools import ToolResult
@@ -90,6 +90,9 @@ class Dialogue:
         if late:
             self.record.event("timeout", step=step, error=late)
             raise EpisodeEnd(EndReason.INFRA_ERROR, late)
+        cap = getattr(self.config, "max_episode_cost_usd", None)
+        if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
+            raise CostLimitReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
         messages, info = self.conv.request()
         self.calls += 1
         self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
@@ -122,6 +125,8 @@ class Dialogue:
             prompt_tokens=u.prompt_tokens,
             completion_tokens=u.completion_tokens,
             reasoning_tokens=u.reasoning_tokens,
+            cached_tokens=u.cached_tokens,  # of prompt_tokens: read from the provider's prompt cache
+            cache_write_tokens=u.cache_write_tokens,
             reasoning=reply.reasoning,  # evaluator side: the conversation keeps only the reply's text
             cost_usd=u.cost_usd,
             attempts=u.provider_attempts,

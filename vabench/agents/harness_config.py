@@ -26,9 +26,13 @@ class HarnessConfig:
     # An intervention across the paper's boundary (vabench.interventions: each with its input manifest):
     # none | object_poses | depth_point | views_1 | views_3 (passive) | views_5 (active). In every row and label.
     intervention: str = Intervention.NONE
+    # US dollars one episode attempt may spend on its model calls (vocab.CostLimit): past it the episode ends as
+    # interrupted, resumable with a higher limit. None: no limit.
+    max_episode_cost_usd: float | None = None
 
     def __post_init__(self):
         at_least(self, "harness", 0, "max_repairs", "history_actions")
         at_least(self, "harness", 1, "max_calls_per_step", "max_images", "context_tokens", "keep_turns")
         one_of(self, "harness", "observation", ObservationProfile)
         one_of(self, "harness", "intervention", HARNESS_INTERVENTIONS)
+        at_least(self, "harness", 0, "max_episode_cost_usd", strict=True)

@@ -20,8 +20,11 @@ from typing import Any
 
 import tenacity
 
+from vabench.vocab import CostLimit
+
 from .history import message_tokens
-from .models import Model, ModelConfig, ModelError, Reply, Usage
+from .models import CostLimitReached, Model, ModelConfig, ModelError, Reply, Usage
+from .prefix import Prices, anthropic, cache_breakpoints, cache_tokens
 from .ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -145,6 +148,22 @@ def _reasoning_tokens(usage: Any) -> int:
     return int(getattr(details, "reasoning_tokens", 0) or 0)
 
 
+def prices(model_id: str) -> Prices | None:
+    """The model's prices from LiteLLM's map, or None when it does not know the model (a local
+    model, a typo); a missing cached rate is the full input rate."""
+    try:
+        info = _litellm().get_model_info(model_id)
+    except Exception:  # not mapped: unknown, never fatal
+        return None
+    inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if inp is None or out is None:
+        return None
+    read = info.get("cache_read_input_token_cost")
+    write = info.get("cache_creation_input_token_cost")
+    reasoning = info.get("output_cost_per_reasoning_token")
+    return Prices(inp, inp if read is None else read, inp if write is None else write, out, reasoning or out)
+
+
 class _Backoff:
     """Exponential backoff with full jitter; a provider's Retry-After raises the wait (up to ``cap``)."""
 
@@ -183,8 +202,14 @@ class LiteLLMModel(Model):
         for key in cfg.extra:
             if key in _RESERVED_EXTRA:
                 raise ValueError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
+        if cfg.max_cost_usd is not None and prices(cfg.model) is None:
+            raise ValueError(
+                f"model.max_cost_usd is set, but LiteLLM's price map does not know {cfg.model}: its spend cannot be "
+                "counted; remove model.max_cost_usd, or name a priced model"
+            )
         self.cfg = cfg
         self.name = cfg.name or cfg.model
+        self._breakpoints = cfg.prompt_cache and anthropic(cfg.model)
 
     def warm(self) -> None:
         """Import LiteLLM (~4 s) and run its first-call set-up (~0.4 s) on a mocked reply: no
@@ -215,7 +240,7 @@ class LiteLLMModel(Model):
     def _kwargs(self, messages: list[dict], key: str | None) -> dict:
         kw: dict[str, Any] = {
             "model": self.cfg.model,
-            "messages": messages,
+            "messages": cache_breakpoints(messages) if self._breakpoints else messages,
             "api_base": self.cfg.api_base,
             "api_key": key,
             "timeout": self.cfg.timeout_s,
@@ -243,7 +268,7 @@ class LiteLLMModel(Model):
     def _limiter(self) -> Any:
         """The run's limiter, or a process-local one made on first use when the config sets rpm or tpm
         (an in-process run or a test honours the limits too); None: unlimited."""
-        if self.limiter is None and (self.cfg.rpm or self.cfg.tpm):
+        if self.limiter is None and (self.cfg.rpm or self.cfg.tpm or self.cfg.max_cost_usd is not None):
             with _LAZY:
                 if self.limiter is None:
                     self.limiter = RateLimiter(self.cfg.rpm, self.cfg.tpm)
@@ -273,7 +298,7 @@ class _Call:
         self.model, self.key = model, key
         self.kwargs = model._kwargs(messages, key)
         self.limiter = model._limiter()
-        self.est = message_tokens(messages) + model.cfg.max_tokens if self.limiter is not None else 0
+        self.est = message_tokens(messages) + model.cfg.max_tokens if self.limiter is not None else 0  # booked on tpm
         self.attempts = 0
         self.latency = self.backoff = self.limit_wait = 0.0
 
@@ -287,6 +312,9 @@ class _Call:
         """One HTTP attempt; every attempt is a request the provider counts, retries included."""
         import openai  # installed with litellm
 
+        cap = self.model.cfg.max_cost_usd  # checked before every attempt: a stop is at once
+        if cap is not None and self.limiter is not None and (spent := self.model._limit(self.limiter, "spent")) >= cap:
+            raise CostLimitReached(CostLimit.RUN, spent, cap)
         if self.limiter is not None:
             wait = self.model._limit(self.limiter, "acquire", self.est)
             if wait > 0:
@@ -353,14 +381,18 @@ class _Call:
         if not choices:
             raise self._failed(f"the provider returned no choices (request {getattr(response, 'id', None)})")
         message = choices[0].message
+        cost = self.model._cost(response)
+        if cost and self.limiter is not None:
+            self.model._limit(self.limiter, "charge", cost)
         tokens = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "reasoning_tokens": _reasoning_tokens(usage),
+            **cache_tokens(usage),
         }
         return Reply(
             text=getattr(message, "content", None) or "",
-            usage=self.usage(answered=True, **tokens, cost_usd=self.model._cost(response)),
+            usage=self.usage(answered=True, **tokens, cost_usd=cost),
             latency_s=self.latency,
             request_id=getattr(response, "id", None),
             reasoning=getattr(message, "reasoning_content", None) or None,

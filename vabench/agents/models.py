@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 
 from vabench.checks import at_least, one_of
-from vabench.vocab import CacheMode
+from vabench.vocab import CacheMode, CostLimit
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class Usage:
     reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
     cost_usd: float | None = 0.0  # None: some price was unknown (unmapped model)
     cache_hits: int = 0  # replies answered from the response cache (model.cache): no request, no cost
+    cached_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache (billed at its cached rate)
+    cache_write_tokens: int = 0  # of prompt_tokens: written to the provider's prompt cache (Anthropic bills 1.25x)
 
     @classmethod
     def of_call(cls, attempts: int, answered: bool, backoff_s: float = 0.0, limit_wait_s: float = 0.0, **tokens):
@@ -70,6 +72,17 @@ class ModelError(RuntimeError):
     def __init__(self, message: str, permanent: bool = False, usage: Usage | None = None):
         super().__init__(message)
         self.permanent, self.usage = permanent, usage or Usage()
+
+
+class CostLimitReached(BaseException):
+    """A spending limit (``limit``: a :class:`~vabench.vocab.CostLimit`) is reached: no request is
+    sent. A BaseException, like Ctrl-C: the episode ends as interrupted (its record says so, no row
+    is written), never as a failure or an infrastructure error; a rerun with a higher limit resumes
+    it (from the response cache at no repeated cost, with ``model.cache=on``)."""
+
+    def __init__(self, limit: CostLimit, spent: float, cap: float):
+        super().__init__(f"{limit} = {cap:g} reached (${spent:.4f} spent); raise it to go on")
+        self.limit, self.spent, self.cap = limit, spent, cap
 
 
 @dataclass
@@ -130,10 +143,16 @@ class ModelConfig:
     tpm: float | None = None
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
     cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.cache)
+    # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (vabench.agents.llm);
+    # OpenAI and Gemini cache a repeated prefix by themselves. False: requests carry no breakpoints.
+    prompt_cache: bool = True
+    # US dollars this run may spend on the model (LiteLLM's prices), across every worker and node, summary learning
+    # included; counted from the spend the run folder's rows already record. None: no limit.
+    max_cost_usd: float | None = None
 
     def __post_init__(self):
         one_of(self, "model", "cache", CacheMode)
-        at_least(self, "model", 0, "timeout_s", "rpm", "tpm", strict=True)
+        at_least(self, "model", 0, "timeout_s", "rpm", "tpm", "max_cost_usd", strict=True)
         at_least(self, "model", 0, "max_retries", "backoff_initial_s", "backoff_max_s")
         at_least(self, "model", 1, "max_tokens", "max_concurrency")
         thinking = self.extra.get("thinking")

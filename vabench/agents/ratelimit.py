@@ -40,6 +40,7 @@ class RateLimiter:
         tpm: float | None,
         headroom: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
+        spent: float = 0.0,
     ):
         for key, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and (isinstance(value, bool) or not value > 0):
@@ -53,12 +54,12 @@ class RateLimiter:
         self._next_req = self._next_tok = self._paused_until = float("-inf")  # earliest next slot of each
         self._recent: list[float] = []  # sorted slots granted within the last window or booked ahead
         self._requests = self._pauses = self._tokens = 0
-        self._wait_s = 0.0
+        self._wait_s, self._spent = 0.0, float(spent)  # spent: US dollars charged before (a resumed run)
 
     def __reduce__(self):
         """Pickling gives a fresh limiter with the same limits: slots are times on this process's
-        clock and mean nothing in another one."""
-        return type(self), (self.rpm, self.tpm, self.headroom, self._clock)
+        clock and mean nothing in another one (the spend carries over)."""
+        return type(self), (self.rpm, self.tpm, self.headroom, self._clock, self._spent)
 
     def acquire(self, tokens: int) -> float:
         """Book one request of ``tokens`` estimated tokens; returns the seconds to sleep before sending it."""
@@ -94,9 +95,19 @@ class RateLimiter:
             self._paused_until = max(self._paused_until, self._clock() + max(0.0, float(seconds)))
             self._pauses += 1
 
+    def charge(self, cost_usd: float) -> None:
+        """Add what a reply cost (US dollars): the run's spend, which model.max_cost_usd caps."""
+        with self._lock:
+            self._spent += max(0.0, float(cost_usd))
+
+    def spent(self) -> float:
+        """US dollars charged so far (the run's spend before this launch included, see charge())."""
+        with self._lock:
+            return self._spent
+
     def stats(self) -> dict:
         """``requests``: acquired in all; ``rpm``: granted within the last 60 s; ``wait_s``: all waits
-        returned; ``paused``: pause() calls; ``tokens``: booked tokens after settling."""
+        returned; ``paused``: pause() calls; ``tokens``: booked tokens after settling; ``spent_usd``: charged."""
         with self._lock:
             now = self._clock()
             self._prune(now)
@@ -106,6 +117,7 @@ class RateLimiter:
                 "wait_s": self._wait_s,
                 "paused": self._pauses,
                 "tokens": self._tokens,
+                "spent_usd": self._spent,
                 "rpm_limit": self.rpm,
                 "tpm_limit": self.tpm,
             }

@@ -1,0 +1,86 @@
+"""plan=true: what a run will cost, printed before anything runs: no key, no Ray, no request, no
+folder; its expected figures come from a previous run folder when one is named."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_launch import composed
+from vabench.actors.config import from_config
+from vabench.actors.plan import PlanConfig, prior_episode
+from vabench.actors.plan_print import plan_text
+from vabench.agents.prefix import image_tokens_for
+from vabench.envs.tasks import task_class
+from vabench.launch import plan_args
+from vabench.outcomes import OutcomeRow, write_row
+from vabench.vocab import EndReason, Status
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(tmp_path, *overrides):
+    return from_config(composed(*overrides, f"results_dir={tmp_path}"), tmp_path / "planned")
+
+
+def test_the_launcher_plans_without_a_key_and_writes_nothing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    results = tmp_path / "results"
+    args = ["+experiment=main", "model=openai", "model.id=openai/gpt-4o", f"results_dir={results}", "plan=true"]
+    args += ["ray.address=local", "plan.difference=0.1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "vabench.launch", *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert not results.exists() and not list(tmp_path.iterdir())  # no run folder, no results folder
+    out = done.stdout
+    assert "openai/gpt-4o | active | summary own: 840 episodes" in out
+    assert "summary learning: 14 summaries to learn" in out and "80 % power" in out
+    assert "prices per 1M tokens" in out and "input $2.5, cached input $1.25" in out
+
+
+def test_plan_keys_need_plan_true_and_are_checked():
+    assert plan_args(["seeds=2", "plan=true", "plan.difference=0.1"]) == (["seeds=2"], {"difference": 0.1})
+    assert plan_args(["seeds=2"]) == (["seeds=2"], None)
+    with pytest.raises(SystemExit):
+        plan_args(["plan.calibrate=results/x"])
+    with pytest.raises(ValueError, match="'plan.difference' must be in"):
+        PlanConfig(difference=2)
+    with pytest.raises(ValueError, match="'plan.calibrate' = nowhere: not a run folder"):
+        PlanConfig(calibrate="nowhere")
+
+
+def test_the_prior_follows_the_budget_the_conversation_and_the_provider_image_rule(tmp_path):
+    openai = _run(tmp_path, "+experiment=main", "model=openai")
+    claude = _run(tmp_path, "+experiment=main", "model=anthropic")
+    task = "place_cube_in_bowl"
+    a, c = prior_episode(openai, task, "active"), prior_episode(claude, task, "active")
+    budget = task_class(task).budget
+    assert a.calls_max == budget * 20 and a.calls == pytest.approx(budget * 1.05)
+    assert a.image == pytest.approx(a.calls * image_tokens_for("openai/gpt-4o", 1280, 960)) and a.image / a.calls == 765
+    assert c.image / c.calls == image_tokens_for("anthropic/x", 1280, 960) > 1500  # (w x h) / 750 after the resize
+    assert 0.8 < a.cached / a.input < 1 and a.written == 0 < c.written  # OpenAI reads alone; Anthropic also writes
+    assert c.reasoning == pytest.approx(c.calls * 0.6 * 1024) and a.reasoning == 0  # thinking; gpt-4o reasons not
+    passive = prior_episode(openai, task, "passive")
+    assert passive.image / passive.calls == 5 * image_tokens_for("openai/gpt-4o", 384, 288)
+
+
+def test_a_calibration_run_replaces_the_priors(tmp_path):
+    folder = tmp_path / "before"
+    for seed, calls in ((1, 10), (2, 30)):
+        row = OutcomeRow(
+            run_id="before", task="grasp_single_cube", protocol="active", seed=seed, model_calls=calls,
+            prompt_tokens=calls * 5000, cached_tokens=calls * 4000, completion_tokens=calls * 100, wall_s=60.0,
+            success=seed == 1, status=Status.OK, end_reason=EndReason.SUCCESS if seed == 1 else EndReason.BUDGET,
+        )  # fmt: skip
+        write_row(folder / "outcomes" / f"seed{seed}.parquet", row)
+    run = _run(tmp_path, "model=openai", "tasks=[grasp_single_cube]", "seeds=2", "ray.address=none")
+    text = plan_text(run, PlanConfig(calibrate=str(folder), difference=0.2))
+    assert "expected figures from: calibrated" in text
+    assert "model calls per episode: expected 20.0" in text
+    assert "tokens per call: input 5,000" in text and "read from the prompt cache 4,000" in text
+    assert "from 0.50" in text  # the calibration run's success rate is the baseline

@@ -1,0 +1,236 @@
+"""What a run will cost before it starts: ``python -m vabench.launch <overrides> plan=true``.
+
+Prints, for the composed config and without a key, Ray, a request or a file written: episodes per
+condition; summary-learning calls; model calls per episode (an upper bound from the step budget
+and ``harness.max_calls_per_step``, and an expected figure); input, image and output tokens per
+call (each provider's image rule at the render preset's sizes); dollars from LiteLLM's local price
+map (input, cached input, cache writes, output, reasoning); wall time from latency, episodes in
+flight and ``model.rpm`` / ``model.tpm``; with ``plan.difference=D`` the seeds and runs that
+detect D at 80 % power (:mod:`vabench.analysis.power`) and what that design costs.
+
+Expected figures come from a previous run folder (``plan.calibrate=RUN``: its rows' calls,
+tokens, cached tokens, wall time and success, per task and protocol, else per protocol), or else
+from :data:`PRIORS`, which say where each number comes from. The token model follows the
+conversation (:mod:`vabench.agents.history`): call k carries the system prompt, k-1 earlier turns
+(their images as text stubs) and the current observation; a prompt cache reads everything up to
+the previous observation's text (:mod:`vabench.agents.prefix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from vabench.checks import at_least, within
+from vabench.vocab import SummaryKind, Track, protocol_named
+
+from .config import RunConfig
+from .specs import expand
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """``plan.*`` (read by the launcher before Hydra, since a plan makes no run folder)."""
+
+    calibrate: str | None = None  # a previous run folder: expected calls, tokens, time and success from its rows
+    difference: float | None = None  # a success-rate difference to detect at 80 % power (two-sided, alpha 0.05)
+    baseline: float | None = None  # the baseline success rate for plan.difference; None: calibrated, else 0.3
+    run_sd: float = 0.0  # SD of a condition's success rate across runs (vabench.analysis.power)
+
+    def __post_init__(self):
+        within(self, "plan", -1.0, 1.0, *(k for k in ("difference",) if self.difference is not None))
+        within(self, "plan", 0.0, 1.0, *(k for k in ("baseline",) if self.baseline is not None))
+        at_least(self, "plan", 0, "run_sd")
+        if self.calibrate is not None and not (Path(self.calibrate) / "outcomes").is_dir():
+            raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Expected figures when no run calibrates them. Measured with ``benchmarks/prompt_cache.py``
+    (observation and reply texts: the harness's own, at ``paper``) and ``benchmarks/action_cost.py``
+    (simulator time per step); the rest are stated assumptions a calibration replaces."""
+
+    step_share: float = 1.0  # steps used / budget: most episodes of today's models fail and use the whole budget
+    calls_per_step: float = 1.05  # repairs and tool calls add a few calls per step
+    obs_text_tokens: int = 225  # one observation's text (robot state, executed actions), single arm, mean of 50 steps
+    dual_arm_extra_tokens: int = 70  # a second arm's state
+    reply_tokens: int = 100  # one decision with its reason (71 in the benchmark's replies)
+    stub_tokens: int = 12  # "[image omitted: step 3 active]"
+    summary_tokens: int = 600  # a learned summary in the system prompt (summary=own or shared)
+    thinking_share: float = 0.6  # of an extended-thinking budget used per reply
+    reasoning_tokens: int = 600  # per reply of a reasoning model with reasoning_effort set
+    latency_s: float = 8.0  # per call (5-20 s for multimodal models, README)
+    sim_s_per_step: float = 0.15  # simulator, render and harness per step at paper (benchmarks/action_cost.py)
+    learn_calls: int = 8  # summary learning: retrieve, a few frame looks, learn
+    learn_images: int = 6  # demo frames a learning request carries on average
+    baseline: float = 0.3  # success rate for plan.difference without calibration
+    startup_s: float = 20.0  # launcher, imports, the first env (plus ray_startup_s on Ray)
+    ray_startup_s: float = 30.0
+
+
+PRIORS = Priors()
+
+
+@dataclass
+class Estimate:
+    """One episode's (or learning's) expected model use; sums over a plan."""
+
+    episodes: float = 0.0
+    calls: float = 0.0
+    calls_max: float = 0.0
+    input: float = 0.0  # all input tokens (cached ones included)
+    image: float = 0.0  # of input: image tokens
+    cached: float = 0.0  # of input: read from the provider's prompt cache
+    written: float = 0.0  # of input: written to it (Anthropic)
+    output: float = 0.0  # completion tokens, reasoning included
+    reasoning: float = 0.0
+    wall_s: float = 0.0  # one episode's (summed: episode-seconds)
+    success: float | None = None
+    per: dict = field(default_factory=dict)
+
+    def scaled(self, n: float) -> Estimate:
+        keys = ("calls", "calls_max", "input", "image", "cached", "written", "output", "reasoning", "wall_s")
+        return replace(self, episodes=self.episodes * n, **{k: getattr(self, k) * n for k in keys})
+
+    def __add__(self, other: Estimate) -> Estimate:
+        keys = (
+            "episodes",
+            "calls",
+            "calls_max",
+            "input",
+            "image",
+            "cached",
+            "written",
+            "output",
+            "reasoning",
+            "wall_s",
+        )
+        return replace(self, **{k: getattr(self, k) + getattr(other, k) for k in keys})
+
+    def cost(self, price) -> float | None:
+        """US dollars at LiteLLM's prices (``vabench.agents.llm.Prices``), None when unpriced."""
+        if price is None:
+            return None
+        fresh = self.input - self.cached - self.written
+        text_out = self.output - self.reasoning
+        return (
+            fresh * price.input
+            + self.cached * price.cached_input
+            + self.written * price.cache_write
+            + text_out * price.output
+            + self.reasoning * price.reasoning
+        )
+
+
+def reasoning_per_reply(run: RunConfig, priors: Priors = PRIORS) -> float:
+    """Reasoning tokens per reply the model's settings ask for (extended thinking: a share of its
+    budget; reasoning_effort: a prior, for reasoning models only: LiteLLM drops it for others)."""
+    extra = run.model.extra
+    thinking = extra.get("thinking") if isinstance(extra.get("thinking"), dict) else {}
+    if thinking.get("type") == "enabled":
+        return priors.thinking_share * float(thinking.get("budget_tokens") or 0)
+    if extra.get("reasoning_effort") and _supports_reasoning(run.model.model):
+        return float(priors.reasoning_tokens)
+    return 0.0
+
+
+def _supports_reasoning(model_id: str) -> bool:
+    name = model_id.split("/", 1)[-1]
+    return name.startswith(("o1", "o3", "o4", "gpt-5"))
+
+
+def _cache_kind(run: RunConfig) -> str:
+    provider = run.model.model.split("/", 1)[0]
+    if provider == "anthropic":
+        return "breakpoints" if run.model.prompt_cache else "none"
+    return "automatic" if provider == "openai" else "none"
+
+
+def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRIORS) -> Estimate:
+    """One episode from the priors and the code: the real system prompt, the provider's image rule
+    at the preset's sizes, the conversation's growth, and the prompt cache's reads and writes."""
+    from vabench.agents import prompts
+    from vabench.agents.history import text_tokens
+    from vabench.agents.prefix import image_tokens_for
+    from vabench.envs import RENDER_PRESETS
+    from vabench.envs.tasks import task_class
+
+    cls, p = task_class(task), protocol_named(protocol)
+    preset = RENDER_PRESETS[run.render]
+    summary = "x" * 4 * priors.summary_tokens if run.summary.kind != SummaryKind.NONE else None
+    system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
+    size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
+    images = 5 if p.bundle else 1
+    image = images * image_tokens_for(run.model.model, *size)
+    obs = priors.obs_text_tokens + (priors.dual_arm_extra_tokens if len(cls.arms) == 2 else 0)
+    n = max(1.0, cls.budget * priors.step_share * priors.calls_per_step)
+    turn = obs + priors.reply_tokens + images * priors.stub_tokens  # what each earlier step leaves in a request
+    input_ = n * (system + obs + image) + turn * n * (n - 1) / 2
+    kind = _cache_kind(run)
+    cached = written = 0.0
+    if kind != "none":
+        cached = (n - 1) * (system + obs) + turn * (n - 1) * (n - 2) / 2
+        if kind == "automatic":
+            cached -= (n - 1) * 64  # read in 128-token steps
+        else:
+            written = system + obs + (n - 1) * turn
+    reasoning = n * reasoning_per_reply(run, priors)
+    output = n * priors.reply_tokens + reasoning
+    wall = n * priors.latency_s + cls.budget * priors.step_share * priors.sim_s_per_step
+    calls_max = cls.budget * run.harness.max_calls_per_step
+    return Estimate(1, n, calls_max, input_, n * image, max(0.0, cached), written, output, reasoning, wall)
+
+
+def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estimate]:
+    """The summaries this run would learn (``summary=own``, not in the store) and their calls."""
+    from vabench.agents.learning import MAX_ATTEMPTS
+    from vabench.agents.prefix import image_tokens_for
+    from vabench.agents.registry import is_offline
+    from vabench.agents.summary_store import SummaryStore
+    from vabench.envs import RENDER_PRESETS
+    from vabench.envs.tasks import task_class
+
+    if run.summary.kind != SummaryKind.OWN or is_offline(run.model.model):
+        return [], Estimate()
+    store = SummaryStore(run.summary_root)
+    bases = sorted({task_class(t).summary_task for t in run.tasks})
+    missing = [b for b in bases if not store.has(run.model_name, b)]
+    preset = RENDER_PRESETS[run.render]
+    image = priors.learn_images * image_tokens_for(run.model.model, preset.active.width, preset.active.height)
+    n = priors.learn_calls
+    per = Estimate(
+        1, n, MAX_ATTEMPTS * run.harness.max_calls_per_step, n * (1500 + image), n * image,
+        output=n * (priors.reply_tokens * 3 + reasoning_per_reply(run, priors)),
+        reasoning=n * reasoning_per_reply(run, priors), wall_s=n * priors.latency_s * 2,
+    )  # fmt: skip
+    return missing, per.scaled(len(missing))
+
+
+def episode_counts(run: RunConfig) -> dict[tuple[str, str], int]:
+    """Episodes per (condition, task, protocol) of the run's design."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for spec in expand(run):
+        key = (spec.condition, spec.task, spec.protocol)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def in_flight(run: RunConfig) -> int:
+    """Episodes run at once (README, "Scaling"): one without Ray, else the workers' slots up to
+    the model's max_concurrency."""
+    if run.ray.in_process:
+        return 1
+    return max(1, min(run.ray.env_actors * run.ray.episodes_per_actor, run.model.max_concurrency))
+
+
+def wall_time(run: RunConfig, total: Estimate, learn: Estimate, learn_tasks: int) -> dict[str, float]:
+    """Seconds: the episodes' work spread over the episodes in flight, and the floors that
+    ``model.rpm`` and ``model.tpm`` put under it; summary learning runs first."""
+    flight, episodes = in_flight(run), max(total.episodes, 1)
+    work = total.wall_s / episodes * max(1.0, episodes / flight)  # fewer episodes than slots: one wave
+    work += PRIORS.startup_s + (0.0 if run.ray.in_process else PRIORS.ray_startup_s)
+    rpm = total.calls / run.model.rpm * 60 if run.model.rpm else 0.0
+    tpm = (total.input + total.output) / run.model.tpm * 60 if run.model.tpm else 0.0
+    learn_s = learn.wall_s / max(1, min(learn_tasks, run.model.max_concurrency))
+    return {"episodes": max(work, rpm, tpm), "work": work, "rpm": rpm, "tpm": tpm, "learning": learn_s}

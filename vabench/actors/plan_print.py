@@ -1,0 +1,194 @@
+"""The plan as text (:func:`plan_text`), calibrated from a previous run folder when one is named;
+the estimates themselves are :mod:`vabench.actors.plan`'s."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from vabench.outcometable import load
+from vabench.vocab import SEEDS_PER_TASK, Status
+
+from .config import RunConfig
+from .plan import PRIORS, Estimate, PlanConfig, episode_counts, in_flight, learning, prior_episode, wall_time
+
+_MEASURED = ("input", "cached", "written", "output", "reasoning")
+_COLUMNS = {"input": "prompt_tokens", "cached": "cached_tokens", "written": "cache_write_tokens"}
+_COLUMNS |= {"output": "completion_tokens", "reasoning": "reasoning_tokens"}
+
+
+def calibration(folder: str | None) -> pd.DataFrame | None:
+    """The judged rows of a previous run folder (every job of a sweep folder), or None. Their
+    ``attrs["overhead"]`` scales an episode's ``wall_s`` to the time its slot was really held
+    (writing its video and record, handing it over), measured over one launch (see :func:`_overhead`)."""
+    if folder is None:
+        return None
+    rows = load(Path(folder))
+    rows = rows[rows["status"] == Status.OK]
+    rows.attrs["overhead"] = _overhead(Path(folder), rows)
+    return rows
+
+
+def _overhead(folder: Path, rows: pd.DataFrame) -> float:
+    """Slot time per episode over its ``wall_s``: from the driver's start (``_run.json``) to the
+    last outcome file, times the episodes in flight, over the episodes' summed ``wall_s``. 1 when
+    the folder is a sweep or its rows came from several launches (a span that long is not work)."""
+    try:
+        info = json.loads((folder / "_run.json").read_text())
+        began = time.mktime(time.strptime(info["written_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+        cfg = info["config"]
+    except (OSError, ValueError, KeyError):
+        return 1.0
+    ray, model = cfg.get("ray") or {}, cfg.get("model") or {}
+    slots = 1 if ray.get("address") in (None, "none") else ray.get("env_actors", 4) * ray.get("episodes_per_actor", 8)
+    flight = max(1, min(slots, model.get("max_concurrency", 8), len(rows)))
+    last = max((p.stat().st_mtime for p in (folder / "outcomes").rglob("*.parquet")), default=began)
+    work = float(rows["wall_s"].sum())
+    factor = (last - began) * flight / work if work > 0 else 1.0
+    return factor if 1.0 <= factor <= 2.0 else 1.0
+
+
+def _measured(prior: Estimate, rows: pd.DataFrame, overhead: float) -> Estimate:
+    """An episode as ``rows`` measured it: calls (cache hits included), tokens per call (a resumed
+    run's cache hits carried no tokens: scaled up to every call), wall time, success."""
+    answered = rows["model_calls"].fillna(0)
+    calls = answered + rows["cache_hits"].fillna(0)
+    per_call = max(1.0, float(calls.mean())) / max(1.0, float(answered.mean()))
+    wall_s = float(rows["wall_s"].mean()) * overhead
+    est = Estimate(1, float(calls.mean()), prior.calls_max, wall_s=wall_s)
+    for key in _MEASURED:
+        setattr(est, key, float(rows[_COLUMNS[key]].fillna(0).mean()) * per_call)
+    est.image = prior.image / max(prior.calls, 1e-9) * est.calls
+    est.success = float(rows["success"].astype(float).mean())
+    return est
+
+
+def episode(run: RunConfig, task: str, protocol: str, rows: pd.DataFrame | None) -> tuple[Estimate, str]:
+    """The expected episode of ``task`` in ``protocol`` and where it comes from."""
+    prior = prior_episode(run, task, protocol)
+    if rows is None or rows.empty:
+        return prior, "priors"
+    overhead = rows.attrs.get("overhead", 1.0)
+    same = rows[(rows["task"] == task) & (rows["protocol"] == protocol)]
+    if not same.empty:
+        return _measured(prior, same, overhead), f"calibrated ({len(same)} episodes)"
+    same = rows[rows["protocol"] == protocol]
+    if not same.empty:  # another task: its per-step figures, scaled to this task's budget
+        est = _measured(prior, same, overhead)
+        scale = prior.calls / max(est.calls, 1e-9)
+        return est.scaled(scale), f"calibrated by protocol ({len(same)} episodes, scaled to the budget)"
+    return prior, "priors (the calibration run has no such protocol)"
+
+
+def _usd(value: float | None) -> str:
+    return "unknown (no price in LiteLLM's map)" if value is None else f"${value:,.2f}"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.1f} min"
+
+
+def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, int], list[str]]:
+    total, per_condition, sources = Estimate(), {}, set()
+    for (condition, task, protocol), n in sorted(episode_counts(run).items()):
+        est, source = episode(run, task, protocol, rows)
+        sources.add(source.split(" (")[0])
+        total = total + est.scaled(n)
+        per_condition[condition] = per_condition.get(condition, 0) + n
+        if est.success is not None:
+            total.per.setdefault("success", []).append((est.success, n))
+    return total, per_condition, sorted(sources)
+
+
+def plan_text(run: RunConfig, plan: PlanConfig) -> str:
+    """Everything the plan prints (docs: README, "Plan a run")."""
+    from vabench.agents.llm import prices
+
+    rows = calibration(plan.calibrate)
+    price = prices(run.model.model)
+    total, per_condition, sources = _episodes(run, rows)
+    learn_tasks, learn = learning(run)
+    n = max(total.episodes, 1)
+    lines = [f"plan of run {run.run_id} ({run.experiment}): {run.model.model}, render {run.render}, nothing sent"]
+    lines += [f"  {condition}: {count:,} episodes" for condition, count in per_condition.items()]
+    lines.append(f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else ""))
+    lines.append(
+        f"summary learning: {len(learn_tasks)} summaries to learn, about {learn.calls:,.0f} calls "
+        f"(at most {learn.calls_max:,.0f}), {_usd(learn.cost(price))}"
+    )
+    lines.append(
+        f"model calls per episode: expected {total.calls / n:,.1f}, at most {total.calls_max / n:,.0f} "
+        f"(step budget x harness.max_calls_per_step={run.harness.max_calls_per_step}); run total {total.calls:,.0f}"
+    )
+    calls = max(total.calls, 1)
+    lines.append(
+        f"tokens per call: input {total.input / calls:,.0f} (images {total.image / calls:,.0f}; read from the "
+        f"prompt cache {total.cached / calls:,.0f}, written {total.written / calls:,.0f}), output "
+        f"{total.output / calls:,.0f} (reasoning {total.reasoning / calls:,.0f})"
+    )
+    if price is not None:
+        lines.append(
+            f"prices per 1M tokens (LiteLLM {_litellm_version()}): input ${price.input * 1e6:g}, cached input "
+            f"${price.cached_input * 1e6:g}, cache write ${price.cache_write * 1e6:g}, output ${price.output * 1e6:g}"
+        )
+    cost = total.cost(price)
+    uncached = Estimate(input=total.input, output=total.output, reasoning=total.reasoning).cost(price)
+    lines.append(f"cost: episodes {_usd(cost)} ({_usd(cost / n if cost is not None else None)} each; without a prompt "
+                 f"cache {_usd(uncached)}), summary learning {_usd(learn.cost(price))}")  # fmt: skip
+    lines += _time_lines(run, total, learn, len(learn_tasks))
+    if plan.difference is not None:
+        lines += _power_lines(run, plan, total, price)
+    return "\n".join(lines)
+
+
+def _litellm_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("litellm")
+
+
+def _time_lines(run: RunConfig, total: Estimate, learn: Estimate, learn_tasks: int) -> list[str]:
+    t = wall_time(run, total, learn, learn_tasks)
+    binding = max(("work", "rpm", "tpm"), key=lambda k: t[k])
+    limits = f"model.rpm={run.model.rpm}, model.tpm={run.model.tpm}"
+    return [
+        f"wall time: about {_hours(t['episodes'] + t['learning'])} (episodes {_hours(t['episodes'])}, bound by "
+        f"{binding}; {in_flight(run)} episodes in flight at {total.wall_s / max(total.episodes, 1):,.0f} s each; "
+        f"{limits}; summary learning {_hours(t['learning'])})"
+    ]
+
+
+def _power_lines(run: RunConfig, plan: PlanConfig, total: Estimate, price) -> list[str]:
+    """Seeds and runs that detect ``plan.difference`` at 80 % power, and what each design costs."""
+    from vabench.analysis.power import sample_size_table
+
+    rated = total.per.get("success", [])
+    baseline = plan.baseline
+    if baseline is None:
+        baseline = sum(s * n for s, n in rated) / sum(n for _, n in rated) if rated else PRIORS.baseline
+    if not 0 <= baseline + plan.difference <= 1:
+        return [f"plan.difference={plan.difference}: baseline {baseline:.2f} + difference is outside [0, 1]"]
+    tasks = len(run.tasks)
+    table = sample_size_table(baseline, plan.difference, plan.run_sd, tasks=tasks, max_runs=5)
+    per_episode = (total.cost(price) or math.nan) / max(total.episodes, 1)
+    conditions = len(run.protocols)
+    lines = [
+        f"to detect a difference of {plan.difference:+.2f} from {baseline:.2f} (run SD {plan.run_sd}) at 80 % power, "
+        f"per condition ({tasks} tasks; {conditions} condition(s) in this run):"
+    ]
+    for _, r in table.iterrows():
+        if pd.isna(r["seeds_per_task"]):
+            lines.append(f"  {int(r['runs'])} run(s): no number of seeds suffices")
+            continue
+        episodes, seeds = int(r["episodes_per_condition"]), int(r["seeds_per_task"])
+        short = f" (more than the {SEEDS_PER_TASK} verified seeds)" if seeds > SEEDS_PER_TASK else ""
+        cost = episodes * conditions * per_episode
+        lines.append(
+            f"  {int(r['runs'])} run(s) x {seeds} seeds per task{short} = {episodes:,} episodes per "
+            f"condition, power {r['power']:.2f}, {_usd(None if math.isnan(cost) else cost)} for the run's conditions"
+        )
+    return lines
