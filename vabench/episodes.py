@@ -9,7 +9,16 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from vabench.vocab import ObservationProfile, Render, SummaryMode, Track, condition_label, summary_mode
+from vabench.vocab import (
+    ObservationProfile,
+    Perturbation,
+    Render,
+    Robot,
+    SummaryMode,
+    Track,
+    condition_label,
+    summary_mode,
+)
 
 
 @dataclass(frozen=True)
@@ -26,11 +35,15 @@ class EpisodeSpec:
         ObservationProfile.PAPER
     )  # harness.observation; in the condition and folder when not paper
     render: str | None = Render.PAPER  # the render preset; in the condition and the folder when not paper
+    robot: str | None = Robot.PANDA  # the embodiment; in the condition and the folder when not panda
+    perturbation: str | None = Perturbation.NONE  # none | <kind>:<level>; in the condition and folder when not none
     # (None, in an episode outside any run: the harness fills in what it uses)
 
     @property
     def condition(self) -> str:
-        return condition_label(self.model, self.protocol, self.summary_source, self.observation, self.render)
+        return condition_label(
+            self.model, self.protocol, self.summary_source, self.observation, self.render, self.robot, self.perturbation
+        )
 
     @property
     def summary_mode(self) -> SummaryMode:
@@ -50,11 +63,15 @@ class EpisodeSpec:
         """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
         profile = () if self.observation == ObservationProfile.PAPER else (f"observation_{self.observation}",)
         render = () if self.render == Render.PAPER else (f"render_{self.render}",)
+        robot = () if self.robot in (None, Robot.PANDA) else (f"robot_{self.robot}",)
+        look = () if self.perturbation in (None, Perturbation.NONE) else (slug(f"perturbation_{self.perturbation}"),)
         return "/".join(
             (
                 slug(self.model),
                 *profile,
                 *render,
+                *robot,
+                *look,
                 self.protocol,
                 slug(self.summary_source),
                 self.track,

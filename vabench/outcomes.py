@@ -22,12 +22,22 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import EndReason, ErrorKind, ObservationProfile, Render, Status, SummaryKind, Track
+from vabench.vocab import (
+    EndReason,
+    ErrorKind,
+    ObservationProfile,
+    Perturbation,
+    Render,
+    Robot,
+    Status,
+    SummaryKind,
+    Track,
+)
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
-# cache_hits, rescored_from
-SCHEMA_VERSION = 6
+# cache_hits, rescored_from; 7: robot, perturbation
+SCHEMA_VERSION = 7
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -59,6 +69,12 @@ class OutcomeRow:
     )
     render: str = _col(
         STR, Render.PAPER, " | ".join(Render) + ": the render preset (image sizes and encodings; vabench.envs.render)"
+    )
+    robot: str = _col(
+        STR, Robot.PANDA, " | ".join(Robot) + ": the embodiment (robot=NAME; vabench.envs.sim.embodiments)"
+    )
+    perturbation: str = _col(
+        STR, Perturbation.NONE, "none | <kind>:<level>: the visual perturbation (perturbation.*; vabench.envs.perturb)"
     )
     protocol: str | None = _col(STR, about="active | passive")
     track: str | None = _col(STR, Track.BASE, " | ".join(Track))

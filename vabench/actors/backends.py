@@ -67,6 +67,8 @@ def worker_args(
         run.episode_timeout_s,
         worker_id,
         board,
+        run.robot,
+        run.perturbation,
     )
 
 

@@ -19,8 +19,8 @@ from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, make_model
 from vabench.checks import at_least
-from vabench.envs import RENDER_PRESETS, RecordingConfig
-from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
+from vabench.envs import RENDER_PRESETS, PerturbationConfig, RecordingConfig
+from vabench.vocab import PROTOCOLS, TRACKS, Robot, SummaryMode, summary_mode
 
 from .sections import ConfigError, build, register, unknown_keys
 
@@ -80,6 +80,8 @@ class RunConfig:
     ray: RayConfig
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
+    robot: str = Robot.PANDA  # the embodiment (robot=NAME; vabench.envs.sim.embodiments)
+    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
     probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.actors.probe)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
@@ -136,6 +138,7 @@ register("model", ModelConfig, MODEL_KEYS)
 register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
+register("perturbation", PerturbationConfig)
 
 
 def _model(raw: dict) -> tuple[ModelConfig, Model]:
@@ -230,6 +233,16 @@ def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
     return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
 
 
+def _robot(raw) -> str:
+    """``robot.name`` (conf/robot/; default panda); the robot's seeds are its own manifests."""
+    name = (raw or {}).get("name", Robot.PANDA) if isinstance(raw, dict) else raw
+    if name not in set(Robot):
+        raise ConfigError(
+            f"'robot.name' must be one of {', '.join(Robot)}, got {name!r} (robot=NAME picks conf/robot/NAME)"
+        )
+    return str(name)
+
+
 def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
     ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
@@ -281,5 +294,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         probe=_bool(cfg.get("probe", True), "probe"),
+        robot=_robot(cfg.get("robot")),
+        perturbation=build(PerturbationConfig, cfg.get("perturbation") or {}, "perturbation"),
         resolved=cfg,
     )

@@ -46,6 +46,8 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                             run_index,
                             run.harness.observation,
                             run.render,
+                            run.robot,
+                            run.perturbation.label,
                         )
                     )
     return specs

@@ -97,6 +97,7 @@ class Episode:
 
         t = task_class(task)
         spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, **spec}
+        spec = {"robot": None, "perturbation": None, **spec}
         return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
 
     def identity(self) -> dict:
@@ -159,7 +160,12 @@ def _checked(spec: EpisodeSpec, model: Model, config: HarnessConfig, env) -> Epi
     refused when it names another profile or preset than the episode will really use: its row would
     be filed under another condition."""
     protocol_named(spec.protocol)  # ValueError names the allowed protocols
-    used = {"observation": config.observation, "render": env.config.preset.name}
+    used = {
+        "observation": config.observation,
+        "render": env.config.preset.name,
+        "robot": env.config.robot,
+        "perturbation": env.config.perturbation.label,
+    }
     wrong = {k: getattr(spec, k) for k, v in used.items() if getattr(spec, k) not in (None, v)}
     if wrong:
         raise ValueError(f"the episode spec says {wrong}, but this episode uses {used}")

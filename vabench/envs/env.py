@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vabench.checks import within
-from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
+from vabench.vocab import ACTIVE, Protocol, Robot, StepKind, protocol_named
 
 from .actions import (
     Action,
@@ -35,9 +35,11 @@ from .actions import (
     RotateLocal,
     parse_action,
 )
+from .perturb import PerturbationConfig, perturb_image
+from .perturb import rng as perturbation_rng
 from .privileged import PrivilegedState
 from .render import RENDER_PRESETS, RenderPreset
-from .sim import assets, overlay
+from .sim import assets, look, overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
@@ -114,6 +116,8 @@ class EnvConfig:
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
     stability_window: int = STABILITY_WINDOW
+    robot: str = Robot.PANDA  # the embodiment (vabench.envs.sim.embodiments)
+    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
 
 
 @dataclass
@@ -173,6 +177,8 @@ class VABenchEnv:
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         if self.config.render:
+            p = self.config.perturbation  # render state only, after the settle: the physics is untouched
+            look.apply(self.world, p.kind, p.level, perturbation_rng(p, seed), task.instruction, self.controlled)
             rec, preset = self.config.recording, self.config.preset
             self.camera = CameraRig(
                 self.world.scene, preset.active, self.config.hold_cameras, (rec.width, rec.height), preset.observer_size
@@ -285,6 +291,8 @@ class VABenchEnv:
             else:
                 images = self.camera.passive_bundle(self._ees(), self.controlled)
                 assert tuple(images) == PASSIVE_ORDER
+            p = self.config.perturbation
+            images = {view: perturb_image(p, rgb, self.seed, self.steps, view) for view, rgb in images.items()}
         return Observation(
             task=self.task.name,
             instruction=self.task.instruction,

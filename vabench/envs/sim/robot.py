@@ -33,6 +33,7 @@ HOME_QPOS = np.array([0.0, -1.4909, 0.0, -2.8495, 0.0, 2.9294, 0.7853])
 # Parked: turned outward and folded low beside the pedestal, out of the workspace and mostly
 # out of the default camera views (single-arm tasks park the left arm).
 PARK_QPOS = np.array([1.5708, -1.7000, 0.0, -2.9500, 0.0, 1.4000, 0.7853])
+HOME_REACH = 0.26  # the home GC is this far in front of its base (world +y)
 FINGER_OPEN = 0.04  # per finger, 8 cm jaw
 FINGER_CLOSED = 0.0  # drive target when closed; an object in between stops the fingers
 

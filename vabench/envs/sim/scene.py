@@ -121,6 +121,7 @@ class World:
         self.step_hooks: list[Callable[[int], None]] = []
         self.bodies: dict[str, Body] = {}
         self.fixtures: dict[str, tuple[BodySpec, np.ndarray]] = {}  # name -> (spec, 4x4 pose)
+        self.key_light = None  # the shadow-casting light (visual perturbations turn it)
         self._build_fixtures()
         if render:
             self._build_lights()
@@ -157,7 +158,7 @@ class World:
         # A 1024^2 map over a 3 m square is ~3 mm per texel: crisp enough, and on lavapipe
         # the shadow pass is the largest part of a frame's cost.
         self.scene.set_ambient_light([0.42, 0.42, 0.42])
-        self.scene.add_directional_light(
+        self.key_light = self.scene.add_directional_light(
             [0.25, 0.45, -1.0],
             [0.8, 0.8, 0.77],
             shadow=True,
