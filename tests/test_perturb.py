@@ -5,8 +5,12 @@ recorded in the row and the condition."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig, every_level, parse
@@ -18,7 +22,7 @@ from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow
 from vabench.vocab import Perturbation, Track
 
-FAST_CASES = [PerturbationConfig(k, 3) for k in Perturbation if k != Perturbation.NONE]
+FAST_CASES = [PerturbationConfig.of(k, 3) for k in Perturbation if k != Perturbation.NONE]
 
 
 def _env(p: PerturbationConfig) -> VABenchEnv:
@@ -72,7 +76,7 @@ def test_images_change_and_are_seeded():
 
 
 def test_named_colours_are_kept_and_others_change():
-    env = _env(PerturbationConfig(Perturbation.COLOUR, 3))
+    env = _env(PerturbationConfig.of(Perturbation.COLOUR, 3))
     env.reset("place_cube_in_bowl", 1000)  # "... the red cube ... inside the bowl": the bowl may change
     red = [look._hsv(s.material.base_color) for s in look._shapes(env.world.bodies["cube"].entity)]
     assert all(h < 5 or h > 355 for h, _, _ in red), red
@@ -83,7 +87,7 @@ def test_named_colours_are_kept_and_others_change():
 
 def test_distractors_keep_clear_of_bodies_and_robot_paths():
     for seed in eval_seeds("place_cube_in_bowl")[:3]:
-        env = _env(PerturbationConfig(Perturbation.DISTRACTORS, 3))
+        env = _env(PerturbationConfig.of(Perturbation.DISTRACTORS, 3))
         env.reset("place_cube_in_bowl", seed)
         extra = [e for e in env.world.scene.get_entities() if e.name.startswith("distractor")]
         assert len(extra) == 6
@@ -95,16 +99,47 @@ def test_distractors_keep_clear_of_bodies_and_robot_paths():
 
 
 def test_config_checks_and_labels():
-    assert parse("lighting:2") == PerturbationConfig("lighting", 2) and parse("none").label == "none"
-    with pytest.raises(ValueError, match="'perturbation.kind' must be one of"):
-        PerturbationConfig("fog", 1)
-    with pytest.raises(ValueError, match="'perturbation.level' must be one of 1, 2, 3"):
-        PerturbationConfig("blur", 4)
-    with pytest.raises(ValueError, match="'perturbation.level' must be 0"):
-        PerturbationConfig("none", 2)
+    assert parse("lighting:2") == PerturbationConfig.of("lighting", 2) and parse("none").label == "none"
+    assert (parse("blur:3").kind, parse("blur:3").level) == ("blur", 3)
+    for bad in ("fog:1", "blur:4", "blur", "none:2"):
+        with pytest.raises(ValueError, match="'perturbation.name' must be none or <kind>:<level>"):
+            PerturbationConfig(bad)
     spec = EpisodeSpec("m", "active", "none", "base", "grasp_single_cube", "grasp_single_cube", 1000)
     assert spec.condition == "m | active | summary none"
     other = EpisodeSpec(**{**spec.__dict__, "perturbation": "blur:2", "robot": "ur5"})
     assert other.condition == "m | active | summary none | robot ur5 | perturbation blur:2"
     assert "robot_ur5/perturbation_blur_2/" in other.key
     assert OutcomeRow(**other.identity()).row()["perturbation"] == "blur:2"
+
+
+def test_the_robustness_experiment_sweeps_none_and_every_level():
+    from tests.test_launch import composed, validate
+
+    sweep = composed("+experiment=robustness", "run_id=x")  # compose keeps the sweep list as its string
+    assert sweep["experiment"] == "robustness"
+    conf = Path(__file__).parents[1] / "conf/experiment/robustness.yaml"
+    listed = yaml.safe_load(conf.read_text())["hydra"]["sweeper"]["params"]["perturbation.name"].split(",")
+    assert listed == ["none"] + [p.name for p in every_level()]
+    run = validate("+experiment=robustness", "run_id=x", "perturbation.name=texture:3")
+    assert run.perturbation == PerturbationConfig("texture:3") and run.render == "paper"
+    with pytest.raises(ValueError, match="'perturbation.name' must be none or <kind>:<level>"):
+        validate("run_id=x", "perturbation.name=fog:1")
+
+
+def test_the_robustness_table_pairs_each_episode_with_its_unperturbed_twin():
+    from vabench.analysis import robustness
+
+    rows = []
+    for name, wins in (("none", [1, 1, 1, 0]), ("blur:3", [1, 0, 0, 1])):
+        for seed, y in zip(range(1000, 1004), wins, strict=True):
+            rows.append(
+                dict(
+                    model="m", protocol="active", summary_source="none", track="base", task="grasp_single_cube",
+                    arms="single", seed=seed, run_index=1, status="ok", success=bool(y), end_reason="stop",
+                    perturbation=name, experiment="robustness",
+                )
+            )  # fmt: skip
+    t = robustness(pd.DataFrame(rows)).set_index("perturbation")
+    assert t.loc["none", "k"] == 3 and t.loc["blur:3", "k"] == 2
+    assert (t.loc["blur:3", "pairs"], t.loc["blur:3", "lost"], t.loc["blur:3", "gained"]) == (4, 2, 1)
+    assert t.loc["blur:3", "delta_pp"] == pytest.approx(-25.0)

@@ -323,6 +323,8 @@ def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd
         "summary_sources_tasks": lambda: T.summary_sources(df, per_task=True),
         "summary_source_macro": lambda: T.summary_source_macro(df),
         "checkpoint_progress": lambda: T.checkpoint_progress(df),
+        "robustness": lambda: T.robustness(df),
+        "embodiments": lambda: T.embodiments(df),
     }
     if local:
         candidates["local_models"] = lambda: T.local_models(df, local)

@@ -1,5 +1,6 @@
-"""Visual perturbations (``perturbation.kind`` / ``perturbation.level``): named, seeded levels of the
-scene's look and of the model-facing images, for the robustness track (``+experiment=robustness``).
+"""Visual perturbations (``perturbation.name=<kind>:<level>``, e.g. ``lighting:2``): named, seeded
+levels of the scene's look and of the model-facing images, for the robustness track
+(``+experiment=robustness``).
 
 Physics never changes: lighting, textures and object colours are render materials, distractors are
 visual-only bodies (no collision shape, so PhysX never sees them), and noise and blur touch only
@@ -20,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageFilter
 
-from vabench.checks import one_of
 from vabench.vocab import PERTURBATION_LEVELS, Perturbation
 
 IMAGE_KINDS = (Perturbation.NOISE, Perturbation.BLUR)
@@ -30,43 +30,53 @@ BLUR_RADIUS = 1.0  # Gaussian blur radius in pixels per level, at 640 px wide (s
 
 @dataclass(frozen=True)
 class PerturbationConfig:
-    """One named perturbation at one level (``none`` has level 0). Recorded in every outcome row as
-    :attr:`label` (``none`` or ``<kind>:<level>``) and, when not ``none``, in the condition label."""
+    """One named perturbation at one level: ``perturbation.name`` is ``none`` or ``<kind>:<level>``
+    (``lighting:2``), recorded as it is in every outcome row and, when not ``none``, in the
+    condition label. One key, so a sweep lists the baseline and every level side by side."""
 
-    kind: str = Perturbation.NONE
-    level: int = 0
+    name: str = Perturbation.NONE
 
     def __post_init__(self):
-        one_of(self, "perturbation", "kind", list(Perturbation))
-        if self.kind == Perturbation.NONE and self.level != 0:
-            raise ValueError(f"'perturbation.level' must be 0 with perturbation.kind=none, got {self.level}")
-        if self.kind != Perturbation.NONE:
-            one_of(self, "perturbation", "level", PERTURBATION_LEVELS)
+        kind, _, level = self.name.partition(":")
+        kinds = [str(k) for k in Perturbation if k != Perturbation.NONE]
+        form = f"'perturbation.name' must be none or <kind>:<level> with kind one of {', '.join(kinds)} and level"
+        if self.name == Perturbation.NONE:
+            return
+        if kind not in kinds or not level.isdigit() or int(level) not in PERTURBATION_LEVELS:
+            levels = ", ".join(map(str, PERTURBATION_LEVELS))
+            raise ValueError(f"{form} one of {levels} (e.g. lighting:2), got {self.name!r}")
+
+    @classmethod
+    def of(cls, kind: str, level: int) -> PerturbationConfig:
+        return cls(f"{kind}:{level}")
+
+    @property
+    def kind(self) -> str:
+        return self.name.partition(":")[0]
+
+    @property
+    def level(self) -> int:
+        return int(self.name.partition(":")[2] or 0)
 
     @property
     def label(self) -> str:
-        return str(Perturbation.NONE) if self.kind == Perturbation.NONE else f"{self.kind}:{self.level}"
+        return self.name
 
     @property
     def active(self) -> bool:
-        return self.kind != Perturbation.NONE
+        return self.name != Perturbation.NONE
 
 
 def parse(label: str | PerturbationConfig | None) -> PerturbationConfig:
-    """``none`` or ``<kind>:<level>`` (a row's ``perturbation``) as a config; ValueError says the form."""
+    """A row's ``perturbation`` (None in rows written before schema 7: none) as a config."""
     if isinstance(label, PerturbationConfig):
         return label
-    if label in (None, Perturbation.NONE):
-        return PerturbationConfig()
-    kind, _, level = str(label).partition(":")
-    if not level.isdigit():
-        raise ValueError(f"perturbation must be 'none' or '<kind>:<level>', e.g. 'lighting:2', got {label!r}")
-    return PerturbationConfig(kind, int(level))
+    return PerturbationConfig(str(label or Perturbation.NONE))
 
 
 def every_level() -> list[PerturbationConfig]:
     """Every perturbation at every level (the robustness sweep, the gallery, the oracle test)."""
-    return [PerturbationConfig(k, lv) for k in Perturbation if k != Perturbation.NONE for lv in PERTURBATION_LEVELS]
+    return [PerturbationConfig.of(k, lv) for k in Perturbation if k != Perturbation.NONE for lv in PERTURBATION_LEVELS]
 
 
 def rng(config: PerturbationConfig, seed: int, *salt) -> np.random.Generator:
