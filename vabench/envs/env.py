@@ -39,12 +39,13 @@ from .perturb import PerturbationConfig, perturb_image
 from .perturb import rng as perturbation_rng
 from .privileged import PrivilegedState
 from .render import RENDER_PRESETS, RenderPreset
-from .sim import assets, look, overlay
+from .sim import look, overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig
+from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
-from .sim.robot import ARMS, PARK_QPOS, ArmProprio
+from .sim.robot import ARMS, ArmProprio
 from .sim.scene import World
 from .tasks import Task, make_task
 
@@ -139,8 +140,9 @@ def action_seed(seed: int, robot_action: int) -> int:
 class VABenchEnv:
     def __init__(self, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
-        files = assets.panda_files()
-        self.planners = {arm: ArmPlanner(files, arm, other) for arm, other in (("left", "right"), ("right", "left"))}
+        body = embodiment(self.config.robot)  # ValueError names the robots
+        files, pairs = robot_files(body), (("left", "right"), ("right", "left"))
+        self.planners = {arm: ArmPlanner(files, arm, other, body) for arm, other in pairs}
         self.executor = Executor(self.planners)
         self.world: World | None = None
         self.task: Task | None = None
@@ -164,11 +166,11 @@ class VABenchEnv:
 
     def _build(self, task: Task, seed: int, protocol: Protocol) -> None:
         self.task, self.seed, self.protocol, self._protocol = task, seed, protocol.name, protocol
-        self.world = World(render=self.config.render)
+        self.world = World(render=self.config.render, robot=self.config.robot)
         self.controlled = tuple(task.arms)
         for arm in ARMS:
             if arm not in self.controlled:
-                self.world.arms[arm].set_qpos(PARK_QPOS, closed=False)
+                self.world.arms[arm].set_qpos(self.world.arms[arm].body.park, closed=False)
                 if self.config.render:
                     _hide(self.world.arms[arm])
         task.build(self.world, np.random.default_rng(seed))

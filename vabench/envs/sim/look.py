@@ -153,10 +153,10 @@ def free_spots(world, arms) -> list[np.ndarray]:
     """Table spots at least DISTRACTOR_CLEARANCE from every task body's footprint and from the
     straight line between each controlled arm's base and each body (where the arm reaches), and
     clear of each controlled arm's home gripper position."""
-    from .robot import BASE_X, BASE_Y, HOME_REACH
+    from .robot import BASE_X, BASE_Y
 
     bases = [np.array([BASE_X[a], BASE_Y]) for a in arms]
-    bodies = _body_xy(world) + [(b + [0.0, HOME_REACH], 0.06) for b in bases]
+    bodies = _body_xy(world) + [(world.arms[a].gc()[:2], 0.06) for a in arms]  # the gripper at home
     spots = []
     for x in TABLE_SPOTS_X:
         for y in TABLE_SPOTS_Y:
