@@ -178,7 +178,7 @@ def _tasks(raw, track: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log) -> tuple[str, ...]:
+def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str = Robot.PANDA):
     """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
     one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
     outside a task's manifest are played with a warning: their scenes were never screened."""
@@ -187,7 +187,16 @@ def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocol
 
     keep = []
     for task in tasks:
-        verified = eval_seeds(task)
+        try:
+            verified = eval_seeds(task, robot)
+        except FileNotFoundError as e:
+            raise ConfigError(f"'robot' = {robot}: {e}") from None
+        if not verified and seeds is None or isinstance(seeds, int) and not verified:
+            why = f"{robot} cannot do it (vabench/envs/seed_manifests/{robot}/{task}.json, 'declared')"
+            if not every:
+                raise ConfigError(f"'tasks': {task}: {why}")
+            log(f"tasks=all: {task} left out ({why})")
+            continue
         chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
         arms = tuple(task_class(task).arms)
         refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
@@ -271,6 +280,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
     seeds = _seeds(_get(cfg, "seeds"))
+    robot = _robot(cfg.get("robot"))
     return RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
@@ -281,7 +291,9 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         protocols=tuple(protocols),
         summary=mode,
         track=track,
-        tasks=_playable(agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log),
+        tasks=_playable(
+            agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log, robot
+        ),
         seeds=seeds,
         runs=_int(_get(cfg, "runs"), "runs", 1),
         max_attempts=_int(_get(cfg, "max_attempts"), "max_attempts", 1),
@@ -294,7 +306,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         probe=_bool(cfg.get("probe", True), "probe"),
-        robot=_robot(cfg.get("robot")),
+        robot=robot,
         perturbation=build(PerturbationConfig, cfg.get("perturbation") or {}, "perturbation"),
         resolved=cfg,
     )
