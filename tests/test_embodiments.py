@@ -60,7 +60,7 @@ def test_robot_manifests_are_their_own_and_say_why_when_short():
 def test_config_names_the_robot():
     from tests.test_launch import composed, validate
 
-    assert validate("run_id=x", "robot=ur5", "tasks=[grasp_single_cube]").robot == "ur5"
+    assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
     cfg = composed("run_id=x", "robot.name=kuka")
