@@ -62,6 +62,11 @@ def test_config_names_the_robot():
 
     assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
+    assert set(validate("run_id=x", "robot=xarm7").tasks) == {  # tasks=all: the screened ones
+        t for t in tasks_of_track(Track.BASE) if manifest_path(t, "xarm7").exists()
+    }
+    with pytest.raises(ValueError, match="no seed manifest for 'lift_pot' on ur5; run"):
+        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
     cfg = composed("run_id=x", "robot.name=kuka")
     with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
