@@ -257,6 +257,9 @@ OTHER_MEANINGS = {
     ("vabench.envs.tasks", "expert"): "the module name tasks/expert.py",
     ("vabench.agents.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
     ("vabench.agents.harness", "invalid"): "the compaction digest's wording (valid | invalid)",
+    ("vabench.envs.sim.embodiments", "robot"): "the URDF root element",
+    ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
 }
 
 

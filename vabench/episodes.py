@@ -12,7 +12,9 @@ from pathlib import Path
 from vabench.vocab import (
     Intervention,
     ObservationProfile,
+    Perturbation,
     Render,
+    Robot,
     SummaryMode,
     Track,
     condition_label,
@@ -37,12 +39,21 @@ class EpisodeSpec:
     # the interventions in force (vocab.intervention_label: harness.intervention, summary=expert); in the
     # condition and the folder when not none
     intervention: str | None = Intervention.NONE
+    robot: str | None = Robot.PANDA  # the embodiment; in the condition and the folder when not panda
+    perturbation: str | None = Perturbation.NONE  # none | <kind>:<level>; in the condition and folder when not none
     # (None, in an episode outside any run: the harness fills in what it uses)
 
     @property
     def condition(self) -> str:
         return condition_label(
-            self.model, self.protocol, self.summary_source, self.observation, self.render, self.intervention
+            self.model,
+            self.protocol,
+            self.summary_source,
+            self.observation,
+            self.render,
+            self.intervention,
+            self.robot,
+            self.perturbation,
         )
 
     @property
@@ -64,12 +75,16 @@ class EpisodeSpec:
         profile = () if self.observation == ObservationProfile.PAPER else (f"observation_{self.observation}",)
         render = () if self.render == Render.PAPER else (f"render_{self.render}",)
         named = () if self.intervention in (None, Intervention.NONE) else (f"intervention_{self.intervention}",)
+        robot = () if self.robot in (None, Robot.PANDA) else (f"robot_{self.robot}",)
+        look = () if self.perturbation in (None, Perturbation.NONE) else (slug(f"perturbation_{self.perturbation}"),)
         return "/".join(
             (
                 slug(self.model),
                 *profile,
                 *render,
                 *named,
+                *robot,
+                *look,
                 self.protocol,
                 slug(self.summary_source),
                 self.track,

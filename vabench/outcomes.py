@@ -22,12 +22,23 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import EndReason, ErrorKind, Intervention, ObservationProfile, Render, Status, SummaryKind, Track
+from vabench.vocab import (
+    EndReason,
+    ErrorKind,
+    Intervention,
+    ObservationProfile,
+    Perturbation,
+    Render,
+    Robot,
+    Status,
+    SummaryKind,
+    Track,
+)
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
-# cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens
-SCHEMA_VERSION = 8
+# cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation
+SCHEMA_VERSION = 9
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -64,6 +75,12 @@ class OutcomeRow:
         STR,
         Intervention.NONE,
         "the interventions in force, joined by + (none: the paper's boundary; vabench.interventions)",
+    )
+    robot: str = _col(
+        STR, Robot.PANDA, " | ".join(Robot) + ": the embodiment (robot=NAME; vabench.envs.sim.embodiments)"
+    )
+    perturbation: str = _col(
+        STR, Perturbation.NONE, "none | <kind>:<level>: the visual perturbation (perturbation.*; vabench.envs.perturb)"
     )
     protocol: str | None = _col(STR, about="active | passive")
     track: str | None = _col(STR, Track.BASE, " | ".join(Track))

@@ -172,6 +172,31 @@ class Render(StrEnum):
     SMALL = "small"  # 320x240: tests
 
 
+class Perturbation(StrEnum):
+    """Visual perturbation kinds (``perturbation.kind``; vabench.envs.perturb): the look changes, the
+    physics never does, so every manifest seed stays valid."""
+
+    NONE = "none"  # the paper's look
+    LIGHTING = "lighting"  # ambient and key-light intensity, colour and direction
+    TEXTURE = "texture"  # table, wall and floor colour and pattern
+    COLOUR = "colour"  # task objects whose colour the instruction does not name
+    DISTRACTORS = "distractors"  # visual-only objects on free table areas, off the robot's way
+    NOISE = "noise"  # Gaussian pixel noise on every model-facing image
+    BLUR = "blur"  # Gaussian blur on every model-facing image
+
+
+PERTURBATION_LEVELS = (1, 2, 3)  # mild, moderate, strong; ``none`` has level 0
+
+
+class Robot(StrEnum):
+    """Embodiments (``robot=NAME``; vabench.envs.sim.embodiments): arms from example-robot-data,
+    each carrying the Panda hand, so the gripper, its TCP and the action protocol are the same."""
+
+    PANDA = "panda"  # the paper's Franka Emika Panda (7 DoF)
+    XARM7 = "xarm7"  # UFactory xArm7 (7 DoF) with the Panda hand
+    UR5 = "ur5"  # Universal Robots UR5 (6 DoF) with the Panda hand
+
+
 class CacheMode(StrEnum):
     """The response cache (model.cache; vabench.agents.cache): replies kept per episode in the run folder."""
 
@@ -208,17 +233,24 @@ def condition_label(
     observation: str | None = None,
     render: str | None = None,
     intervention: str | None = None,
+    robot: str | None = None,
+    perturbation: str | None = None,
 ) -> str:
     """The outcome table's ``condition``: one model under one protocol and summary source, the unit
-    the paper compares. An observation profile, a render preset or a harness intervention other than
-    the paper's (``explained``; ``fast``; ``object_poses``) is part of the label, so its rows never
-    pool with the paper's (summary=expert is already in ``summary expert``)."""
+    the paper compares. An observation profile, a harness intervention, a render preset, a robot or a
+    perturbation other than the paper's (``explained``; ``object_poses``; ``fast``; ``ur5``;
+    ``lighting:2``) is part of the label, so its rows never pool with the paper's (summary=expert is
+    already in ``summary expert``)."""
     label = f"{model} | {protocol} | summary {summary_source}"
     if observation not in (None, ObservationProfile.PAPER):
         label += f" | observation {observation}"
     if intervention not in (None, Intervention.NONE):
         label += f" | intervention {intervention}"
-    return label if render in (None, Render.PAPER) else f"{label} | render {render}"
+    if render not in (None, Render.PAPER):
+        label += f" | render {render}"
+    if robot not in (None, Robot.PANDA):
+        label += f" | robot {robot}"
+    return label if perturbation in (None, Perturbation.NONE) else f"{label} | perturbation {perturbation}"
 
 
 def intervention_label(harness: str | None, summary_source: str | None) -> str:

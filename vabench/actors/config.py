@@ -19,9 +19,9 @@ from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, is_offline, make_model
 from vabench.checks import at_least, bound
-from vabench.envs import RENDER_PRESETS, RecordingConfig
+from vabench.envs import RENDER_PRESETS, PerturbationConfig, RecordingConfig
 from vabench.interventions import check_composes
-from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
+from vabench.vocab import PROTOCOLS, TRACKS, Robot, SummaryMode, summary_mode
 
 from .sections import ConfigError, build, register, typed, unknown_keys
 
@@ -96,6 +96,8 @@ class RunConfig:
     ray: RayConfig
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
+    robot: str = Robot.PANDA  # the embodiment (robot=NAME; vabench.envs.sim.embodiments)
+    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
     probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.actors.probe)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
@@ -130,6 +132,7 @@ register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
 register("", RunOptions)
+register("perturbation", PerturbationConfig)
 
 
 def _model(raw: dict) -> tuple[ModelConfig, Model]:
@@ -169,7 +172,7 @@ def _tasks(raw, track: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log) -> tuple[str, ...]:
+def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str = Robot.PANDA):
     """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
     one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
     outside a task's manifest are played with a warning: their scenes were never screened."""
@@ -178,7 +181,19 @@ def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocol
 
     keep = []
     for task in tasks:
-        verified = eval_seeds(task)
+        try:
+            verified = eval_seeds(task, robot)
+        except FileNotFoundError as e:
+            if not every:
+                raise ConfigError(f"'robot' = {robot}: {e}") from None
+            log(f"tasks=all: {task} left out ({e})")  # another robot's task not yet screened
+            continue
+        if not verified and seeds is None or isinstance(seeds, int) and not verified:
+            why = f"{robot} cannot do it (vabench/envs/seed_manifests/{robot}/{task}.json, 'declared')"
+            if not every:
+                raise ConfigError(f"'tasks': {task}: {why}")
+            log(f"tasks=all: {task} left out ({why})")
+            continue
         chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
         arms = tuple(task_class(task).arms)
         refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
@@ -227,6 +242,16 @@ def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
     return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
 
 
+def _robot(raw) -> str:
+    """``robot.name`` (conf/robot/; default panda); the robot's seeds are its own manifests."""
+    name = (raw or {}).get("name", Robot.PANDA) if isinstance(raw, dict) else raw
+    if name not in set(Robot):
+        raise ConfigError(
+            f"'robot.name' must be one of {', '.join(Robot)}, got {name!r} (robot=NAME picks conf/robot/NAME)"
+        )
+    return str(name)
+
+
 def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
     ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
@@ -256,6 +281,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         ray["address"] = NO_RAY
     seeds = _seeds(_get(cfg, "seeds"))
     options = build(RunOptions, {k: cfg[k] for k in RunOptions.__dataclass_fields__ if k in cfg}, "")
+    robot = _robot(cfg.get("robot"))
     run = RunConfig(
         experiment=str(_get(cfg, "experiment")),
         run_id=run_id,
@@ -266,7 +292,9 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         protocols=tuple(protocols),
         summary=mode,
         track=track,
-        tasks=_playable(agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log),
+        tasks=_playable(
+            agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log, robot
+        ),
         seeds=seeds,
         runs=options.runs,
         max_attempts=options.max_attempts,
@@ -279,6 +307,8 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         summary_root=_summary_root(cfg, Path(run_dir), render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         probe=options.probe,
+        robot=robot,
+        perturbation=build(PerturbationConfig, cfg.get("perturbation") or {}, "perturbation"),
         resolved=cfg,
     )
     try:  # an intervention composes with the run's protocols and summary mode, or the error names what does not

@@ -25,7 +25,7 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
     for run_index in range(1, run.runs + 1):
         for protocol in run.protocols:
             for task in run.tasks:
-                verified = eval_seeds(task)
+                verified = eval_seeds(task, run.robot)
                 if run.seeds is None:
                     seeds = verified
                 elif isinstance(run.seeds, int):
@@ -47,6 +47,8 @@ def expand(run: RunConfig) -> list[EpisodeSpec]:
                             run.harness.observation,
                             run.render,
                             intervention_label(run.harness.intervention, summary_source(run)),
+                            run.robot,
+                            run.perturbation.label,
                         )
                     )
     return specs

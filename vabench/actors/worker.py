@@ -36,8 +36,8 @@ from vabench.agents.models import CostLimitReached, Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore
-from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
-from vabench.vocab import EndReason, Render
+from vabench.envs import RENDER_PRESETS, EnvConfig, PerturbationConfig, RecordingConfig, VABenchEnv
+from vabench.vocab import EndReason, Render, Robot
 
 from .backstop import Progress
 from .runlock import DriverWatch, _snapshot
@@ -150,6 +150,8 @@ class EpisodeWorker:
         timeout_s: float | None = None,
         worker_id: str | None = None,
         board=None,
+        robot: str = Robot.PANDA,
+        perturbation: PerturbationConfig | None = None,
     ):
         ship = not sees_run_folder(lock)  # records go back with the rows, from this node's scratch
         self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if ship else None
@@ -162,7 +164,8 @@ class EpisodeWorker:
         self.sim = threading.RLock()  # one simulator call at a time in this process
         # every seat now (building an env is cheap: its scene comes with the first reset), so no
         # episode's clock runs while another seat is being made
-        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=recording, hold_cameras=slots == 1)
+        look = {"robot": robot, "perturbation": perturbation or PerturbationConfig()}
+        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=recording, hold_cameras=slots == 1, **look)
         self.seats = [self._seat(VABenchEnv(cfg), make_model(model)) for _ in range(slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:

@@ -48,6 +48,8 @@ def worker_args(
         run.episode_timeout_s,
         worker_id,
         board,
+        run.robot,
+        run.perturbation,
     )
 
 

@@ -100,6 +100,7 @@ class Episode:
 
         t = task_class(task)
         spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, "intervention": None, **spec}
+        spec = {"robot": None, "perturbation": None, **spec}
         return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
 
     def identity(self) -> dict:
@@ -166,6 +167,8 @@ def _checked(spec: EpisodeSpec, model: Model, config: HarnessConfig, env) -> Epi
         "observation": config.observation,
         "render": env.config.preset.name,
         "intervention": intervention_label(config.intervention, spec.summary_source),
+        "robot": env.config.robot,
+        "perturbation": env.config.perturbation.label,
     }
     wrong = {k: getattr(spec, k) for k, v in used.items() if getattr(spec, k) not in (None, v)}
     if wrong:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from vabench.outcomes import COLUMNS
 from vabench.outcometable import gather, to_pandas
-from vabench.vocab import Arms, ObservationProfile, Status, Track, condition_label
+from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot, Status, Track, condition_label
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -152,8 +152,10 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             p.loc[old & p["condition"].notna(), "condition"] + " | observation prompts-v1"
         )
     p["observation"] = p["observation"].fillna(ObservationProfile.PAPER)
+    p["robot"] = p["robot"].fillna(Robot.PANDA)  # rows before schema 9: the Panda, unperturbed
+    p["perturbation"] = p["perturbation"].fillna(Perturbation.NONE)
     no_cond = p["condition"].isna()
-    cols = ["model", "protocol", "summary_source", "observation"]
+    cols = ["model", "protocol", "summary_source", "observation", "render", "robot", "perturbation"]
     p.loc[no_cond, "condition"] = [condition_label(*x) for x in p.loc[no_cond, cols].itertuples(index=False)]
     for c in ("run_index", "attempt"):
         p[c] = pd.to_numeric(p[c], errors="coerce").fillna(1).astype(int)

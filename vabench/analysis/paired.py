@@ -53,7 +53,7 @@ def _raise(message: str):
 def paired_outcomes(df: pd.DataFrame, a: str, b: str, track: str | None = Track.BASE) -> pd.DataFrame:
     """One row per matched pair: the pair key, ``arms``, ``ya`` and ``yb`` (1/0 success). ``a`` and
     ``b`` may be short names (:func:`condition_named`)."""
-    p, _ = _scope(df, track, observation=None)
+    p, _ = _scope(df, track, observation=None, look=False)
     j = _judged(p)
     a, b = condition_named(a, p["condition"]), condition_named(b, p["condition"])
     side = {c: j[j["condition"] == c].drop_duplicates(PAIR, keep="last").set_index(PAIR) for c in (a, b)}
@@ -94,7 +94,7 @@ def paired_comparison(
         raise ValueError(f"level must be in (0, 1), got {level}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    p, notes = _scope(df, track, observation=None)
+    p, notes = _scope(df, track, observation=None, look=False)
     a, b = condition_named(a, p["condition"]), condition_named(b, p["condition"])
     pairs = paired_outcomes(df, a, b, track)
     arms = _arms_of(p)

@@ -327,6 +327,8 @@ def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd
         "checkpoint_progress": lambda: T.checkpoint_progress(df),
         "attribution": lambda: attribution(df),
         "recovers_most": lambda: recovers_most(attribution(df)),
+        "robustness": lambda: T.robustness(df),
+        "embodiments": lambda: T.embodiments(df),
     }
     if local:
         candidates["local_models"] = lambda: T.local_models(df, local)

@@ -21,6 +21,7 @@ _EXPORTS = {
     "render_preset": "render",
     "EnvConfig": "env",
     "RecordingConfig": "env",
+    "PerturbationConfig": "perturb",
     "Observation": "env",
     "StepResult": "env",
     "VABenchEnv": "env",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vabench.checks import within
-from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
+from vabench.vocab import ACTIVE, Protocol, Robot, StepKind, protocol_named
 
 from . import extras
 from .actions import (
@@ -36,14 +36,17 @@ from .actions import (
     RotateLocal,
     parse_action,
 )
+from .perturb import PerturbationConfig, perturb_image
+from .perturb import rng as perturbation_rng
 from .privileged import PrivilegedState
 from .render import RENDER_PRESETS, RenderPreset
-from .sim import assets, overlay
+from .sim import look, overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
+from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
-from .sim.robot import ARMS, PARK_QPOS, ArmProprio
+from .sim.robot import ARMS, ArmProprio
 from .sim.scene import World
 from .tasks import Task, make_task
 
@@ -115,6 +118,8 @@ class EnvConfig:
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
     stability_window: int = STABILITY_WINDOW
+    robot: str = Robot.PANDA  # the embodiment (vabench.envs.sim.embodiments)
+    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
 
 
 @dataclass
@@ -136,8 +141,9 @@ def action_seed(seed: int, robot_action: int) -> int:
 class VABenchEnv:
     def __init__(self, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
-        files = assets.panda_files()
-        self.planners = {arm: ArmPlanner(files, arm, other) for arm, other in (("left", "right"), ("right", "left"))}
+        body = embodiment(self.config.robot)  # ValueError names the robots
+        files, pairs = robot_files(body), (("left", "right"), ("right", "left"))
+        self.planners = {arm: ArmPlanner(files, arm, other, body) for arm, other in pairs}
         self.executor = Executor(self.planners)
         self.world: World | None = None
         self.task: Task | None = None
@@ -161,11 +167,11 @@ class VABenchEnv:
 
     def _build(self, task: Task, seed: int, protocol: Protocol) -> None:
         self.task, self.seed, self.protocol, self._protocol = task, seed, protocol.name, protocol
-        self.world = World(render=self.config.render)
+        self.world = World(render=self.config.render, robot=self.config.robot)
         self.controlled = tuple(task.arms)
         for arm in ARMS:
             if arm not in self.controlled:
-                self.world.arms[arm].set_qpos(PARK_QPOS, closed=False)
+                self.world.arms[arm].set_qpos(self.world.arms[arm].body.park, closed=False)
                 if self.config.render:
                     _hide(self.world.arms[arm])
         task.build(self.world, np.random.default_rng(seed))
@@ -174,6 +180,8 @@ class VABenchEnv:
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         if self.config.render:
+            p = self.config.perturbation  # render state only, after the settle: the physics is untouched
+            look.apply(self.world, p.kind, p.level, perturbation_rng(p, seed), task.instruction, self.controlled)
             rec, preset = self.config.recording, self.config.preset
             self.camera = CameraRig(
                 self.world.scene, preset.active, self.config.hold_cameras, (rec.width, rec.height), preset.observer_size
@@ -286,6 +294,8 @@ class VABenchEnv:
             else:
                 images = self.camera.passive_bundle(self._ees(), self.controlled)
                 assert tuple(images) == PASSIVE_ORDER
+            p = self.config.perturbation
+            images = {view: perturb_image(p, rgb, self.seed, self.steps, view) for view, rgb in images.items()}
         return Observation(
             task=self.task.name,
             instruction=self.task.instruction,

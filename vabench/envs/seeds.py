@@ -11,6 +11,15 @@ never shows an evaluation scene.
     python -m vabench.envs.cli.seeds --write        # screen every task, rewrite the manifests
     python -m vabench.envs.cli.seeds --check        # re-verify the committed manifests
     python -m vabench.envs.cli.seeds --task grasp_single_cube --check --limit 5
+    python -m vabench.envs.cli.seeds --robot ur5 --write   # another embodiment: its own manifests
+
+Every embodiment (vabench.envs.sim.embodiments) has its own manifests, ``seed_manifests/<robot>/``
+(the Panda's are ``seed_manifests/`` itself), screened by the same criteria from the same pool with
+the robot's own expert run. A task the robot cannot do is declared: when no seed of the first
+:data:`GIVE_UP_AFTER` candidates is accepted (or the pool runs out first), its manifest keeps the
+seeds it accepted and says why in ``declared``, from the rejections. Demonstrations stay the
+Panda's (the demo seed is the Panda manifest's): a model learns the task once, then acts with
+whichever robot the run names.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vabench.vocab import SEEDS_PER_TASK
+from vabench.vocab import SEEDS_PER_TASK, Robot
 
 from .env import VABenchEnv
 from .tasks import task_class
@@ -31,6 +40,7 @@ MANIFEST_DIR = Path(__file__).with_name("seed_manifests")
 FORMAT = "vabench.seed_manifest.v1"
 EVAL_POOL = (1000, 1199)
 DEMO_POOL = (0, 999)
+GIVE_UP_AFTER = 30  # another robot: no seed accepted among this many candidates declares the task
 
 
 @dataclass
@@ -68,10 +78,14 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
 
 
 def screen(
-    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = SEEDS_PER_TASK, log=print
+    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = SEEDS_PER_TASK, log=print, strict: bool = True
 ) -> tuple[list[int], list[dict]]:
+    """Candidates in order until ``n_accept`` pass; ``strict=False`` (another robot) returns short
+    instead of raising, and gives up after GIVE_UP_AFTER candidates without one accepted."""
     accepted, rejected = [], []
     for seed in range(pool[0], pool[1] + 1):
+        if not strict and not accepted and len(rejected) >= GIVE_UP_AFTER:
+            break
         v = probe(env, task, seed)
         log(f"[{task}] seed {seed}: {'accepted' if v.ok else 'rejected: ' + v.reason}")
         if v.ok:
@@ -80,20 +94,22 @@ def screen(
                 break
         else:
             rejected.append({"seed": seed, "reason": v.reason})
-    if len(accepted) < n_accept:
+    if len(accepted) < n_accept and strict:
         raise RuntimeError(f"{task}: only {len(accepted)} of {n_accept} seeds accepted in pool {pool}")
     return accepted, rejected
 
 
-def manifest_path(task: str) -> Path:
-    return MANIFEST_DIR / f"{task}.json"
+def manifest_path(task: str, robot: str = Robot.PANDA) -> Path:
+    return MANIFEST_DIR / f"{task}.json" if robot == Robot.PANDA else MANIFEST_DIR / robot / f"{task}.json"
 
 
-def load_manifest(task: str) -> dict:
-    path = manifest_path(task)
+def load_manifest(task: str, robot: str = Robot.PANDA) -> dict:
+    path = manifest_path(task, robot)
     if not path.exists():
+        how = "" if robot == Robot.PANDA else f" --robot {robot}"
         raise FileNotFoundError(
-            f"no seed manifest for {task!r}; run `python -m vabench.envs.cli.seeds --task {task} --write`"
+            f"no seed manifest for {task!r}{'' if robot == Robot.PANDA else ' on ' + robot}; run "
+            f"`python -m vabench.envs.cli.seeds --task {task}{how} --write`"
         )
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT or data.get("task") != task:
@@ -101,8 +117,8 @@ def load_manifest(task: str) -> dict:
     return data
 
 
-def eval_seeds(task: str) -> list[int]:
-    return list(load_manifest(task)["accepted"])
+def eval_seeds(task: str, robot: str = Robot.PANDA) -> list[int]:
+    return list(load_manifest(task, robot)["accepted"])
 
 
 def demo_seed(task: str) -> int:
@@ -120,6 +136,9 @@ def _versions() -> dict[str, str]:
 
 
 def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
+    robot = env.config.robot
+    if robot != Robot.PANDA:
+        return _write_robot_manifest(env, task, robot, log)
     accepted, rejected = screen(env, task, log=log)
     demo, demo_rejected = screen(env, task, pool=DEMO_POOL, n_accept=1, log=log)
     data = {
@@ -141,12 +160,46 @@ def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
     return data
 
 
+def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log) -> dict:
+    """Another embodiment's manifest: its own screening, the Panda's demo seed, and ``declared``
+    (why) when fewer than 20 seeds pass."""
+    accepted, rejected = screen(env, task, log=log, strict=False)
+    data = {
+        "format": FORMAT,
+        "task": task,
+        "robot": robot,
+        "budget": task_class(task).budget,
+        "criteria": "as the Panda's, with this robot's expert run",
+        "candidate_pool": list(EVAL_POOL),
+        "accepted": accepted,
+        "rejected": rejected,
+        "demo_seed": demo_seed(task),  # demonstrations stay the Panda's
+        "declared": None if len(accepted) == SEEDS_PER_TASK else _why_short(accepted, rejected),
+        "versions": _versions(),
+    }
+    path = manifest_path(task, robot)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return data
+
+
+def _why_short(accepted: list[int], rejected: list[dict]) -> str:
+    """The declared reason: the commonest rejection kinds, counted."""
+    kinds: dict[str, int] = {}
+    for r in rejected:
+        kind = r["reason"].split(":")[0].split(" at step")[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    top = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda x: -x[1])[:3])
+    return f"{len(accepted)} of {len(accepted) + len(rejected)} candidates accepted; rejected: {top}"
+
+
 def check_manifest(env: VABenchEnv, task: str, limit: int | None = None, log=print) -> list[Verdict]:
     """Re-run the expert on the manifest's accepted seeds (and the demo seed); return failures."""
-    data = load_manifest(task)
+    data = load_manifest(task, env.config.robot)
     seeds = data["accepted"][:limit] if limit else data["accepted"]
     failures = []
-    for seed in [*seeds, data["demo_seed"]]:
+    demo = [data["demo_seed"]] if env.config.robot == Robot.PANDA else []  # a robot's demos are the Panda's
+    for seed in [*seeds, *demo]:
         v = probe(env, task, seed)
         log(f"[{task}] seed {seed}: {'ok' if v.ok else 'FAILED: ' + v.reason}")
         if not v.ok:

@@ -15,7 +15,9 @@ from pathlib import Path
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.offline import ReplayAgent
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs.perturb import parse
 from vabench.episodes import EpisodeSpec
+from vabench.vocab import Robot
 
 NO_RECORDING = RecordingConfig(enabled=False, video=False)  # verify needs no reviewer views
 
@@ -43,15 +45,17 @@ def _plain(value):
 
 
 class Resimulator:
-    """Envs (one per render preset and recording setting) that re-run episodes one at a time."""
+    """Envs (one per render preset, recording setting, robot and perturbation) that re-run episodes
+    one at a time. Rows before schema 9 name no robot or perturbation: the Panda, unperturbed."""
 
     def __init__(self):
         self.envs: dict[tuple, VABenchEnv] = {}
 
-    def env(self, render: str, recording: RecordingConfig) -> VABenchEnv:
-        key = (render, recording)
+    def env(self, render: str, recording: RecordingConfig, robot=None, perturbation=None) -> VABenchEnv:
+        key = (render, recording, robot, perturbation)
         if key not in self.envs:
-            self.envs[key] = VABenchEnv(EnvConfig(preset=RENDER_PRESETS[render], recording=recording))
+            look = {"robot": robot or Robot.PANDA, "perturbation": parse(perturbation)}
+            self.envs[key] = VABenchEnv(EnvConfig(preset=RENDER_PRESETS[render], recording=recording, **look))
         return self.envs[key]
 
     def run(self, job: Job) -> dict:
@@ -59,7 +63,7 @@ class Resimulator:
         spec = spec_of(job.row)
         part = {k: job.row[k] for k in ("run_id", "experiment")}
         episode = Episode(spec, int(job.row["attempt"]), None, part)
-        env = self.env(spec.render, job.recording)
+        env = self.env(spec.render, job.recording, spec.robot, spec.perturbation)
         return run_episode(
             env, ReplayAgent(Path(job.events), then_stop=job.then_stop), episode, Path(job.out), job.harness
         ).row()

@@ -7,6 +7,7 @@ table family:
 - ``transfer``: held-out vs base (Tables 5, 15) and the long-horizon track (Table 5 "Long");
 - ``sources``: demonstration-summary sources (Tables 6, 17, 18);
 - ``local``: local models (Tables 19, 20);
+- ``looks``: visual robustness (per perturbation, paired with none) and embodiments (per robot vs the Panda);
 - ``infra``: the rows excluded from every rate.
 
 ``common`` holds the shared helpers and the rules every table follows (judged episodes only,
@@ -18,6 +19,7 @@ from .common import NAN, SUBSET_NAMES, SUBSETS
 from .feedback import feedback_ablation
 from .infra import infra_summary
 from .local import local_models
+from .looks import embodiments, robustness
 from .protocols import active_passive
 from .sources import summary_source_macro, summary_sources
 from .success import checkpoint_progress, macro_averages, success_matrix
@@ -29,12 +31,14 @@ __all__ = [
     "SUBSET_NAMES",
     "active_passive",
     "checkpoint_progress",
+    "embodiments",
     "feedback_ablation",
     "heldout_vs_base",
     "infra_summary",
     "local_models",
     "long_horizon",
     "macro_averages",
+    "robustness",
     "success_matrix",
     "summary_source_macro",
     "summary_sources",

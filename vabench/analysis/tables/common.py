@@ -23,7 +23,7 @@ import math
 import pandas as pd
 
 from vabench.paper import PAPER_COUNTS
-from vabench.vocab import Arms, ObservationProfile
+from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot
 
 from ..load import prepare
 from ..stats import mean_sd, sign_test
@@ -48,13 +48,26 @@ def _finish(rows, columns, kind: str, title: str, notes) -> pd.DataFrame:
 
 
 def _scope(
-    df: pd.DataFrame, track: str | None, observation: str | None = ObservationProfile.PAPER, extra: tuple = ()
+    df: pd.DataFrame,
+    track: str | None,
+    observation: str | None = ObservationProfile.PAPER,
+    extra: tuple = (),
+    look: bool = True,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Rows of one track (None: all) and one observation profile (None: all), with the columns
     ``RATE_COLUMNS`` and ``extra`` only. The paper's tables compare ``paper`` rows only, so an
     ablation's ``explained`` rows never pool into them (tables per condition keep both: the profile
-    is part of the condition label)."""
+    is part of the condition label). ``look``: the Panda, unperturbed, only (other robots and
+    perturbations have their own tables)."""
     p, notes = prepare(df)
+    if look:
+        other = (p["robot"] != Robot.PANDA) | (p["perturbation"] != Perturbation.NONE)
+        if other.any():
+            notes.append(
+                f"{int(other.sum())} row(s) of another robot or under a visual perturbation left out: see the "
+                "embodiments and robustness tables."
+            )
+        p = p[~other]
     p = p[list(dict.fromkeys(c for c in (*RATE_COLUMNS, *extra) if c in p.columns))]
     if track is not None:
         p = p[p["track"] == track]

@@ -33,7 +33,7 @@ def success_matrix(df: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataF
     """Tables 7-9: task x condition. Per cell: mean and sample SD across runs of the per-run
     success rate (%), the number of runs, pooled k/n with its rate and 95% Wilson interval, and
     the infra_error rows excluded. A cell with no judged episode is NaN (k = n = 0), never 0."""
-    p, notes = _scope(df, track, observation=None)
+    p, notes = _scope(df, track, observation=None, look=False)
     j = _judged(p)
     arms = _arms_of(p)
     tasks = _order(p["task"].unique(), arms)
@@ -90,7 +90,7 @@ def macro_averages(df: pd.DataFrame, track: str | None = Track.BASE) -> pd.DataF
     """Table 3 / eq. 3: per condition and run, the single-arm, dual-arm and all-family macro-average
     of per-family success rates (families present); then mean and sample SD across runs (NaN with
     one run). ``families`` is the count covered, ``paper_families`` the paper's 11 / 3 / 14."""
-    p, notes = _scope(df, track, observation=None)
+    p, notes = _scope(df, track, observation=None, look=False)
     j = _judged(p)
     rates = _family_rates(j, ["condition"])
     rows, cover, short = [], {}, []
@@ -127,7 +127,7 @@ def checkpoint_progress(df: pd.DataFrame, track: str | None = Track.BASE, run_in
     A judged episode reporting no checkpoint count (it ended before its first action) is scored
     with its task's checkpoint count and its done count (0), so every episode weighs its checkpoints.
     ``run_index`` restricts to one run (the paper uses one annotated run)."""
-    p, notes = _scope(df, track, observation=None, extra=("checkpoints_done", "checkpoints_total"))
+    p, notes = _scope(df, track, observation=None, extra=("checkpoints_done", "checkpoints_total"), look=False)
     if run_index is not None:
         p = p[p["run_index"] == run_index]
     j = _judged(p).copy()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from vabench.vocab import Robot
+
 from ..env import EnvConfig, VABenchEnv
 from ..seeds import check_manifest, write_manifest
 from ..tasks import TASKS
@@ -24,14 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write", action="store_true", help="screen the pools and rewrite the manifests")
     mode.add_argument("--check", action="store_true", help="re-verify the committed manifests")
     ap.add_argument("--limit", type=int, default=None, help="--check only the first N accepted seeds")
+    ap.add_argument("--robot", default=Robot.PANDA, choices=list(Robot), help="the embodiment (default panda)")
     args = ap.parse_args(argv)
-    env = VABenchEnv(EnvConfig(render=False))
+    env = VABenchEnv(EnvConfig(render=False, robot=args.robot))
     bad = 0
     for task in args.task or sorted(TASKS):
         if args.write:
             data = write_manifest(env, task)
             n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
-            print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}")
+            why = f" (declared: {data['declared']})" if data.get("declared") else ""
+            print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}{why}", flush=True)
         else:
             failures = check_manifest(env, task, args.limit)
             bad += len(failures)

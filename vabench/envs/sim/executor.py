@@ -275,7 +275,8 @@ class Executor:
     def _arms_collide(self, plans: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
         """Check the time-aligned paths of both arms against each other (every 2nd step and the end)."""
         right = self.planners["right"]
-        fingers = self.world.arms["left"].qpos[7:]
+        left = self.world.arms["left"]
+        fingers = left.qpos[left.dof :]
         n = len(plans["right"][0])
         for i in sorted(set(range(0, n, 2)) | {n - 1}):
             right.sync_other_arm(np.concatenate([plans["left"][0][i], fingers]))
@@ -296,8 +297,8 @@ def _time_align(plans: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tu
         dst = np.linspace(0.0, 1.0, n)
         scale = (len(pos) - 1) / max(n - 1, 1)
         out[side] = (
-            np.stack([np.interp(dst, src, pos[:, j]) for j in range(7)], axis=1),
-            np.stack([np.interp(dst, src, vel[:, j]) * scale for j in range(7)], axis=1),
+            np.stack([np.interp(dst, src, pos[:, j]) for j in range(pos.shape[1])], axis=1),
+            np.stack([np.interp(dst, src, vel[:, j]) * scale for j in range(vel.shape[1])], axis=1),
         )
     return out
 

@@ -1,4 +1,4 @@
-"""mplib motion planning for one Panda arm: straight Cartesian paths first, RRT detours second,
+"""mplib motion planning for one arm: straight Cartesian paths first, RRT detours second,
 and every path re-checked against the real obstacle geometry before it is executed.
 
 Two mplib planners per arm share the URDF:
@@ -33,13 +33,15 @@ import numpy as np
 
 from .assets import RobotFiles
 from .bodies import BodySpec
+from .embodiments import PANDA, Embodiment
 from .geometry import matrix_to_quat
 from .robot import base_pose
 from .scene import TIMESTEP
 
 MOVE_GROUP = "panda_hand_tcp"
-JOINT_VEL_LIMITS = np.full(7, 2.0)  # rad/s, below the Panda's rated 2.1-2.6
-JOINT_ACC_LIMITS = np.full(7, 6.0)  # rad/s^2; the Panda allows 10-20
+JOINT_VEL = 2.0  # rad/s per arm joint, below the Panda's rated 2.1-2.6 (xArm7 3.14, UR5 3.15)
+JOINT_ACC = 6.0  # rad/s^2; the Panda allows 10-20
+FINGER_JOINTS = ["panda_finger_joint1", "panda_finger_joint2"]  # every robot carries the Panda hand
 SCREW_QPOS_STEP = 0.02  # rad; mplib's default 0.1 leaves ~10 mm endpoint error, 0.02 ~2 mm
 # Obstacle inflation (m) of each RRT try, each with its own seed. Every path is re-checked
 # unpadded, so the last, unpadded try is accepted only if it does not graze.
@@ -74,7 +76,7 @@ class Obstacle:
 class Plan:
     ok: bool
     kind: str = ""  # "straight" or "detour"
-    positions: np.ndarray | None = None  # (N, 7) one row per physics step
+    positions: np.ndarray | None = None  # (N, dof) one row per physics step
     velocities: np.ndarray | None = None
     reason: str = ""  # why not, for feedback: "unreachable", "collision", "joint_limits", "no_path"
     blockers: tuple[str, ...] = field(default_factory=tuple)
@@ -114,41 +116,43 @@ class _PathPlanner(mplib.Planner):
         return super().TOPP(path, step, verbose)
 
 
-def _new_planner(files: RobotFiles, arm: str) -> _PathPlanner:
+def _new_planner(files: RobotFiles, arm: str, body: Embodiment) -> _PathPlanner:
     planner = _PathPlanner(
         str(files.urdf),
         MOVE_GROUP,
         srdf=str(files.srdf),
         use_convex=True,
-        joint_vel_limits=JOINT_VEL_LIMITS,
-        joint_acc_limits=JOINT_ACC_LIMITS,
+        joint_vel_limits=np.full(body.dof, JOINT_VEL),
+        joint_acc_limits=np.full(body.dof, JOINT_ACC),
     )
-    bp = base_pose(arm)
+    bp = base_pose(arm, body.base_z)
     planner.set_base_pose(mplib.Pose(list(bp.p), list(bp.q)))
     return planner
 
 
 class ArmPlanner:
-    """Planning for one arm. Kept for the life of the env; obstacles are reset per episode."""
+    """Planning for one arm of ``body`` (its joints, then the hand's two fingers). Kept for the life
+    of the env; obstacles are reset per episode."""
 
-    def __init__(self, files: RobotFiles, arm: str, other_arm: str | None):
-        self.arm = arm
-        self.free = _new_planner(files, arm)
-        self.world = _new_planner(files, arm)
+    def __init__(self, files: RobotFiles, arm: str, other_arm: str | None, body: Embodiment = PANDA):
+        self.arm, self.dof = arm, body.dof
+        self.free = _new_planner(files, arm, body)
+        self.world = _new_planner(files, arm, body)
+        dof = body.dof
         names = self.free.user_joint_names
-        if list(names[:7]) != [f"panda_joint{i}" for i in range(1, 8)]:
+        if len(names) != dof + 2 or list(names[dof:]) != FINGER_JOINTS:
             raise RuntimeError(f"unexpected mplib joint order {names}")
         self.tcp_index = self.free.link_name_2_idx[MOVE_GROUP]
         self._robot_name = self.world.robot.get_name()
-        self.base = base_pose(arm).to_transformation_matrix()
+        self.base = base_pose(arm, body.base_z).to_transformation_matrix()
         self.base_inv = np.linalg.inv(self.base)
         self._fingers = np.array([0.04, 0.04])  # this arm's finger joints, synced before planning
-        self.limits = self.free.joint_limits[:7]
+        self.limits = self.free.joint_limits[: self.dof]
         self.other_name = None
         if other_arm is not None:
             self.other_name = f"{other_arm}_arm"
             other = mplib.ArticulatedModel(str(files.urdf), str(files.srdf), name=self.other_name, convex=True)
-            bp = base_pose(other_arm)
+            bp = base_pose(other_arm, body.base_z)
             other.set_base_pose(mplib.Pose(list(bp.p), list(bp.q)))
             self.world.planning_world.add_articulation(other, False)
         self.labels: dict[str, str | None] = {}
@@ -192,7 +196,7 @@ class ArmPlanner:
 
     def sync(self, own_q9, other_q9) -> None:
         """Mirror the real fingers of this arm and the full state of the other arm."""
-        self._fingers = np.asarray(own_q9, dtype=float)[7:9].copy()
+        self._fingers = np.asarray(own_q9, dtype=float)[self.dof : self.dof + 2].copy()
         self.sync_other_arm(other_q9)
 
     def sync_other_arm(self, qpos9) -> None:
@@ -207,13 +211,13 @@ class ArmPlanner:
 
     def _full(self, q) -> np.ndarray:
         q = np.asarray(q, dtype=float)
-        return q if len(q) == 9 else np.concatenate([q[:7], self._fingers])
+        return q if len(q) == self.dof + 2 else np.concatenate([q[: self.dof], self._fingers])
 
     def _to_base(self, m_world: np.ndarray) -> mplib.Pose:
         return _mpose(self.base_inv @ m_world)
 
     def collisions(self, q, exempt: frozenset[str] = frozenset()) -> set[str]:
-        """Names of world objects (or "self") the arm collides with at ``q`` (7 or 9 joints)."""
+        """Names of world objects (or "self") the arm collides with at ``q`` (arm joints, or with the fingers)."""
         pw = self.world.planning_world
         self.world.robot.set_qpos(self._full(q), True)
         hits = set()
@@ -232,7 +236,7 @@ class ArmPlanner:
         return " and ".join(parts) if parts else None
 
     def in_limits(self, q7) -> bool:
-        q7 = np.asarray(q7)[:7]
+        q7 = np.asarray(q7)[: self.dof]
         return bool(np.all(q7 >= self.limits[:, 0] - 1e-6) and np.all(q7 <= self.limits[:, 1] + 1e-6))
 
     def ik_candidates(self, goal_tcp: np.ndarray, q9, n: int = 20) -> list[np.ndarray]:
@@ -240,8 +244,8 @@ class ArmPlanner:
         status, sols = self.free.IK(self._to_base(goal_tcp), self._full(q9), n_init_qpos=n)
         if sols is None:
             return []
-        q0 = self._full(q9)[:7]
-        return sorted(sols, key=lambda s: float(np.linalg.norm(np.asarray(s)[:7] - q0)))
+        q0 = self._full(q9)[: self.dof]
+        return sorted(sols, key=lambda s: float(np.linalg.norm(np.asarray(s)[: self.dof] - q0)))
 
     def refine(self, goal_tcp: np.ndarray, q_near) -> np.ndarray | None:
         """Exact IK from a nearby configuration (fixes the screw integrator's endpoint error)."""
@@ -250,13 +254,13 @@ class ArmPlanner:
         )
         if not ok or not self.in_limits(q):
             return None
-        if np.max(np.abs(q[:7] - np.asarray(q_near)[:7])) > 0.1:
+        if np.max(np.abs(q[: self.dof] - np.asarray(q_near)[: self.dof])) > 0.1:
             return None
-        return np.asarray(q[:7])
+        return np.asarray(q[: self.dof])
 
     def timed(self, path: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if np.max(np.abs(path - path[0])) < 1e-6:  # nothing to do: hold
-            return path[-1:].copy(), np.zeros((1, 7))
+            return path[-1:].copy(), np.zeros((1, self.dof))
         if len(path) > TOPP_MAX_POINTS:
             path = path[np.unique(np.linspace(0, len(path) - 1, TOPP_MAX_POINTS).round().astype(int))]
         try:
@@ -271,14 +275,14 @@ class ArmPlanner:
 
     # -- plans ---------------------------------------------------------------------------
     def screw_path(self, goal_tcp: np.ndarray, q_start) -> np.ndarray | None:
-        """Joint path (N, 7) whose TCP moves on the screw from its pose to ``goal_tcp``."""
+        """Joint path (N, dof) whose TCP moves on the screw from its pose to ``goal_tcp``."""
         q_start = self._full(q_start)
         goal = _mpose(goal_tcp)
         start_tcp = self.fk_tcp(q_start)
         if np.linalg.norm(start_tcp[:3, 3] - goal_tcp[:3, 3]) < 1e-5 and np.allclose(
             start_tcp[:3, :3], goal_tcp[:3, :3], atol=1e-6
         ):
-            return np.stack([q_start[:7], q_start[:7]])
+            return np.stack([q_start[: self.dof], q_start[: self.dof]])
         self.free.raw_paths = True
         try:
             for step in (SCREW_QPOS_STEP, SCREW_QPOS_STEP * 1.07):  # ~1% spurious "residual" failures
@@ -313,7 +317,7 @@ class ArmPlanner:
         """Screw segments through ``goals`` (a move's target, or a rotation's <= 10 deg waypoints),
         checked as one path and timed once."""
         q = self._full(q9)
-        path = [q[:7][None]]
+        path = [q[: self.dof][None]]
         for goal in goals:
             seg = self.screw_path(goal, q)
             if seg is None:  # the screw ran into joint limits or self-collision

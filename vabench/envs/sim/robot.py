@@ -1,4 +1,5 @@
-"""The two Franka Panda arms: placement, drives, gripper and proprioception.
+"""The two arms (the Franka Panda, or another robot carrying its hand: vabench.envs.sim.embodiments):
+placement, drives, gripper and proprioception.
 
 Layout (world frame, see docs/design.md): both arms face +y from pedestals at the robot side,
 ``left`` at x = -0.30 and ``right`` at x = +0.30. The pedestal tops sit 0.37 m below the table
@@ -19,25 +20,25 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
+from .embodiments import PANDA, Embodiment
 from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
 
 ARMS = ("left", "right")
 BASE_Y = -0.46
-BASE_Z = 0.37
+BASE_Z = PANDA.base_z
 BASE_X = {"left": -0.30, "right": 0.30}
 BASE_QUAT = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # yaw +90 deg: base x -> world +y
 PEDESTAL_HALF = (0.10, 0.10, BASE_Z / 2)
 
-# Same joint vector for both arms: each home is straight in front of its own base.
-HOME_QPOS = np.array([0.0, -1.4909, 0.0, -2.8495, 0.0, 2.9294, 0.7853])
-# Parked: turned outward and folded low beside the pedestal, out of the workspace and mostly
-# out of the default camera views (single-arm tasks park the left arm).
-PARK_QPOS = np.array([1.5708, -1.7000, 0.0, -2.9500, 0.0, 1.4000, 0.7853])
+# Same joint vector for both arms: each home is straight in front of its own base. Parked: turned
+# outward and folded low beside the pedestal, out of the workspace and mostly out of the default
+# camera views (single-arm tasks park the left arm). Other robots: vabench.envs.sim.embodiments.
+HOME_QPOS = np.asarray(PANDA.home)
+PARK_QPOS = np.asarray(PANDA.park)
 FINGER_OPEN = 0.04  # per finger, 8 cm jaw
 FINGER_CLOSED = 0.0  # drive target when closed; an object in between stops the fingers
 
 ARM_STIFFNESS, ARM_DAMPING = 1.0e4, 1.0e3
-ARM_FORCE_LIMIT = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0]) * 2  # URDF effort x2
 FINGER_STIFFNESS, FINGER_DAMPING, FINGER_FORCE_LIMIT = 1.0e3, 1.0e2, 30.0
 ROBOT_FRICTION = 1.0
 
@@ -60,25 +61,31 @@ class ArmProprio:
     rz: tuple[float, float, float]
 
 
-def base_pose(arm: str) -> sapien.Pose:
-    return sapien.Pose([BASE_X[arm], BASE_Y, BASE_Z], list(BASE_QUAT))
+def base_pose(arm: str, z: float = BASE_Z) -> sapien.Pose:
+    """Where ``arm``'s base stands (``z``: its robot's pedestal height)."""
+    return sapien.Pose([BASE_X[arm], BASE_Y, z], list(BASE_QUAT))
+
+
+def pedestal_half(z: float = BASE_Z) -> tuple[float, float, float]:
+    return (PEDESTAL_HALF[0], PEDESTAL_HALF[1], z / 2)
 
 
 class Arm:
-    """One Panda in a SAPIEN scene, driven by joint PD targets with gravity compensation."""
+    """One arm with the Panda hand in a SAPIEN scene (``body``: which robot), driven by joint PD
+    targets with gravity compensation."""
 
-    def __init__(self, scene: sapien.Scene, urdf: str, name: str, collision_id: int):
+    def __init__(self, scene: sapien.Scene, urdf: str, name: str, collision_id: int, body: Embodiment = PANDA):
         loader = scene.create_urdf_loader()
         loader.fix_root_link = True
         loader.set_material(ROBOT_FRICTION, ROBOT_FRICTION, 0.0)
-        self.name = name
+        self.name, self.body, self.dof, self.wrist = name, body, body.dof, body.wrist
         self.robot = loader.load(urdf)
-        self.robot.set_name(f"{name}_panda")
-        self.robot.set_root_pose(base_pose(name))
+        self.robot.set_name(f"{name}_{body.name}")
+        self.robot.set_root_pose(base_pose(name, body.base_z))
         self.joints = self.robot.get_active_joints()
-        for j, lim in zip(self.joints[:7], ARM_FORCE_LIMIT, strict=True):
+        for j, lim in zip(self.joints[: self.dof], body.force_limit, strict=True):
             j.set_drive_properties(ARM_STIFFNESS, ARM_DAMPING, float(lim), "force")
-        for j in self.joints[7:]:
+        for j in self.joints[self.dof :]:
             j.set_drive_properties(FINGER_STIFFNESS, FINGER_DAMPING, FINGER_FORCE_LIMIT, "force")
         self.links = {link.name: link for link in self.robot.get_links()}
         # No self-collision inside one arm (mplib keeps planned paths self-collision free and the
@@ -92,7 +99,7 @@ class Arm:
         self.tcp = self.links["panda_hand_tcp"]
         self.fingers = (self.links["panda_leftfinger"], self.links["panda_rightfinger"])
         self.closed = False  # the commanded gripper state, as RoboTwin reports it
-        self.set_qpos(HOME_QPOS, closed=False)
+        self.set_qpos(body.home, closed=False)
 
     # -- state -------------------------------------------------------------------------
     @property
@@ -106,21 +113,21 @@ class Arm:
         self.robot.set_qpos(q)
         self.robot.set_qvel(np.zeros_like(q))
         self.closed = closed
-        self.set_arm_target(q[:7])
+        self.set_arm_target(q[: self.dof])
         self.set_finger_target(finger)
 
     def set_arm_target(self, q, qd=None) -> None:
-        qd = np.zeros(7) if qd is None else qd
-        for j, qi, vi in zip(self.joints[:7], q, qd, strict=True):
+        qd = np.zeros(self.dof) if qd is None else qd
+        for j, qi, vi in zip(self.joints[: self.dof], q, qd, strict=True):
             j.set_drive_target(float(qi))
             j.set_drive_velocity_target(float(vi))
 
     def set_finger_target(self, width_per_finger: float) -> None:
-        for j in self.joints[7:]:
+        for j in self.joints[self.dof :]:
             j.set_drive_target(float(width_per_finger))
 
     def finger_target(self) -> float:
-        return float(np.asarray(self.joints[7].get_drive_target()).reshape(-1)[0])
+        return float(np.asarray(self.joints[self.dof].get_drive_target()).reshape(-1)[0])
 
     def apply_gravity_compensation(self) -> None:
         # set_qf persists across steps, so it is refreshed before every step.
@@ -145,7 +152,7 @@ class Arm:
 
     def finger_opening(self) -> float:
         """Measured jaw width in metres (privileged: shows whether something blocks the fingers)."""
-        return float(self.qpos[7] + self.qpos[8])
+        return float(self.qpos[self.dof] + self.qpos[self.dof + 1])
 
     def proprio(self) -> ArmProprio:
         hand = self.hand_matrix()

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
-from . import assets
+from vabench.vocab import Robot
+
 from .bodies import BodySpec, Part
-from .robot import ARMS, BASE_X, BASE_Y, PEDESTAL_HALF, Arm
+from .embodiments import embodiment, robot_files
+from .robot import ARMS, BASE_X, BASE_Y, Arm, pedestal_half
 from .shaders import shader_dir
 
 TIMESTEP = 1.0 / 250.0
@@ -113,7 +115,7 @@ def _render_material(color) -> sapien.render.RenderMaterial:
 class World:
     """One episode's scene. ``arms`` maps arm name to :class:`Arm`; ``bodies`` the task bodies."""
 
-    def __init__(self, render: bool = True):
+    def __init__(self, render: bool = True, robot: str = Robot.PANDA):
         _process_setup()
         self.scene = sapien.Scene()
         self.scene.set_timestep(TIMESTEP)
@@ -121,11 +123,13 @@ class World:
         self.step_hooks: list[Callable[[int], None]] = []
         self.bodies: dict[str, Body] = {}
         self.fixtures: dict[str, tuple[BodySpec, np.ndarray]] = {}  # name -> (spec, 4x4 pose)
-        self._build_fixtures()
+        self.key_light = None  # the shadow-casting light (visual perturbations turn it)
+        body = embodiment(robot)
+        self._build_fixtures(body.base_z, body.seat)
         if render:
             self._build_lights()
-        urdf = str(assets.panda_files().urdf)
-        self.arms = {name: Arm(self.scene, urdf, name, collision_id=i + 1) for i, name in enumerate(ARMS)}
+        urdf = str(robot_files(body).urdf)
+        self.arms = {name: Arm(self.scene, urdf, name, i + 1, body) for i, name in enumerate(ARMS)}
 
     # -- construction ------------------------------------------------------------------
     def _static_box(self, name: str, center, half, color) -> None:
@@ -135,7 +139,7 @@ class World:
         pose[:3, 3] = center
         self.fixtures[name] = (spec, pose)
 
-    def _build_fixtures(self) -> None:
+    def _build_fixtures(self, base_z: float, seat: float) -> None:
         ground = self.scene.create_actor_builder()
         ground.add_plane_collision(sapien.Pose(q=[np.cos(-np.pi / 4), 0, np.sin(-np.pi / 4), 0]))
         ground.add_box_visual(sapien.Pose([0, 0, -0.005]), [4.0, 4.0, 0.005], _render_material(FLOOR_COLOR))
@@ -147,17 +151,16 @@ class World:
         for i, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1))):
             self._static_box(f"table_leg{i}", (sx * lx, sy * ly, TABLE_LEG_HALF[2]), TABLE_LEG_HALF, LEG_COLOR)
         self._static_box("wall", WALL_CENTER, WALL_HALF, WALL_COLOR)
+        half = pedestal_half(base_z)
         for arm in ARMS:
-            self._static_box(
-                f"{arm}_pedestal", (BASE_X[arm], BASE_Y, PEDESTAL_HALF[2] - 0.002), PEDESTAL_HALF, PEDESTAL_COLOR
-            )
+            self._static_box(f"{arm}_pedestal", (BASE_X[arm], BASE_Y, half[2] - seat), half, PEDESTAL_COLOR)
 
     def _build_lights(self) -> None:
         # Ambient plus one shadow-casting key light: the shadows are the model's height cue.
         # A 1024^2 map over a 3 m square is ~3 mm per texel: crisp enough, and on lavapipe
         # the shadow pass is the largest part of a frame's cost.
         self.scene.set_ambient_light([0.42, 0.42, 0.42])
-        self.scene.add_directional_light(
+        self.key_light = self.scene.add_directional_light(
             [0.25, 0.45, -1.0],
             [0.8, 0.8, 0.77],
             shadow=True,

@@ -122,8 +122,9 @@ class PlaceShoe(Task):
         about the arm's base (measured: 0.5-1 of it)."""
         base = np.array([BASE_X[arm], BASE_Y])
         az = math.atan2(*(s.gc(arm)[:2] - base)[::-1])
-        q7 = float(s.world.arms[arm].qpos[6])
-        lo, hi = (float(v) for v in s.world.arms[arm].robot.get_qlimits()[6])
+        wrist = s.world.arms[arm].wrist  # the last arm joint (the Panda's joint 7)
+        q7 = float(s.world.arms[arm].qpos[wrist])
+        lo, hi = (float(v) for v in s.world.arms[arm].robot.get_qlimits()[wrist])
         margin = min(q7 - lo, hi - q7)
         for turn_deg, point in steps:
             to = math.atan2(*(np.asarray(point)[:2] - base)[::-1])

@@ -1,0 +1,91 @@
+"""Embodiments (issue 28): the xArm7 and the UR5 carry the Panda hand, so the proprioception means
+the same (GC between the pads, end effector, gripper-local axes); their homes hold the hand as the
+Panda's does; each robot has its own verified seeds, on which its oracle succeeds; the config names
+the robot and refuses one it does not know."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs.seeds import eval_seeds, load_manifest, manifest_path
+from vabench.envs.sim.embodiments import EMBODIMENTS, embodiment
+from vabench.envs.tasks import tasks_of_track
+from vabench.vocab import Robot, Track
+
+OTHERS = [r for r in Robot if r != Robot.PANDA]
+
+
+def _home(robot: str):
+    env = VABenchEnv(EnvConfig(render=False, robot=robot))
+    env.reset("grasp_single_cube", eval_seeds("grasp_single_cube")[0])
+    proprio = env.world.arms["right"].proprio()
+    env.close()
+    return proprio
+
+
+@pytest.mark.parametrize("robot", OTHERS)
+def test_home_holds_the_hand_as_the_panda_does(robot):
+    panda, other = _home(Robot.PANDA), _home(robot)
+    for axis in ("rx", "ry", "rz"):
+        np.testing.assert_allclose(getattr(other, axis), getattr(panda, axis), atol=5e-3, err_msg=axis)
+    ahead = embodiment(robot).home_reach - embodiment(Robot.PANDA).home_reach
+    np.testing.assert_allclose(np.subtract(other.gc, panda.gc), [0.0, ahead, 0.0], atol=3e-3)
+    assert np.linalg.norm(np.subtract(other.ee_position, other.gc)) == pytest.approx(
+        np.linalg.norm(np.subtract(panda.ee_position, panda.gc)), abs=1e-3
+    )  # the same hand: the end effector sits as far from the GC
+
+
+@pytest.mark.parametrize("robot", OTHERS)
+def test_the_oracle_succeeds_on_a_verified_seed_of_each_robot(robot):
+    env = VABenchEnv(EnvConfig(render=False, robot=robot))
+    seed = eval_seeds("grasp_single_cube", robot)[0]
+    env.reset("grasp_single_cube", seed)
+    results = list(env.expert_steps())
+    assert results[-1].success and all(r.planner_success for r in results), results[-1].feedback
+    assert len(env.world.arms["right"].qpos) == embodiment(robot).dof + 2
+
+
+def test_robot_manifests_are_their_own_and_say_why_when_short():
+    for robot in OTHERS:
+        for task in tasks_of_track(Track.BASE):
+            if not manifest_path(task, robot).exists():
+                continue
+            data = load_manifest(task, robot)
+            assert data["robot"] == robot and data["demo_seed"] == load_manifest(task)["demo_seed"]
+            assert (len(data["accepted"]) == 20) == (data["declared"] is None), (robot, task)
+
+
+def test_config_names_the_robot():
+    from tests.test_launch import composed, validate
+
+    assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
+    assert validate("run_id=x").robot == "panda"
+    assert set(validate("run_id=x", "robot=xarm7").tasks) == {  # tasks=all: the screened ones
+        t for t in tasks_of_track(Track.BASE) if manifest_path(t, "xarm7").exists()
+    }
+    with pytest.raises(ValueError, match="no seed manifest for 'lift_pot' on ur5; run"):
+        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")
+    assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
+    cfg = composed("run_id=x", "robot.name=kuka")
+    with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
+        from pathlib import Path
+
+        from vabench.actors.config import from_config
+
+        from_config(cfg, Path("/tmp/vabench-test-run"))
+    assert set(EMBODIMENTS) == set(Robot)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", OTHERS)
+def test_the_oracle_succeeds_on_every_verified_seed(robot):
+    env = VABenchEnv(EnvConfig(render=False, robot=robot))
+    for task in tasks_of_track(Track.BASE):
+        if not manifest_path(task, robot).exists():
+            continue
+        for seed in eval_seeds(task, robot):
+            env.reset(task, seed)
+            results = list(env.expert_steps())
+            assert results[-1].success, (robot, task, seed, results[-1].feedback)

@@ -1,0 +1,87 @@
+"""Gallery of the robustness and embodiment tracks (issue 28): one contact sheet of every visual
+perturbation at every level, and one of every embodiment (home, and holding the cube after the
+expert's grasp), on a verified seed, as small labelled PNGs. The README shows the committed copies
+in ``docs/looks/``; the script makes them again from the code (meshes come from the cache).
+
+    python -m vabench.envs.cli.looks --out docs/looks                # both sheets
+    python -m vabench.envs.cli.looks --out /tmp/looks --task place_cube_in_bowl --seed 1003
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from vabench.vocab import Robot
+
+from ..env import EnvConfig, VABenchEnv
+from ..perturb import PerturbationConfig, every_level
+from ..render import RENDER_PRESETS
+from ..seeds import eval_seeds
+
+TILE = (256, 192)
+
+
+def _label(rgb: np.ndarray, text: str) -> Image.Image:
+    tile = Image.fromarray(rgb).resize(TILE)
+    draw = ImageDraw.Draw(tile)
+    draw.rectangle((0, 0, 8 + 6 * len(text), 14), fill="black")
+    draw.text((4, 1), text, fill="white")
+    return tile
+
+
+def _sheet(tiles: list[Image.Image], columns: int, out: Path) -> Path:
+    rows = -(-len(tiles) // columns)
+    sheet = Image.new("RGB", (columns * TILE[0], rows * TILE[1]), "white")
+    for i, tile in enumerate(tiles):
+        sheet.paste(tile, ((i % columns) * TILE[0], (i // columns) * TILE[1]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out, optimize=True)
+    return out
+
+
+def perturbations(task: str, seed: int, out: Path) -> Path:
+    """The first active view under none and every perturbation level (what a model is sent)."""
+    tiles = []
+    for p in [PerturbationConfig(), *every_level()]:
+        env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], perturbation=p))
+        tiles.append(_label(env.reset(task, seed).images["active"], p.label))
+        env.close()
+    return _sheet(tiles, 4, out)
+
+
+def embodiments(task: str, seed: int, out: Path) -> Path:
+    """Each robot at home and after its expert's grasp (the passive oblique view shows the arm), on
+    one scene (a picture: the seed need not be in every robot's manifest)."""
+    tiles = []
+    for robot in Robot:
+        env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], robot=robot))
+        env.reset(task, seed)
+        tiles.append(_label(env.camera.passive_bundle(env._ees(), env.controlled)["oblique_45"], f"{robot} home"))
+        for action in env.expert():
+            result = env.step(action)
+            if "close" in action["action"] or result.done:
+                break
+        tiles.append(_label(env.camera.passive_bundle(env._ees(), env.controlled)["oblique_45"], f"{robot} grasp"))
+        env.close()
+    return _sheet(tiles, 2, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Contact sheets of every perturbation and every embodiment.")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--task", default="place_cube_in_bowl")
+    ap.add_argument("--seed", type=int, default=None, help="default: the task's first verified seed")
+    args = ap.parse_args(argv)
+    seed = args.seed if args.seed is not None else eval_seeds(args.task)[0]
+    print(perturbations(args.task, seed, args.out / "perturbations.png"))
+    print(embodiments(args.task, seed, args.out / "embodiments.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

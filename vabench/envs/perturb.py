@@ -1,0 +1,96 @@
+"""Visual perturbations (``perturbation.name=<kind>:<level>``, e.g. ``lighting:2``): named, seeded
+levels of the scene's look and of the model-facing images, for the robustness track
+(``+experiment=robustness``).
+
+Physics never changes: lighting, textures and object colours are render materials, distractors are
+visual-only bodies (no collision shape, so PhysX never sees them), and noise and blur touch only
+the pixels a model is sent. Every manifest seed therefore stays valid and the oracle's trajectory
+is bitwise the same under every perturbation (tests/test_perturb.py). Each episode draws its
+perturbation from its own generator, seeded by the episode seed, the kind and the level (never the
+task's layout generator), so a perturbed scene is reproducible and its layout is the unperturbed
+one. The scene side lives in :mod:`vabench.envs.sim.look`.
+
+Levels: 1 mild, 2 moderate, 3 strong (the numbers are in :data:`STRENGTH` and sim.look).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageFilter
+
+from vabench.vocab import PERTURBATION_LEVELS, Perturbation
+
+IMAGE_KINDS = (Perturbation.NOISE, Perturbation.BLUR)
+NOISE_SIGMA = 6.0  # pixel noise SD (0-255 scale) per level
+BLUR_RADIUS = 1.0  # Gaussian blur radius in pixels per level, at 640 px wide (scaled with the width)
+
+
+@dataclass(frozen=True)
+class PerturbationConfig:
+    """One named perturbation at one level: ``perturbation.name`` is ``none`` or ``<kind>:<level>``
+    (``lighting:2``), recorded as it is in every outcome row and, when not ``none``, in the
+    condition label. One key, so a sweep lists the baseline and every level side by side."""
+
+    name: str = Perturbation.NONE
+
+    def __post_init__(self):
+        kind, _, level = self.name.partition(":")
+        kinds = [str(k) for k in Perturbation if k != Perturbation.NONE]
+        form = f"'perturbation.name' must be none or <kind>:<level> with kind one of {', '.join(kinds)} and level"
+        if self.name == Perturbation.NONE:
+            return
+        if kind not in kinds or not level.isdigit() or int(level) not in PERTURBATION_LEVELS:
+            levels = ", ".join(map(str, PERTURBATION_LEVELS))
+            raise ValueError(f"{form} one of {levels} (e.g. lighting:2), got {self.name!r}")
+
+    @classmethod
+    def of(cls, kind: str, level: int) -> PerturbationConfig:
+        return cls(f"{kind}:{level}")
+
+    @property
+    def kind(self) -> str:
+        return self.name.partition(":")[0]
+
+    @property
+    def level(self) -> int:
+        return int(self.name.partition(":")[2] or 0)
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def active(self) -> bool:
+        return self.name != Perturbation.NONE
+
+
+def parse(label: str | PerturbationConfig | None) -> PerturbationConfig:
+    """A row's ``perturbation`` (None in rows written before schema 9: none) as a config."""
+    if isinstance(label, PerturbationConfig):
+        return label
+    return PerturbationConfig(str(label or Perturbation.NONE))
+
+
+def every_level() -> list[PerturbationConfig]:
+    """Every perturbation at every level (the robustness sweep, the gallery, the oracle test)."""
+    return [PerturbationConfig.of(k, lv) for k in Perturbation if k != Perturbation.NONE for lv in PERTURBATION_LEVELS]
+
+
+def rng(config: PerturbationConfig, seed: int, *salt) -> np.random.Generator:
+    """The perturbation's own generator for one episode (and, with ``salt``, one image)."""
+    text = ":".join(map(str, (config.kind, config.level, seed, *salt)))
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little"))
+
+
+def perturb_image(config: PerturbationConfig, rgb: np.ndarray, seed: int, step: int, view: str) -> np.ndarray:
+    """A model-facing image under an image-level perturbation (noise, blur); others return it as is."""
+    if config.kind == Perturbation.NOISE:
+        noise = rng(config, seed, step, view).normal(0.0, NOISE_SIGMA * config.level, rgb.shape)
+        return np.clip(rgb.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+    if config.kind == Perturbation.BLUR:
+        radius = BLUR_RADIUS * config.level * rgb.shape[1] / 640
+        return np.asarray(Image.fromarray(rgb).filter(ImageFilter.GaussianBlur(radius)))
+    return rgb
