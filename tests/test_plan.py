@@ -84,3 +84,13 @@ def test_a_calibration_run_replaces_the_priors(tmp_path):
     assert "model calls per episode: expected 20.0" in text
     assert "tokens per call: input 5,000" in text and "read from the prompt cache 4,000" in text
     assert "from 0.50" in text  # the calibration run's success rate is the baseline
+
+
+def test_a_misspelt_or_out_of_range_plan_key_is_one_line_naming_the_fix(capsys):
+    from vabench.launch import Exit, plan
+
+    for keys, said in (({"diference": 0.1}, "plan.diference (did you mean 'difference'?)"),
+                       ({"difference": 3}, "'plan.difference' must be in [-1, 1], got 3.0")):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            plan(["model=oracle"], keys)
+        assert stop.value.code == Exit.REFUSED and said in capsys.readouterr().err

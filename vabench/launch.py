@@ -325,26 +325,15 @@ def plan_args(args: list[str]) -> tuple[list[str], dict | None]:
 def plan(overrides: list[str], keys: dict) -> None:
     """Print the run's plan (vabench.actors.plan): the composed config, validated, and nothing
     else: no key, no Ray, no request, no folder."""
-    import difflib
-    import os
-    from dataclasses import fields
-
     from vabench.actors.plan import PlanConfig
     from vabench.actors.plan_print import plan_text
+    from vabench.actors.sections import build
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # prices from the installed map, no network
     if any(a in ("-m", "--multirun") for a in overrides):
         _exit(Exit.REFUSED, "config error: plan=true plans one run; drop -m and plan each job")
-    allowed = [f.name for f in fields(PlanConfig)]
-    for key in keys:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            _exit(
-                Exit.REFUSED,
-                f"config error: unknown key 'plan.{key}'" + (f"; did you mean 'plan.{close[0]}'?" if close else ""),
-            )
     try:
-        config = PlanConfig(**keys)
+        config = build(PlanConfig, keys, "plan")  # types, ranges, and unknown keys with the closest one
         resolved = OmegaConf.to_container(OmegaConf.create(_defaults(overrides)), resolve=True, throw_on_missing=True)
         run = from_config(
             resolved,
