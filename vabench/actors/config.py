@@ -252,14 +252,8 @@ def _robot(raw) -> str:
     return str(name)
 
 
-def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
-    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
-    ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
-    _no_secrets(cfg, "")
-    run_id = str(_get(cfg, "run_id"))
-    if not RUN_ID.match(run_id):
-        raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
-    model, agent = _model(_get(cfg, "model"))
+def _choices(cfg: dict) -> tuple[tuple[str, ...], SummaryMode, str, str]:
+    """The run's protocols, summary mode, track and render preset, each one of the allowed words."""
     protocols = _get(cfg, "protocols")
     if not isinstance(protocols, (list, tuple)) or not protocols or any(p not in PROTOCOLS for p in protocols):
         raise ConfigError(f"'protocols' must be a non-empty list of {', '.join(PROTOCOLS)}, got {protocols!r}")
@@ -276,6 +270,18 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     render = (_get(cfg, "render") or {}).get("preset")
     if render not in RENDER_PRESETS:
         raise ConfigError(f"'render.preset' must be one of {', '.join(RENDER_PRESETS)}, got {render!r}")
+    return tuple(protocols), mode, track, render
+
+
+def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
+    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
+    ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
+    _no_secrets(cfg, "")
+    run_id = str(_get(cfg, "run_id"))
+    if not RUN_ID.match(run_id):
+        raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
+    model, agent = _model(_get(cfg, "model"))
+    protocols, mode, track, render = _choices(cfg)
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
@@ -289,7 +295,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         model=model,
         model_name=agent.name,
         privileged=bool(agent.privileged),
-        protocols=tuple(protocols),
+        protocols=protocols,
         summary=mode,
         track=track,
         tasks=_playable(

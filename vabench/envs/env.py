@@ -8,10 +8,8 @@ the step count and budget, and the executor's feedback on the previous action. O
 contacts and checker state are reachable only through :meth:`VABenchEnv.privileged`.
 
 Every call to ``step`` counts against the budget, also when the action is invalid (as in the
-paper): an invalid action returns ``action_valid=False`` with the validation message as feedback
-and leaves the world untouched. ``step`` takes the decision object (a dict, untrusted) and
-always validates it.
-"""
+paper): an invalid action returns ``action_valid=False`` with its validation message as feedback
+and leaves the world untouched. ``step`` always validates the decision (a dict, untrusted)."""
 
 from __future__ import annotations
 
