@@ -36,7 +36,7 @@ NAN = math.nan
 # every column it carries, so a table carries these (and its ``extra``) instead of the row's 55+
 RATE_COLUMNS = ("experiment", "condition", "model", "model_raw", "summary_source", "summary_model")
 RATE_COLUMNS += ("summary_learned", "protocol", "observation", "track", "task", "base_task", "arms", "seed")
-RATE_COLUMNS += ("run_index", "state", "y", "recovered")
+RATE_COLUMNS += ("run_index", "state", "y", "recovered", "render", "intervention", "robot", "perturbation")
 
 
 # ----------------------------------------------------------------------------------------------- helpers
