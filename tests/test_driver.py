@@ -309,9 +309,10 @@ def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference,
         while time.monotonic() < deadline and not killed:
             started = list((run.run_dir / "_records").rglob("events.jsonl")) if run.run_dir.exists() else []
             pids = _worker_pids(old)
-            if started and pids:
-                os.kill(pids[0], signal.SIGKILL)  # mid-episode
-                killed.append(pids[0])
+            if started and pids:  # every worker, mid-episode: one may be idle already, released by the pool
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                killed.extend(pids)
             time.sleep(0.2)
 
     thread = threading.Thread(target=killer, daemon=True)
