@@ -260,6 +260,7 @@ OTHER_MEANINGS = {
     ("vabench.envs.sim.embodiments", "robot"): "the URDF root element",
     ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.analysis.tables.common", "robot"): "the outcome column robot (the embodiment)",
 }
 
 
