@@ -21,6 +21,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,15 +98,37 @@ def _write_convex_hull(src: Path, dst: Path) -> None:
     trimesh.load(src, force="mesh").convex_hull.export(dst)
 
 
+@contextmanager
+def building(final: Path) -> Iterator[Path]:
+    """A temp folder beside ``final`` that becomes ``final`` when the block ends without error
+    (atomic: a rename; a process that loses the race keeps the winner's identical copy); it is
+    removed otherwise."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    try:
+        yield tmp
+        try:
+            tmp.rename(final)
+        except OSError:  # another process won the race; its copy is identical
+            pass
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stamp(folder: Path, src: Path, urdf: str, tris: int) -> None:
+    """A built description's ``SOURCE``: where it came from, its URDF's digest, its visual triangles."""
+    digest = hashlib.sha256(urdf.encode()).hexdigest()[:12]
+    (folder / "SOURCE").write_text(f"{src}\nurdf sha256[:12] {digest}\nvisual triangles {tris}\n")
+
+
 def build_panda(root: Path, quiet: bool = False) -> RobotFiles:
     """Generate the Panda description under ``root`` (atomically: a temp dir then rename)."""
     final = root / "robots" / ASSET_VERSION
     if (final / "panda.urdf").exists():  # a built cache needs no source package
         return RobotFiles(final / "panda.urdf", final / "panda.srdf")
     src = _panda_source()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    try:
+    with building(final) as tmp:
         (tmp / "meshes/visual").mkdir(parents=True)
         (tmp / "meshes/collision").mkdir(parents=True)
         tris = 0
@@ -122,17 +146,9 @@ def build_panda(root: Path, quiet: bool = False) -> RobotFiles:
         (tmp / "panda.urdf").write_text(urdf)
         # SAPIEN's loader silently reads <urdf stem>.srdf; mplib takes it explicitly.
         shutil.copy(src / "srdf/panda.srdf", tmp / "panda.srdf")
-        digest = hashlib.sha256(urdf.encode()).hexdigest()[:12]
-        (tmp / "SOURCE").write_text(f"{src}\nurdf sha256[:12] {digest}\nvisual triangles {tris}\n")
-        try:
-            tmp.rename(final)
-        except OSError:  # another process won the race; its copy is identical
-            shutil.rmtree(tmp, ignore_errors=True)
-        if not quiet:
-            print(f"[vabench] built Panda description in {final} ({tris} visual triangles)")
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        stamp(tmp, src, urdf, tris)
+    if not quiet:
+        print(f"[vabench] built Panda description in {final} ({tris} visual triangles)")
     return RobotFiles(final / "panda.urdf", final / "panda.srdf")
 
 

@@ -23,9 +23,7 @@ its wrist offsets admit it); ``park`` turns the arm outward, off the table.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,9 +224,7 @@ def build_composite(body: Embodiment, root: Path, quiet: bool = False) -> assets
         return files
     panda = assets.build_panda(root, quiet=True)
     src = _source() / body.package
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    try:
+    with assets.building(final) as tmp:
         (tmp / "meshes/arm/visual").mkdir(parents=True)
         (tmp / "meshes/arm/collision").mkdir(parents=True)
         robot, tris = _arm_tree(body, src, tmp)
@@ -240,17 +236,9 @@ def build_composite(body: Embodiment, root: Path, quiet: bool = False) -> assets
         (tmp / files.urdf.name).write_text(text)
         links = {el.get("name") for el in robot if el.tag == "link"}
         (tmp / files.srdf.name).write_text(_srdf(body, src, panda, links))
-        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-        (tmp / "SOURCE").write_text(f"{src}\nurdf sha256[:12] {digest}\nvisual triangles {tris}\n")
-        try:
-            tmp.rename(final)
-        except OSError:  # another process won the race; its copy is identical
-            shutil.rmtree(tmp, ignore_errors=True)
-        if not quiet:
-            print(f"[vabench] built {body.name} + Panda hand in {final} ({tris} arm visual triangles)")
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        assets.stamp(tmp, src, text, tris)
+    if not quiet:
+        print(f"[vabench] built {body.name} + Panda hand in {final} ({tris} arm visual triangles)")
     return files
 
 
