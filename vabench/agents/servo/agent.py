@@ -45,16 +45,8 @@ def plan(s: Servo) -> Skill:
                 s.top_blob if s.active or attempt == 0 else None, across_long=g.shape == "long", avoid=g.destination
             )
         yield from s.align(g.target, m, blob)
-        if g.kind == "press":
-            yield from s.press()
+        if not (yield from s.take()):
             continue
-        yield from s.descend()
-        yield from s.grip(True)
-        yield from s.move("z", 0.10)
-        if g.kind == "grasp":
-            yield from s.move("z", 0.05)
-            continue
-        yield from s.move_z_to(s.z_cal)
         m, blob = yield from s.measure(g.destination, 60)
         if m is None:
             s.notes.append("destination not seen")

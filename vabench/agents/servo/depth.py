@@ -78,16 +78,8 @@ def plan_depth(s: Servo) -> Skill:
         if g.kind != "press":
             yield from yaw_by_depth(s, blob, point, across_long=g.shape == "long")
         yield from over(s, point)
-        if g.kind == "press":
-            yield from s.press()
+        if not (yield from s.take()):
             continue
-        yield from s.descend()
-        yield from s.grip(True)
-        yield from s.move("z", 0.10)
-        if g.kind == "grasp":
-            yield from s.move("z", 0.05)
-            continue
-        yield from s.move_z_to(s.z_cal)
         dest, _ = yield from locate(s, g.destination, 60)
         if dest is None:
             s.notes.append("destination not seen")

@@ -270,6 +270,21 @@ class Servo:
         yield from self.lower_to(float(self.gc[2]) - 0.6, stop_on_contact=False)
         yield from self.move("z", 0.03)
 
+    def take(self) -> Skill:
+        """At the target: press it, or grasp it and lift (a grasp goal 5 cm higher). True when a
+        placement's carry follows (lifted to ``z_cal``), False when the attempt is done."""
+        if self.goal.kind == "press":
+            yield from self.press()
+            return False
+        yield from self.descend()
+        yield from self.grip(True)
+        yield from self.move("z", 0.10)
+        if self.goal.kind == "grasp":
+            yield from self.move("z", 0.05)
+            return False
+        yield from self.move_z_to(self.z_cal)
+        return True
+
 
 def _motion(before: np.ndarray | None, after: np.ndarray | None) -> np.ndarray | None:
     """Image displacement of the robot between two frames of a fixed camera: the centroid of the
