@@ -22,10 +22,9 @@ a silent fallback.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
-from .assets import cache_dir
+from .assets import building, cache_dir
 
 LEAN_VERSION = "lean-v2"  # v2: no position target, no composite pass
 
@@ -132,17 +131,9 @@ def lean_shader_dir(root: Path | None = None) -> Path:
     final = (root or cache_dir()) / "shaders" / f"sapien-{sapien.__version__}-{LEAN_VERSION}"
     if (final / "lean" / "gbuffer.frag").exists():
         return final / "lean"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    try:
+    with building(final) as tmp:
         stock = _stock_dir()
         shutil.copytree(stock / "common", tmp / "common")
         shutil.copytree(stock / "default", tmp / "lean")
         _patch(tmp)
-        try:
-            tmp.rename(final)
-        except OSError:  # another process won the race
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final / "lean"
