@@ -2,7 +2,7 @@
 scripted fake provider (``fake``: tests/openai_server.py over real HTTP, through LiteLLM) over the
 base tasks x seeds x both protocols, each made with 1 and with 4 env workers on Ray
 (``ray.env_actors``), then ``python -m vabench.verify`` on each (in this process, ``--workers``
-processes). Servo controls one arm, so its runs leave the two-arm tasks out (it refuses them).
+processes). Servo runs leave out the two-arm tasks it has no skill for (it refuses them).
 
 Prints per run: reproduced k/n, the run's wall time, verify's wall time and episodes per minute;
 at the end the totals, and the median seconds verify takes per episode. Each run's line is also
@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import ScriptedServer  # noqa: E402
+from vabench.agents.servo import ServoAgent  # noqa: E402
 from vabench.envs.tasks import task_class, tasks_of_track  # noqa: E402
 from vabench.verify import verify  # noqa: E402
 
@@ -78,8 +79,9 @@ def launch(out: Path, run_id: str, model: list[str], tasks: list[str], seeds: in
 
 
 def tasks_for(model: str, tasks: list[str]) -> list[str]:
-    """Servo refuses two-arm tasks (it controls one arm): they are left out of its runs."""
-    return [t for t in tasks if model != "servo" or len(task_class(t).arms) == 1]
+    """Servo refuses the two-arm tasks it has no skill for: they are left out of its runs."""
+    servo = ServoAgent()
+    return [t for t in tasks if model != "servo" or not servo.refuses(t, tuple(task_class(t).arms), 0, "active")]
 
 
 def main() -> None:
@@ -98,7 +100,7 @@ def main() -> None:
     done = [json.loads(x) for x in log.read_text().splitlines()] if args.skip_done and log.exists() else []
     skipped = sorted(set(args.tasks) - set(tasks_for("servo", args.tasks)))
     if "servo" in args.models and skipped:
-        print(f"servo: two-arm tasks left out (servo refuses them): {', '.join(skipped)}", flush=True)
+        print(f"servo: two-arm tasks left out (no servo skill): {', '.join(skipped)}", flush=True)
     with ScriptedServer(default=fake_reply, keep_bodies=False) as server:
         for actors in args.actors:
             for model in args.models:
