@@ -17,6 +17,7 @@ from vabench.agents.offline import ReplayAgent
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.perturb import parse
 from vabench.episodes import EpisodeSpec
+from vabench.verify.compare import plain
 from vabench.vocab import Robot
 
 NO_RECORDING = RecordingConfig(enabled=False, video=False)  # verify needs no reviewer views
@@ -36,12 +37,9 @@ class Job:
 
 
 def spec_of(row: dict) -> EpisodeSpec:
-    """The episode spec a row names (its identity columns)."""
-    return EpisodeSpec(**{f.name: _plain(row[f.name]) for f in fields(EpisodeSpec)})
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
+    """The episode spec a row names (its identity columns). A column the row's schema lacks (NaN
+    where rows of two schema versions are read together) is None: the spec's default."""
+    return EpisodeSpec(**{f.name: plain(row[f.name]) for f in fields(EpisodeSpec)})
 
 
 class Resimulator:
