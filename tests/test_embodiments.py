@@ -89,3 +89,39 @@ def test_the_oracle_succeeds_on_every_verified_seed(robot):
             env.reset(task, seed)
             results = list(env.expert_steps())
             assert results[-1].success, (robot, task, seed, results[-1].feedback)
+
+
+def test_screening_stops_at_the_cap_and_resumes_after_its_last_candidate(monkeypatch):
+    """The cap bounds one screening; a capped task is declared short by the cap (with the count
+    tried), and a resumed screening continues after the last candidate instead of starting over."""
+    from vabench.envs import seeds
+
+    visited = []
+
+    def probe(env, task, seed):  # every third candidate fails; the loop's bookkeeping is under test
+        visited.append(seed)
+        return seeds.Verdict(seed, seed % 3 != 0, "ok" if seed % 3 else "planner failure at step 2: no path")
+
+    monkeypatch.setattr(seeds, "probe", probe)
+    accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=6)
+    assert len(accepted) + len(rejected) == 6 and visited == list(range(1000, 1006))
+    why = seeds._why_short(accepted, rejected, 6)
+    assert why.startswith("4 of 6 candidates accepted; rejected: planner failure (2)") and "cap of 6 tries" in why
+    accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=40, prior=(accepted, rejected))
+    assert visited[6] == 1006 and len(accepted) == 20 and len(set(visited)) == len(visited)
+    assert seeds._why_short([], [{"seed": s, "reason": "unstable: x"} for s in range(30)], 40).endswith("(30)")
+
+
+def test_provenance_digests_the_seed_manifests_of_the_run_robot():
+    """A run on another robot plays that robot's seeds, so its provenance names their manifests."""
+    from tests.test_launch import validate
+    from vabench.actors.provenance import digest_files
+    from vabench.actors.runfolder import run_manifest
+    from vabench.envs.seeds import MANIFEST_DIR
+
+    task = "grasp_single_cube"
+    digests = {}
+    for robot in Robot:
+        digests[robot] = run_manifest(validate("run_id=x", f"robot={robot}", f"tasks=[{task}]"))["inputs"]
+        assert digests[robot]["seed_manifests"] == {task: digest_files([manifest_path(task, robot)], MANIFEST_DIR)}
+    assert len({d["seed_manifests"][task] for d in digests.values()}) == len(Robot)
