@@ -62,11 +62,14 @@ def test_config_names_the_robot():
 
     assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
-    assert set(validate("run_id=x", "robot=xarm7").tasks) == {  # tasks=all: the screened ones
-        t for t in tasks_of_track(Track.BASE) if manifest_path(t, "xarm7").exists()
-    }
-    with pytest.raises(ValueError, match="no seed manifest for 'lift_pot' on ur5; run"):
-        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")
+    for robot in OTHERS:  # tasks=all: the screened ones the robot can do (a declared one is left out)
+        assert set(validate("run_id=x", f"robot={robot}").tasks) == {
+            t for t in tasks_of_track(Track.BASE) if manifest_path(t, robot).exists() and eval_seeds(t, robot)
+        }
+    with pytest.raises(ValueError, match="no seed manifest for 'grasp_single_cube_heldout' on ur5; run"):
+        validate("run_id=x", "robot=ur5", "track=transfer", "tasks=[grasp_single_cube_heldout]")
+    with pytest.raises(ValueError, match=r"'tasks': lift_pot: ur5 cannot do it \(vabench/envs/seed_manifests/ur5/"):
+        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")  # declared: its upper arm meets the table
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
     cfg = composed("run_id=x", "robot.name=kuka")
     with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
