@@ -109,10 +109,14 @@ def test_screening_stops_at_the_cap_and_resumes_after_its_last_candidate(monkeyp
     accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=6)
     assert len(accepted) + len(rejected) == 6 and visited == list(range(1000, 1006))
     why = seeds._why_short(accepted, rejected, 6)
-    assert why.startswith("4 of 6 candidates accepted; rejected: planner failure (2)") and "cap of 6 tries" in why
+    assert why == (
+        "4 of 6 candidates accepted; rejected: planner failure (2); commonest (2): no path; "
+        "stopped at the cap of 6 tries (resume with --resume)"
+    )
     accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=40, prior=(accepted, rejected))
     assert visited[6] == 1006 and len(accepted) == 20 and len(set(visited)) == len(visited)
-    assert seeds._why_short([], [{"seed": s, "reason": "unstable: x"} for s in range(30)], 40).endswith("(30)")
+    gave_up = seeds._why_short([], [{"seed": s, "reason": "unstable: x"} for s in range(30)], 40)
+    assert gave_up == "0 of 30 candidates accepted; rejected: unstable (30); commonest (30): x"  # not the cap
 
 
 def test_provenance_digests_the_seed_manifests_of_the_run_robot():

@@ -213,6 +213,13 @@ def _why_short(accepted: list[int], rejected: list[dict], max_tries: int | None 
         kind = r["reason"].split(":")[0].split(" at step")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     top = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda x: -x[1])[:3])
+    texts: dict[str, int] = {}
+    for r in rejected:  # the commonest whole reason (without its step), the measured why
+        text = r["reason"].split(": ", 1)[-1]
+        texts[text] = texts.get(text, 0) + 1
+    if texts:
+        text, n = max(texts.items(), key=lambda x: x[1])
+        top += f"; commonest ({n}): {text}"
     tried = len(accepted) + len(rejected)
     gave_up = not accepted and len(rejected) >= GIVE_UP_AFTER
     capped = not gave_up and max_tries is not None and tried >= max_tries
