@@ -68,8 +68,9 @@ def test_config_names_the_robot():
         }
     with pytest.raises(ValueError, match="no seed manifest for 'grasp_single_cube_heldout' on ur5; run"):
         validate("run_id=x", "robot=ur5", "track=transfer", "tasks=[grasp_single_cube_heldout]")
-    with pytest.raises(ValueError, match=r"'tasks': lift_pot: ur5 cannot do it \(vabench/envs/seed_manifests/ur5/"):
-        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")  # declared: its upper arm meets the table
+    declared = r"'tasks': place_single_bottle_upright: xarm7 cannot do it \(vabench/envs/seed_manifests/xarm7/"
+    with pytest.raises(ValueError, match=declared):  # none accepted: the upright placement is out of its reach
+        validate("run_id=x", "robot=xarm7", "tasks=[place_single_bottle_upright]")
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
     cfg = composed("run_id=x", "robot.name=kuka")
     with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
