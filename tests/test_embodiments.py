@@ -62,11 +62,15 @@ def test_config_names_the_robot():
 
     assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
-    assert set(validate("run_id=x", "robot=xarm7").tasks) == {  # tasks=all: the screened ones
-        t for t in tasks_of_track(Track.BASE) if manifest_path(t, "xarm7").exists()
-    }
-    with pytest.raises(ValueError, match="no seed manifest for 'lift_pot' on ur5; run"):
-        validate("run_id=x", "robot=ur5", "tasks=[lift_pot]")
+    for robot in OTHERS:  # tasks=all: the screened ones the robot can do (a declared one is left out)
+        assert set(validate("run_id=x", f"robot={robot}").tasks) == {
+            t for t in tasks_of_track(Track.BASE) if manifest_path(t, robot).exists() and eval_seeds(t, robot)
+        }
+    with pytest.raises(ValueError, match="no seed manifest for 'grasp_single_cube_heldout' on ur5; run"):
+        validate("run_id=x", "robot=ur5", "track=transfer", "tasks=[grasp_single_cube_heldout]")
+    declared = r"'tasks': place_single_bottle_upright: xarm7 cannot do it \(vabench/envs/seed_manifests/xarm7/"
+    with pytest.raises(ValueError, match=declared):  # none accepted: the upright placement is out of its reach
+        validate("run_id=x", "robot=xarm7", "tasks=[place_single_bottle_upright]")
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
     cfg = composed("run_id=x", "robot.name=kuka")
     with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
@@ -89,3 +93,43 @@ def test_the_oracle_succeeds_on_every_verified_seed(robot):
             env.reset(task, seed)
             results = list(env.expert_steps())
             assert results[-1].success, (robot, task, seed, results[-1].feedback)
+
+
+def test_screening_stops_at_the_cap_and_resumes_after_its_last_candidate(monkeypatch):
+    """The cap bounds one screening; a capped task is declared short by the cap (with the count
+    tried), and a resumed screening continues after the last candidate instead of starting over."""
+    from vabench.envs import seeds
+
+    visited = []
+
+    def probe(env, task, seed):  # every third candidate fails; the loop's bookkeeping is under test
+        visited.append(seed)
+        return seeds.Verdict(seed, seed % 3 != 0, "ok" if seed % 3 else "planner failure at step 2: no path")
+
+    monkeypatch.setattr(seeds, "probe", probe)
+    accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=6)
+    assert len(accepted) + len(rejected) == 6 and visited == list(range(1000, 1006))
+    why = seeds._why_short(accepted, rejected, 6)
+    assert why == (
+        "4 of 6 candidates accepted; rejected: planner failure (2); commonest (2): no path; "
+        "stopped at the cap of 6 tries (resume with --resume)"
+    )
+    accepted, rejected = seeds.screen(None, "lift_pot", strict=False, max_tries=40, prior=(accepted, rejected))
+    assert visited[6] == 1006 and len(accepted) == 20 and len(set(visited)) == len(visited)
+    gave_up = seeds._why_short([], [{"seed": s, "reason": "unstable: x"} for s in range(30)], 40)
+    assert gave_up == "0 of 30 candidates accepted; rejected: unstable (30); commonest (30): x"  # not the cap
+
+
+def test_provenance_digests_the_seed_manifests_of_the_run_robot():
+    """A run on another robot plays that robot's seeds, so its provenance names their manifests."""
+    from tests.test_launch import validate
+    from vabench.actors.provenance import digest_files
+    from vabench.actors.runfolder import run_manifest
+    from vabench.envs.seeds import MANIFEST_DIR
+
+    task = "grasp_single_cube"
+    digests = {}
+    for robot in Robot:
+        digests[robot] = run_manifest(validate("run_id=x", f"robot={robot}", f"tasks=[{task}]"))["inputs"]
+        assert digests[robot]["seed_manifests"] == {task: digest_files([manifest_path(task, robot)], MANIFEST_DIR)}
+    assert len({d["seed_manifests"][task] for d in digests.values()}) == len(Robot)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import vabench
 from vabench.agents import prompts
+from vabench.vocab import Robot
 
 PACKAGES = (
     "vabench",
@@ -78,17 +79,18 @@ def code() -> dict:
     return {"git_commit": commit, "git_dirty": dirty, "source_digest": digest_files(files, SOURCE)}
 
 
-def inputs(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool) -> dict:
-    """Digests of what the run's episodes read: per task its file and seed manifest, the prompts,
+def inputs(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool, robot: str = Robot.PANDA) -> dict:
+    """Digests of what the run's episodes read: per task its file and the run robot's seed manifest
+    (another robot's seeds are its own: vabench.envs.seeds.manifest_path), the prompts,
     the asset cache (robots; compiled shaders excluded: a cache, not an input) and, when the run
     learns summaries, the demonstrations at its render preset."""
     from vabench.envs.demos import demo_dir
-    from vabench.envs.seeds import MANIFEST_DIR
+    from vabench.envs.seeds import MANIFEST_DIR, manifest_path
     from vabench.envs.sim.assets import cache_dir
     from vabench.envs.tasks import task_class
 
     tasks = sorted(set(tasks))
-    seeds = {t: digest_files([MANIFEST_DIR / f"{t}.json"], MANIFEST_DIR) for t in tasks}
+    seeds = {t: digest_files([manifest_path(t, robot)], MANIFEST_DIR) for t in tasks}
     files = {t: digest_files([Path(inspect.getsourcefile(task_class(t)))], SOURCE) for t in tasks}
     robots = cache_dir() / "robots"
     out = {
@@ -139,9 +141,9 @@ def renderer() -> dict:
     return {"device_summary": out.stdout.strip()}
 
 
-def manifest(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool) -> dict:
+def manifest(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool, robot: str = Robot.PANDA) -> dict:
     """The whole provenance manifest of a run (code, inputs, machine)."""
-    return {"code": code(), "inputs": inputs(tasks, render, demo_root, demos), "machine": machine()}
+    return {"code": code(), "inputs": inputs(tasks, render, demo_root, demos, robot), "machine": machine()}
 
 
 def differences(a: dict, b: dict, where: str = "") -> list[str]:

@@ -75,7 +75,7 @@ PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every mani
 def run_manifest(run: RunConfig) -> dict:
     """The run's provenance manifest (:mod:`vabench.actors.provenance`)."""
     learns = not is_offline(run.model.model) and run.summary.kind == SummaryKind.OWN
-    return provenance.manifest(run.tasks, run.render, run.demo_root, learns)
+    return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.robot)
 
 
 def write_run_info(run: RunConfig, log=print) -> str:

@@ -17,7 +17,10 @@ Every embodiment (vabench.envs.sim.embodiments) has its own manifests, ``seed_ma
 (the Panda's are ``seed_manifests/`` itself), screened by the same criteria from the same pool with
 the robot's own expert run. A task the robot cannot do is declared: when no seed of the first
 :data:`GIVE_UP_AFTER` candidates is accepted (or the pool runs out first), its manifest keeps the
-seeds it accepted and says why in ``declared``, from the rejections. Demonstrations stay the
+seeds it accepted and says why in ``declared``, from the rejections. ``max_tries`` caps the
+candidates one screening visits (a task with a low acceptance rate cannot eat a session); a task
+stopped at the cap is declared short *by the cap*, with the count tried, and ``resume`` later
+continues after the last candidate tried instead of starting over. Demonstrations stay the
 Panda's (the demo seed is the Panda manifest's): a model learns the task once, then acts with
 whichever robot the run names.
 """
@@ -78,20 +81,31 @@ def probe(env: VABenchEnv, task: str, seed: int) -> Verdict:
 
 
 def screen(
-    env: VABenchEnv, task: str, pool=EVAL_POOL, n_accept: int = SEEDS_PER_TASK, log=print, strict: bool = True
+    env: VABenchEnv,
+    task: str,
+    pool=EVAL_POOL,
+    n_accept: int = SEEDS_PER_TASK,
+    log=print,
+    strict: bool = True,
+    max_tries: int | None = None,
+    prior: tuple[list[int], list[dict]] = ((), ()),
 ) -> tuple[list[int], list[dict]]:
     """Candidates in order until ``n_accept`` pass; ``strict=False`` (another robot) returns short
-    instead of raising, and gives up after GIVE_UP_AFTER candidates without one accepted."""
-    accepted, rejected = [], []
-    for seed in range(pool[0], pool[1] + 1):
+    instead of raising, gives up after GIVE_UP_AFTER candidates without one accepted, and stops after
+    ``max_tries`` candidates in all. ``prior`` (accepted, rejected) resumes after its last seed."""
+    accepted, rejected = list(prior[0]), list(prior[1])
+    start = max([*accepted, *(r["seed"] for r in rejected)], default=pool[0] - 1) + 1
+    for seed in range(start, pool[1] + 1):
+        if len(accepted) >= n_accept:
+            break
         if not strict and not accepted and len(rejected) >= GIVE_UP_AFTER:
+            break
+        if max_tries is not None and len(accepted) + len(rejected) >= max_tries:
             break
         v = probe(env, task, seed)
         log(f"[{task}] seed {seed}: {'accepted' if v.ok else 'rejected: ' + v.reason}")
         if v.ok:
             accepted.append(seed)
-            if len(accepted) == n_accept:
-                break
         else:
             rejected.append({"seed": seed, "reason": v.reason})
     if len(accepted) < n_accept and strict:
@@ -135,10 +149,14 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
+def write_manifest(env: VABenchEnv, task: str, log=print, max_tries: int | None = None, resume: bool = False) -> dict:
+    """Screen ``task`` for the env's robot and write its manifest; ``max_tries`` and ``resume``
+    apply to another robot's (the Panda's manifests are screened whole, to 20)."""
     robot = env.config.robot
     if robot != Robot.PANDA:
-        return _write_robot_manifest(env, task, robot, log)
+        return _write_robot_manifest(env, task, robot, log, max_tries, resume)
+    if max_tries is not None or resume:
+        raise ValueError("--max-tries and --resume apply to another robot's manifests; the Panda's screen to 20")
     accepted, rejected = screen(env, task, log=log)
     demo, demo_rejected = screen(env, task, pool=DEMO_POOL, n_accept=1, log=log)
     data = {
@@ -160,10 +178,14 @@ def write_manifest(env: VABenchEnv, task: str, log=print) -> dict:
     return data
 
 
-def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log) -> dict:
+def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log, max_tries: int | None, resume: bool) -> dict:
     """Another embodiment's manifest: its own screening, the Panda's demo seed, and ``declared``
     (why) when fewer than 20 seeds pass."""
-    accepted, rejected = screen(env, task, log=log, strict=False)
+    prior = ((), ())
+    if resume and manifest_path(task, robot).exists():
+        old = load_manifest(task, robot)
+        prior = (old["accepted"], old["rejected"])
+    accepted, rejected = screen(env, task, log=log, strict=False, max_tries=max_tries, prior=prior)
     data = {
         "format": FORMAT,
         "task": task,
@@ -174,7 +196,7 @@ def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log) -> dict:
         "accepted": accepted,
         "rejected": rejected,
         "demo_seed": demo_seed(task),  # demonstrations stay the Panda's
-        "declared": None if len(accepted) == SEEDS_PER_TASK else _why_short(accepted, rejected),
+        "declared": None if len(accepted) == SEEDS_PER_TASK else _why_short(accepted, rejected, max_tries),
         "versions": _versions(),
     }
     path = manifest_path(task, robot)
@@ -183,14 +205,26 @@ def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log) -> dict:
     return data
 
 
-def _why_short(accepted: list[int], rejected: list[dict]) -> str:
-    """The declared reason: the commonest rejection kinds, counted."""
+def _why_short(accepted: list[int], rejected: list[dict], max_tries: int | None = None) -> str:
+    """The declared reason: the commonest rejection kinds, counted, and whether the cap on tries
+    (not the robot) stopped the screening."""
     kinds: dict[str, int] = {}
     for r in rejected:
         kind = r["reason"].split(":")[0].split(" at step")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     top = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda x: -x[1])[:3])
-    return f"{len(accepted)} of {len(accepted) + len(rejected)} candidates accepted; rejected: {top}"
+    texts: dict[str, int] = {}
+    for r in rejected:  # the commonest whole reason (without its step), the measured why
+        text = r["reason"].split(": ", 1)[-1]
+        texts[text] = texts.get(text, 0) + 1
+    if texts:
+        text, n = max(texts.items(), key=lambda x: x[1])
+        top += f"; commonest ({n}): {text}"
+    tried = len(accepted) + len(rejected)
+    gave_up = not accepted and len(rejected) >= GIVE_UP_AFTER
+    capped = not gave_up and max_tries is not None and tried >= max_tries
+    stop = f"; stopped at the cap of {max_tries} tries (resume with --resume)" if capped else ""
+    return f"{len(accepted)} of {tried} candidates accepted; rejected: {top or 'none'}{stop}"
 
 
 def check_manifest(env: VABenchEnv, task: str, limit: int | None = None, log=print) -> list[Verdict]:

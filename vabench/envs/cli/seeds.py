@@ -5,6 +5,7 @@ The acceptance criteria, the pools and the manifest format: :mod:`vabench.envs.s
     python -m vabench.envs.cli.seeds --write        # screen every task, rewrite the manifests
     python -m vabench.envs.cli.seeds --check        # re-verify the committed manifests
     python -m vabench.envs.cli.seeds --task grasp_single_cube --check --limit 5
+    python -m vabench.envs.cli.seeds --robot ur5 --write --max-tries 30 [--resume]
 """
 
 from __future__ import annotations
@@ -26,13 +27,20 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--write", action="store_true", help="screen the pools and rewrite the manifests")
     mode.add_argument("--check", action="store_true", help="re-verify the committed manifests")
     ap.add_argument("--limit", type=int, default=None, help="--check only the first N accepted seeds")
+    ap.add_argument(
+        "--max-tries",
+        type=int,
+        default=None,
+        help="another robot: at most N candidates per task, a resumed manifest's counted",
+    )
+    ap.add_argument("--resume", action="store_true", help="another robot: continue after the manifest's last candidate")
     ap.add_argument("--robot", default=Robot.PANDA, choices=list(Robot), help="the embodiment (default panda)")
     args = ap.parse_args(argv)
     env = VABenchEnv(EnvConfig(render=False, robot=args.robot))
     bad = 0
     for task in args.task or sorted(TASKS):
         if args.write:
-            data = write_manifest(env, task)
+            data = write_manifest(env, task, max_tries=args.max_tries, resume=args.resume)
             n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
             why = f" (declared: {data['declared']})" if data.get("declared") else ""
             print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}{why}", flush=True)

@@ -14,8 +14,13 @@ links and joints (world links, transmissions and plugins dropped), its meshes (v
 collision hulls for mplib), the Panda hand's links and joints from the cached Panda mounted on the
 arm's flange, and an SRDF with the arm's and the hand's disabled pairs plus the mount's.
 
-Each arm stands where the Panda does, on a pedestal 8 cm higher (``base_z``: from the Panda's, the
+Each arm stands where the Panda does, on a higher pedestal (``base_z``: from the Panda's, the
 xArm7's shorter reach and the UR5's wrist offsets cannot turn the hand top-down at the home pose).
+The xArm7's is 8 cm higher. The UR5's puts its shoulder 15 cm above the table top: lower (0.45 m,
+shoulder 0.2 m below the top, 0.11 m behind the table's edge) its upper arm met the table edge
+whenever the TCP came within about 10 cm of the table near the robot (measured: the collision is
+``upper_arm_link`` with the table; 0 of 10 candidates of the bell, the hammer and the upright
+bottle; at 0.80 m, with the home re-solved, the same seeds pass).
 ``home`` puts the TCP at the Panda's home pose (the same world pose, found once by least-squares IK
 over collision-free solutions and written here; the UR5's home GC is 0.10 m further forward, where
 its wrist offsets admit it); ``park`` turns the arm outward, off the table.
@@ -84,15 +89,15 @@ XARM7 = Embodiment(
 UR5 = Embodiment(
     Robot.UR5,
     6,
-    home=(-2.4649, -0.948, -1.9857, -0.2079, 0.8941, -1.5709),  # GC 0.36 m in front: see home_reach
-    park=(-0.8941, -0.948, -1.9857, -0.2079, 0.8941, -1.5709),
+    home=(-2.4649, -0.9471, -2.3986, -2.9374, -0.8941, -4.7125),  # GC 0.36 m in front: see home_reach
+    park=(-0.8941, -0.9471, -2.3986, -2.9374, -0.8941, -4.7125),
     force_limit=(300.0, 300.0, 300.0, 56.0, 56.0, 56.0),
     wrist=5,
     package="ur_description",
     urdf="urdf/ur5_robot.urdf",
     srdf="srdf/ur5.srdf",
     flange="tool0",
-    base_z=0.45,
+    base_z=0.80,  # shoulder above the table top: from 0.45 its upper arm met the table edge on descents
     seat=0.005,
     home_reach=0.36,  # at 0.26 m its wrist offsets leave no exact IK for the Panda's home pose
     omit=("ee_link",),  # a 1 cm collision cube at the flange, where the hand sits
