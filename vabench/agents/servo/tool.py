@@ -10,9 +10,8 @@ whose offset from the grasp is measured in the first clean image.
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
 
-from .perception import _channels, colour_mask, find
+from .perception import _channels, find, long_ends
 from .skills import Servo, Skill
 
 INTO_GRIP_M = 0.015  # the grasp: this far past the handle's yellow end, on the rubber grip
@@ -22,19 +21,10 @@ BEYOND_PX, DISC_PX = 12, 10  # where, past an end, the black grip is looked for
 
 def handle_ends(img: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(eye end, grip end) of the yellow handle, in pixels, or None when no handle is seen."""
-    mask = ndimage.binary_opening(colour_mask(img, "yellow"), iterations=1)
-    labels, n = ndimage.label(mask)
-    if n == 0:
+    found = long_ends(img, "yellow")
+    if found is None:
         return None
-    biggest = 1 + int(np.argmax(ndimage.sum(mask, labels, range(1, n + 1))))
-    vs, us = np.nonzero(labels == biggest)
-    if len(us) < 100:
-        return None
-    pts = np.stack([us, vs], 1).astype(float)
-    c = pts.mean(0)
-    axis = np.linalg.eigh(np.cov((pts - c).T))[1][:, 1]
-    t = (pts - c) @ axis
-    ends = [pts[t <= t.min() + 3].mean(0), pts[t >= t.max() - 3].mean(0)]
+    ends, axis = list(found[:2]), found[2]
     dark = _channels(img)[3] < 0.25
     vv, uu = np.mgrid[: img.shape[0], : img.shape[1]]
 
