@@ -18,13 +18,14 @@ from .depth import TOOL, plan_depth
 from .dual import Pair, lift_pot
 from .handover import plan_handover
 from .perception import Seen, goal_from_instruction, parse_request
+from .shoe import plan_shoe
 from .skills import Servo, Skill
 from .tool import hammer
 
 GIVE_UP = "servo: the target is not visible any more"
 NO_PASSIVE_PAIR = "servo: its two-arm skills measure in the view between the grippers (active protocol only)"
 # the two-arm tasks it has a skill for (tasks=all leaves the others out)
-TWO_ARM_SKILLS = ("lift_pot", "handover_horizontal_block")
+TWO_ARM_SKILLS = ("lift_pot", "handover_horizontal_block", "place_shoe")
 
 
 def plan(s: Servo) -> Skill:
@@ -99,7 +100,7 @@ class ServoAgent(Model):
         when the request offers the depth_point tool, else by the image Jacobian of its own probe
         moves; the pot measures in the view centred between the grippers (active only)."""
         goal = goal_from_instruction(seen.instruction)
-        two = {"pot": lift_pot, "handover": plan_handover}.get(goal.kind)
+        two = {"pot": lift_pot, "handover": plan_handover, "shoe": plan_shoe}.get(goal.kind)
         if two is not None:
             active = self.protocol == ACTIVE.name
             self._plan = two(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)

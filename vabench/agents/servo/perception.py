@@ -253,6 +253,8 @@ def goal_from_instruction(text: str) -> Goal:
         return Goal("object", "slot", "basket", "mixed")
     if "bell" in t:
         return Goal("bell", None, "press", "bell")
+    if "shoe" in t:  # the arm on its side: toe to -x, onto the mat
+        return Goal("shoe", "blue", "shoe", "shoe")
     if "giver" in t:  # both arms: one hands the block to the other
         return Goal("red", None, "handover", "long")
     if "pot" in t:  # both arms: a handle each
