@@ -98,7 +98,8 @@ class ServoAgent(Model):
     def _start(self, seen: Seen, system: str) -> dict:
         """The plan for the instruction's goal. Single-arm placing and grasping is measured by depth
         when the request offers the depth_point tool, else by the image Jacobian of its own probe
-        moves; the pot measures in the view centred between the grippers (active only)."""
+        moves; the two-arm skills (pot, handover, shoe) measure in the view centred between the grippers
+        (active only)."""
         goal = goal_from_instruction(seen.instruction)
         two = {"pot": lift_pot, "handover": plan_handover, "shoe": plan_shoe}.get(goal.kind)
         if two is not None:
