@@ -48,12 +48,16 @@ EXPECTED: dict[tuple[str, str], float] = {
     ("lift_pot", "passive"): 0.00,  # stops at once
     ("put_everything_in_basket", "active"): 0.00,  # 0/3: all five rarely; see PLACED
     ("put_everything_in_basket", "passive"): 0.00,  # stops at once
-    ("grasp_single_cube_heldout", "active"): 1.00,  # 3/3
+    ("grasp_single_cube_heldout", "active"): 1.00,  # 10/10
     ("grasp_single_cube_heldout", "passive"): 1.00,  # 3/3
-    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/3
+    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/10
     ("grasp_single_bottle_heldout", "passive"): 0.33,  # 1/3
-    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/3 (the sage bowl is not blue)
+    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/10 (the sage bowl is not blue)
     ("place_cube_in_bowl_heldout", "passive"): 0.00,  # 0/2
+    ("grasp_single_bottle_upright_heldout", "active"): 0.10,  # 1/10
+    ("place_cube_on_cube_heldout", "active"): 1.00,  # 10/10
+    ("place_single_bottle_upright_heldout", "active"): 0.10,  # 1/10
+    ("place_single_cube_heldout", "active"): 1.00,  # 10/10
     ("click_bell_right", "active"): 0.95,  # 19/20
     ("click_bell_right", "passive"): 0.55,  # 11/20
     ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
