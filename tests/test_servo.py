@@ -46,7 +46,7 @@ EXPECTED: dict[tuple[str, str], float] = {
     ("place_shoe", "passive"): 0.00,  # stops at once
     ("lift_pot", "active"): 0.90,  # 9/10
     ("lift_pot", "passive"): 0.00,  # stops at once
-    ("put_everything_in_basket", "active"): 0.00,  # 0/3: all five rarely; see PLACED
+    ("put_everything_in_basket", "active"): 0.00,  # 0/10: all five rarely; see PLACED
     ("put_everything_in_basket", "passive"): 0.00,  # stops at once
     ("grasp_single_cube_heldout", "active"): 1.00,  # 10/10
     ("grasp_single_cube_heldout", "passive"): 1.00,  # 3/3
@@ -81,9 +81,9 @@ EXPECTED: dict[tuple[str, str], float] = {
 }
 
 
-# The basket's mean objects placed per episode (3 episodes on seeds 1000-1001: 2, 2, 2), and how far
-# below it the nightly mean may fall.
-PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 2.0}
+# The basket's mean objects placed per episode (10 episodes on seeds 1000-1009: 2, 2, 1, 2, 0, 3, 2,
+# 2, 1, 2), and how far below it the nightly mean may fall.
+PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 1.7}
 PLACED_SLACK = 0.75
 
 
