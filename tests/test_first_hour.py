@@ -115,8 +115,8 @@ def test_a_config_error_leaves_no_run_folder_behind(tmp_path):
     assert done.returncode == Exit.REFUSED and done.stderr.startswith("config error: 'tasks': no_such_task")
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "results" / "kept").mkdir(parents=True)  # an existing folder stays, and what is in it
-    done = launch(f"results_dir={tmp_path}/results", "run_id=x", "model=servo", "tasks=[place_shoe]")
-    assert done.returncode == Exit.REFUSED and "servo has no two-arm skill for place_shoe" in done.stderr
+    done = launch(f"results_dir={tmp_path}/results", "run_id=x", "model=posetext", "tasks=[place_shoe]")
+    assert done.returncode == Exit.REFUSED and "posetext controls one arm; place_shoe needs two" in done.stderr
     assert [p.name for p in (tmp_path / "results").iterdir()] == ["kept"]
 
 
@@ -164,13 +164,15 @@ def test_the_task_list_names_track_arms_budget_and_seeds():
 
 
 # -- what an agent cannot do is refused before any work -----------------------------------------------
-def test_servo_leaves_two_arm_tasks_without_a_skill_out_of_tasks_all_and_refuses_them_listed():
+def test_a_one_arm_agent_leaves_two_arm_tasks_out_of_tasks_all_and_refuses_them_listed():
     said = []
+    run = from_config(composed("model=posetext", "protocol=both"), Path("/tmp/x"), log=said.append)
+    assert "place_shoe" not in run.tasks and "grasp_single_cube" in run.tasks
+    assert any(s.startswith("tasks=all: place_shoe left out (posetext controls one arm") for s in said)
+    with pytest.raises(ConfigError, match="posetext controls one arm; place_shoe needs two"):
+        validate("model=posetext", "tasks=[place_shoe]")
     run = from_config(composed("model=servo", "protocol=both"), Path("/tmp/x"), log=said.append)
-    assert "place_shoe" not in run.tasks and {"grasp_single_cube", "lift_pot"} <= set(run.tasks)
-    assert any(s.startswith("tasks=all: place_shoe left out (servo has no two-arm skill") for s in said)
-    with pytest.raises(ConfigError, match="servo has no two-arm skill for place_shoe"):
-        validate("model=servo", "tasks=[place_shoe]")
+    assert {"place_shoe", "handover_horizontal_block", "lift_pot"} <= set(run.tasks)  # a skill for each
 
 
 def test_a_replay_of_another_episode_is_refused_with_the_overrides_that_fit(tmp_path):
@@ -361,15 +363,15 @@ def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(phys
     retried as infrastructure."""
     from vabench.agents.harness import Episode, run_episode
     from vabench.agents.offline import ReplayAgent
-    from vabench.agents.servo import ServoAgent
+    from vabench.agents.posetext import PosetextAgent
 
     record = tmp_path / "events.jsonl"
     start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1001, "protocol": "active"}
     record.write_text(json.dumps(start) + "\n")
     replay = run_episode(physics_env, ReplayAgent(record), Episode.of("grasp_single_cube", 1000), tmp_path / "a")
     assert (replay.status, replay.error_kind) == ("infra_error", "permanent") and "seeds=[1001]" in replay.error
-    servo = run_episode(physics_env, ServoAgent(), Episode.of("place_shoe", 1000), tmp_path / "b")
-    assert (servo.status, servo.error_kind) == ("infra_error", "permanent") and "no two-arm skill" in servo.error
+    one_arm = run_episode(physics_env, PosetextAgent(), Episode.of("place_shoe", 1000), tmp_path / "b")
+    assert (one_arm.status, one_arm.error_kind) == ("infra_error", "permanent") and "one arm" in one_arm.error
 
 
 def test_a_provider_key_that_is_missing_is_named_before_any_work(monkeypatch):

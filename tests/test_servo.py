@@ -24,10 +24,12 @@ from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
 from vabench.agents.servo.basket import loose_objects, teal
 from vabench.agents.servo.dual import dark_bars
-from vabench.agents.servo.perception import find, goal_from_instruction, parse_request
+from vabench.agents.servo.perception import colour_mask, find, goal_from_instruction, long_ends, parse_request
+from vabench.agents.servo.shoe import shoe_blob
 from vabench.agents.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.seeds import eval_seeds
+from vabench.envs.tasks import task_class
 
 SERVO_DIR = Path(inspect.getfile(ServoAgent)).parent
 FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vabench.agents.prompts")
@@ -36,18 +38,26 @@ FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vaben
 # the issue-28 additions on the first seeds only (the count says how many), the rest on all 20. The
 # two-arm and basket skills measure in the active camera and stop at once in the passive protocol.
 EXPECTED: dict[tuple[str, str], float] = {
-    ("beat_block_hammer_right", "active"): 0.50,  # 5/10
+    ("beat_block_hammer_right", "active"): 1.00,  # 10/10
     ("beat_block_hammer_right", "passive"): 0.00,  # stops at once
+    ("handover_horizontal_block", "active"): 1.00,  # 10/10
+    ("handover_horizontal_block", "passive"): 0.00,  # stops at once
+    ("place_shoe", "active"): 1.00,  # 10/10
+    ("place_shoe", "passive"): 0.00,  # stops at once
     ("lift_pot", "active"): 0.90,  # 9/10
     ("lift_pot", "passive"): 0.00,  # stops at once
-    ("put_everything_in_basket", "active"): 0.00,  # 0/3: all five rarely; see PLACED
+    ("put_everything_in_basket", "active"): 0.00,  # 0/10: all five rarely; see PLACED
     ("put_everything_in_basket", "passive"): 0.00,  # stops at once
-    ("grasp_single_cube_heldout", "active"): 1.00,  # 3/3
+    ("grasp_single_cube_heldout", "active"): 1.00,  # 10/10
     ("grasp_single_cube_heldout", "passive"): 1.00,  # 3/3
-    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/3
+    ("grasp_single_bottle_heldout", "active"): 0.00,  # 0/10
     ("grasp_single_bottle_heldout", "passive"): 0.33,  # 1/3
-    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/3 (the sage bowl is not blue)
+    ("place_cube_in_bowl_heldout", "active"): 0.00,  # 0/10 (the sage bowl is not blue)
     ("place_cube_in_bowl_heldout", "passive"): 0.00,  # 0/2
+    ("grasp_single_bottle_upright_heldout", "active"): 0.10,  # 1/10
+    ("place_cube_on_cube_heldout", "active"): 1.00,  # 10/10
+    ("place_single_bottle_upright_heldout", "active"): 0.10,  # 1/10
+    ("place_single_cube_heldout", "active"): 1.00,  # 10/10
     ("click_bell_right", "active"): 0.95,  # 19/20
     ("click_bell_right", "passive"): 0.55,  # 11/20
     ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
@@ -71,9 +81,9 @@ EXPECTED: dict[tuple[str, str], float] = {
 }
 
 
-# The basket's mean objects placed per episode (3 episodes on seeds 1000-1001: 2, 2, 2), and how far
-# below it the nightly mean may fall.
-PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 2.0}
+# The basket's mean objects placed per episode (10 episodes on seeds 1000-1009: 2, 2, 1, 2, 0, 3, 2,
+# 2, 1, 2), and how far below it the nightly mean may fall.
+PLACED: dict[tuple[str, str], float] = {("put_everything_in_basket", "active"): 1.7}
 PLACED_SLACK = 0.75
 
 
@@ -108,14 +118,17 @@ def test_instruction_names_the_goal():
     assert (g.target, g.destination, g.dest_kind) == ("red", "blue", "bowl")
     assert goal_from_instruction("Use the right arm to press the top centre of the bell ...").kind == "press"
     assert goal_from_instruction("Grasp one side handle of the pot with each arm, then lift ...").kind == "pot"
+    assert goal_from_instruction(task_class("place_shoe").instruction).kind == "shoe"
+    assert goal_from_instruction(task_class("handover_horizontal_block").instruction).kind == "handover"
     assert goal_from_instruction("Use the right arm to grasp the hammer by its handle ...").kind == "strike"
     assert goal_from_instruction("Use the right arm to put every object on the table into the basket.").kind == "basket"
 
 
 def test_servo_refuses_only_the_two_arm_tasks_it_has_no_skill_for():
     agent = ServoAgent()
-    for task in ("place_shoe", "handover_horizontal_block"):
-        assert "no two-arm skill" in agent.refuses(task, ("left", "right"), 1000, "active")
+    for task in ("place_shoe", "handover_horizontal_block", "lift_pot"):
+        assert agent.refuses(task, ("left", "right"), 1000, "active") is None
+    assert "no two-arm skill" in agent.refuses("a_new_two_arm_task", ("left", "right"), 1000, "active")
     assert agent.refuses("lift_pot", ("left", "right"), 1000, "passive") is None  # plays it (and stops at once)
     assert agent.refuses("beat_block_hammer_right", ("right",), 1000, "active") is None
 
@@ -124,9 +137,9 @@ DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg"
 BACK = {"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100}
 
 
-def _view(env, task: str, actions: list[dict]) -> np.ndarray:
-    """The active image after the given actions on the first manifest seed."""
-    env.reset(task, eval_seeds(task)[0])
+def _view(env, task: str, actions: list[dict], index: int = 0) -> np.ndarray:
+    """The active image after the given actions on a manifest seed (default the first)."""
+    env.reset(task, eval_seeds(task)[index])
     obs = None
     for a in actions:
         obs = env.step(a).observation
@@ -140,6 +153,23 @@ def test_two_dark_bars_are_the_pot_handles(render_env):
     assert left.centre[0] < 320 < right.centre[0] and left.area > 200 and right.area > 200
     joining = np.degrees(np.arctan2(*(right.centre - left.centre)[::-1])) % 180
     assert min(abs(joining - left.long_angle_deg), 180 - abs(joining - left.long_angle_deg)) < 10
+
+
+def test_the_shoe_is_the_hole_in_the_table_that_is_not_the_mat(render_env):
+    """Seed 1000: a black boot right of the mat; seed 1003: a pink one touching the mat's left end
+    (pink is nearly as unsaturated as the table's beige, told apart by its low green)."""
+    both = [{"action": "camera.view_both_topdown"}]
+    for index, right in ((0, True), (3, False)):
+        img = _view(render_env, "place_shoe", both, index)
+        shoe = shoe_blob(img)
+        assert shoe is not None and shoe.elongation > 2.0 and shoe.area > 3000, index
+        assert (shoe.centre[0] > 320) == right and not colour_mask(img, "blue")[tuple(shoe.centre[::-1].astype(int))]
+
+
+def test_the_handover_block_lies_along_y_in_the_view_between_the_hands(render_env):
+    img = _view(render_env, "handover_horizontal_block", [{"action": "camera.view_both_topdown"}])
+    a, b, _ = long_ends(img, "red", 60)
+    assert abs(a[1] - b[1]) > 80 and abs(a[0] - b[0]) < 10  # the block lies along world y: image v
 
 
 def test_the_hammer_grip_end_is_the_one_with_black_beyond(render_env):
@@ -222,8 +252,10 @@ class Guard:
         ("grasp_single_cube", "passive"),
         ("lift_pot", "active"),
         ("beat_block_hammer_right", "active"),
+        ("place_shoe", "active"),
+        ("handover_horizontal_block", "active"),
     ],
-    ids=["active", "passive", "two-arm", "tool"],
+    ids=["active", "passive", "two-arm", "tool", "shoe", "handover"],
 )
 def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
     agent = ServoAgent()

@@ -16,13 +16,16 @@ from ..models import EpisodeContext, Model, ModelError, Reply
 from .basket import basket
 from .depth import TOOL, plan_depth
 from .dual import Pair, lift_pot
+from .handover import plan_handover
 from .perception import Seen, goal_from_instruction, parse_request
+from .shoe import plan_shoe
 from .skills import Servo, Skill
 from .tool import hammer
 
 GIVE_UP = "servo: the target is not visible any more"
 NO_PASSIVE_PAIR = "servo: its two-arm skills measure in the view between the grippers (active protocol only)"
-TWO_ARM_SKILLS = ("lift_pot",)  # the two-arm tasks it has a skill for (tasks=all leaves the others out)
+# the two-arm tasks it has a skill for (tasks=all leaves the others out)
+TWO_ARM_SKILLS = ("lift_pot", "handover_horizontal_block", "place_shoe")
 
 
 def plan(s: Servo) -> Skill:
@@ -95,11 +98,13 @@ class ServoAgent(Model):
     def _start(self, seen: Seen, system: str) -> dict:
         """The plan for the instruction's goal. Single-arm placing and grasping is measured by depth
         when the request offers the depth_point tool, else by the image Jacobian of its own probe
-        moves; the pot measures in the view centred between the grippers (active only)."""
+        moves; the two-arm skills (pot, handover, shoe) measure in the view centred between the grippers
+        (active only)."""
         goal = goal_from_instruction(seen.instruction)
-        if goal.kind == "pot":
+        two = {"pot": lift_pot, "handover": plan_handover, "shoe": plan_shoe}.get(goal.kind)
+        if two is not None:
             active = self.protocol == ACTIVE.name
-            self._plan = lift_pot(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
+            self._plan = two(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
             return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)

@@ -100,13 +100,15 @@ class Pair:
         found = dark_bars(seen.images[0])
         return found if len(found) == 2 else None
 
-    def calibrate(self) -> Skill:
-        """Two dual probe moves (x, then y): the image motion of the bars per metre of camera motion."""
-        b0 = yield from self.bars()
+    def calibrate(self, look=None) -> Skill:
+        """Two dual probe moves (x, then y): the image motion of what ``look`` finds (default: the
+        pot's bars; a list of blobs or None) per metre of camera motion; its last finding."""
+        look = look or self.bars
+        b0 = yield from look()
         yield from self.move("x", dict.fromkeys(ARMS, -PROBE_M))
-        b1 = yield from self.bars()
+        b1 = yield from look()
         yield from self.move("y", dict.fromkeys(ARMS, PROBE_M))  # forward: the far pot comes into view
-        b2 = yield from self.bars()
+        b2 = yield from look()
         if b0 is None or b1 is None or b2 is None:
             return None
         c = [np.mean([b.centre for b in bs], 0) for bs in (b0, b1, b2)]

@@ -207,6 +207,24 @@ def table_object(img: np.ndarray, min_area: int = 150) -> Blob | None:
     return found[0] if found else None
 
 
+def long_ends(img: np.ndarray, colour: str, min_area: int = 100):
+    """(one end, the other end, unit axis from the first to the second) of the largest ``colour``
+    blob, in pixels, each end the mean of its outermost 3 pixels along the principal axis; or None."""
+    mask = ndimage.binary_opening(colour_mask(img, colour), iterations=1)
+    labels, n = ndimage.label(mask)
+    if n == 0:
+        return None
+    biggest = 1 + int(np.argmax(ndimage.sum(mask, labels, range(1, n + 1))))
+    vs, us = np.nonzero(labels == biggest)
+    if len(us) < min_area:
+        return None
+    pts = np.stack([us, vs], 1).astype(float)
+    c = pts.mean(0)
+    axis = np.linalg.eigh(np.cov((pts - c).T))[1][:, 1]
+    t = (pts - c) @ axis
+    return pts[t <= t.min() + 3].mean(0), pts[t >= t.max() - 3].mean(0), axis
+
+
 def find(img: np.ndarray, colour: str, min_area: int = 30, open_top: bool = False) -> Blob | None:
     if colour == "pen":
         return pen_blob(img, max(min_area, 60), open_top)
@@ -235,6 +253,10 @@ def goal_from_instruction(text: str) -> Goal:
         return Goal("object", "slot", "basket", "mixed")
     if "bell" in t:
         return Goal("bell", None, "press", "bell")
+    if "shoe" in t:  # the arm on its side: toe to -x, onto the mat
+        return Goal("shoe", "blue", "shoe", "shoe")
+    if "giver" in t:  # both arms: one hands the block to the other
+        return Goal("red", None, "handover", "long")
     if "pot" in t:  # both arms: a handle each
         return Goal("bars", None, "pot", "pot")
     if "bottle" in t:

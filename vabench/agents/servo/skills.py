@@ -244,10 +244,10 @@ class Servo:
             return
         self.z_floor = float(self.gc[2]) if self.z_floor is None else min(self.z_floor, float(self.gc[2]))
 
-    def lower_to(self, z: float, stop_on_contact: bool = True) -> Skill:
-        """Down to ``z``, halving the step whenever the planner refuses one (a rim, the table); True when
-        the fingers met something that stopped them short (a dynamic object)."""
-        step = 0.10
+    def lower_to(self, z: float, stop_on_contact: bool = True, step: float = 0.10) -> Skill:
+        """Down to ``z`` in moves of ``step`` (a light object is pushed less by short ones), halving the
+        step whenever the planner refuses one (a rim, the table); True when the fingers met something
+        that stopped them short (a dynamic object)."""
         while float(self.gc[2]) - z > 0.004 and step >= 0.006:
             before, ask = float(self.gc[2]), min(step, float(self.gc[2]) - z)
             ok = yield from self.move("z", -ask)
