@@ -63,8 +63,28 @@ def _episode(env, agent, intervention: str, task: str, protocol: str, seed: int,
     return {**row, "condition": _label(row)}
 
 
+def _plan(agent, name: str, interventions, tasks, protocol: str) -> tuple[list[str], list[str]]:
+    """The interventions that compose with ``protocol`` and the tasks the agent takes, each left-out one said."""
+    ivs, takes = [], []
+    for iv in interventions:
+        try:
+            check_composes(iv, [protocol], "none", offline=True)
+            ivs.append(iv)
+        except ValueError as e:
+            print(f"left out: {name} {protocol} {iv}: {e}", flush=True)
+    for task in tasks:
+        why = agent.refuses(task, tuple(task_class(task).arms), 0, protocol)
+        if why:
+            print(f"left out: {name} {protocol} {task}: {why}", flush=True)
+        else:
+            takes.append(task)
+    return ivs, takes
+
+
 def run(out: Path, agents, interventions, tasks, protocols, n_seeds: int, render: str) -> list[dict]:
-    """Every (agent, intervention, task, protocol, seed) not in OUT yet, each row appended as it ends."""
+    """Every (agent, intervention, task, protocol, seed) not in OUT yet, each row appended as it ends.
+    Seed by seed across the tasks, every intervention of a seed together: a run stopped early still
+    holds paired conditions on the same seeds of every family."""
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
     rows = _read(rows_path)
@@ -73,19 +93,12 @@ def run(out: Path, agents, interventions, tasks, protocols, n_seeds: int, render
     try:
         for name in agents:
             agent = AGENTS[name]()
-            for iv in interventions:
-                for protocol in protocols:
-                    try:
-                        check_composes(iv, [protocol], "none", offline=True)
-                    except ValueError as e:
-                        print(f"left out: {name} {protocol} {iv}: {e}", flush=True)
-                        continue
-                    for task in tasks:
-                        why = agent.refuses(task, tuple(task_class(task).arms), 0, protocol)
-                        if why:
-                            print(f"left out: {name} {protocol} {task}: {why}", flush=True)
-                            continue
-                        for seed in eval_seeds(task)[:n_seeds]:
+            for protocol in protocols:
+                ivs, takes = _plan(agent, name, interventions, tasks, protocol)
+                for i in range(n_seeds):
+                    for task in takes:
+                        for iv in ivs if i < len(eval_seeds(task)) else ():
+                            seed = eval_seeds(task)[i]
                             if (name, iv, task, protocol, seed) in done:
                                 continue
                             folder = out / name / iv / task / protocol / str(seed)
