@@ -134,9 +134,11 @@ EXPERT: dict[str, dict] = {
     },
     "place_single_bottle_upright": {
         **_UPRIGHT,
+        "test_lift_rule": "After closing, lift the bottle about 6 cm, then lower it to carry it low, a couple of "
+        "centimetres above the table (a top-down hand high over the far target is out of reach).",
         "post_grasp_goal": "the bottle standing upright on the green target area, gripper open",
-        "task_stage": "Lift the bottle a few centimetres, carry it upright over the target's centre, lower it "
-        "until its base is just above the target, open, lift clear.",
+        "task_stage": "Carry the bottle upright and low over the target's centre, lower it until its base is just "
+        "above the target, open, lift clear.",
     },
     "handover_horizontal_block": _s(
         "the block's end nearest the giver arm",
@@ -146,8 +148,8 @@ EXPERT: dict[str, dict] = {
         "the giver (the arm on the block's side) grasps from above, lifts and turns the long axis vertical in "
         "free space; the receiver approaches from the opposite side",
         _TOPDOWN + " The giver rotates so the block's long axis becomes vertical before the handover.",
-        "Giver lifts about 10 cm after closing; the handover completes when the receiver holds the block and "
-        "the giver has opened.",
+        "Giver lifts about 20 cm after closing (room to turn the block upright); the handover completes when the "
+        "receiver holds the block and the giver has opened.",
         required_arms=2,
         arm_assignment="the arm on the block's side of the table gives; the other arm receives",
         coordination_sequence=[
@@ -162,10 +164,11 @@ EXPERT: dict[str, dict] = {
         "the pot's two side handles",
         "the middle of each handle",
         "close at handle height",
-        "each gripper's pads above and below, or on either side of, its handle",
-        "each arm reaches handle height outside the pot, then moves inward onto its handle",
-        "Mirrored, outside-in postures; make large rotations high up, away from the pot.",
-        "Close both grippers, then lift both arms together with equal +z moves by a few centimetres, keeping "
+        "each gripper's pads on either side of its handle, the closing axis across the handle",
+        "both arms together: move above their handles at a safe height, then descend vertically onto them",
+        _TOPDOWN + " Then rotate each gripper about rx so ry runs across its handle and the palms face in at the "
+        "pot, mirrored; make large rotations high up, away from the pot.",
+        "Close both grippers together, then lift both arms together with equal +z moves of about 8 cm, keeping "
         "the pot level.",
         required_arms=2,
         arm_assignment="left arm on the left handle, right arm on the right handle",

@@ -47,7 +47,7 @@ def attribution(df: pd.DataFrame, track: str | None = Track.BASE, n_boot: int = 
         if paper is None:
             missing.append(label)
             continue
-        t = paired_comparison(p, paper, label, track=track, n_boot=n_boot, seed=seed)
+        t = paired_comparison(df, paper, label, track=track, n_boot=n_boot, seed=seed)  # the rows, not the trimmed p
         names = str(row["intervention"]).split("+")
         t.insert(0, "removes", " + ".join(manifest(n).removes for n in names))
         t.insert(0, "intervention", row["intervention"])

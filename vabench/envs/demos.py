@@ -6,7 +6,9 @@ reference harness (reference notes 6.1), frames are rendered from the first acti
 ``demo_fps`` frames per simulated second (the ``paper`` preset: 1280x960 at 3 fps), and stored
 as the JPEG the demo tools send (quality 95, as the reference sends its frames). What is stored
 is what a model may inspect: the frames plus a manifest with the frame count, rate, resolution,
-view and preset. No poses, actions, joint states or phase labels are stored. A preset's demos
+view and preset. No poses, actions, joint states or phase labels are stored: :func:`trace` replays
+the same demonstration without a camera and returns what it does (gripper commands, finger
+contacts, lifts) to the checks that hold the expert summaries to it, never to a model. A preset's demos
 live in their own folder (``<root>/<preset>/<task>``), so a run never learns from another
 preset's frames.
 
@@ -20,6 +22,7 @@ import json
 import logging
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vabench.media import demo_video
@@ -104,3 +107,91 @@ def _film(task: str, preset: RenderPreset, folder: Path) -> None:
         demo_video(folder)
     except Exception:
         logging.getLogger(__name__).warning("no demo.mp4 for %s", task, exc_info=True)
+
+
+@dataclass
+class DemoStep:
+    """The state after one expert action of a demonstration (evaluator side)."""
+
+    action: dict
+    closed: dict[str, bool]  # each controlled arm's gripper command
+    holds: dict[str, tuple[str, ...]]  # the bodies each arm's fingers touch
+    at: dict[str, tuple[float, ...]]  # each movable body's centre, metres
+    lift: dict[str, float]  # each movable body's height above its settled start, metres
+    gc: dict[str, tuple[float, ...]]  # each controlled arm's grasp centre, metres
+
+
+@dataclass
+class DemoTrace:
+    """What the demonstration of a task does, read from the simulator as it replays (the stored demo
+    keeps frames only, so a summary is checked against this): the state after every expert action
+    (``steps``, after ``start``, before the final hold's ``end``) of its ``bodies``, every body a finger of each arm
+    touched at any sampled instant (``touched``), each movable body's peak lift (metres), and
+    ``success``."""
+
+    arms: tuple[str, ...]
+    bodies: tuple[str, ...]  # every task body, static ones included
+    start: DemoStep
+    steps: list[DemoStep] = field(default_factory=list)
+    end: DemoStep | None = None
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    peak_lift: dict[str, float] = field(default_factory=dict)
+    success: bool = False
+
+    def grips(self) -> list[tuple[int, str, str, tuple[str, ...]]]:
+        """Every change of a gripper command, in order: (step index, arm, ``close`` | ``open``, the
+        bodies its fingers touch once it has acted)."""
+        out, before = [], self.start.closed
+        for i, step in enumerate(self.steps):
+            for arm in self.arms:
+                if step.closed[arm] != before[arm]:
+                    out.append((i, arm, "close" if step.closed[arm] else "open", step.holds[arm]))
+            before = step.closed
+        return out
+
+
+TRACE_EVERY = 10  # physics steps between samples of finger contacts
+
+
+def trace(task: str) -> DemoTrace:
+    """Replay the demonstration of ``task`` (the expert on its demo seed, as :func:`record` films it,
+    without a camera: the same physics) and trace what it does, action by action."""
+    if task not in demo_tasks():
+        raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
+    env = VABenchEnv(EnvConfig(render=False))
+    try:
+        env.reset(task, demo_seed(task))
+        s, arms = env.privileged(), env.controlled
+        movable = [name for name, body in s.world.bodies.items() if not body.static]
+
+        def now(action: dict) -> DemoStep:
+            holds = {a: tuple(sorted({b for _, b in s.world.finger_contacts(a) if b is not None})) for a in arms}
+            return DemoStep(
+                action,
+                {a: s.closed(a) for a in arms},
+                holds,
+                {name: tuple(float(v) for v in s.position(name)) for name in movable},
+                {name: s.lift(name) for name in movable},
+                {a: tuple(float(v) for v in s.gc(a)) for a in arms},
+            )
+
+        out = DemoTrace(arms, tuple(s.world.bodies), now({}), touched={a: set() for a in arms})
+
+        def sample(step: int) -> None:
+            if step % TRACE_EVERY == 0:
+                for a in arms:
+                    out.touched[a].update(b for _, b in s.world.finger_contacts(a) if b is not None)
+
+        env.on_physics_step(sample)
+        for action in env.expert():
+            result = env.step(action)
+            out.steps.append(now(action))
+            if result.done:
+                break
+        env.hold(round(HOLD_S / TIMESTEP))
+        out.end = now({})
+        out.peak_lift = {name: s.peak_lift(name) for name in movable}
+        out.success = bool(env.success)
+        return out
+    finally:
+        env.close()
