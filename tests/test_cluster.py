@@ -173,6 +173,7 @@ def test_a_cluster_whose_workers_lack_the_key_is_refused_before_any_work(tmp_pat
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
 
 
+@pytest.mark.slow  # the default suite's longest test (150-320 s); nightly
 @pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace of its own (unshare --mount) needs root")
 def test_a_worker_node_without_the_run_folder_sends_every_result_back_to_the_driver(tmp_path, demo_root):
     """The second raylet has its own (empty) results folder and scratch, as a separate machine without

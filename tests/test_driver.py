@@ -327,6 +327,7 @@ def test_a_killed_worker_is_replaced_and_every_episode_is_judged_once(reference,
 
 
 @RAY
+@pytest.mark.slow  # 100-190 s; nightly: test_reliability's Ctrl-C-and-kill test covers a killed driver by default
 def test_a_killed_driver_resumes_to_the_uninterrupted_table(reference, tmp_path):
     _, ref = reference
     cmd = [sys.executable, "-m", "vabench.launch", "+experiment=smoke", f"results_dir={tmp_path}", "run_id=resume"]
