@@ -8,6 +8,10 @@ end reasons of the failures. Records go to ``OUT/<task>/<protocol>/<seed>/``.
 
     .venv/bin/python benchmarks/servo_rates.py --out /tmp/servo_rates --seeds 20
     .venv/bin/python benchmarks/servo_rates.py --out /tmp/servo_rates --tasks grasp_single_cube --protocols active
+    .venv/bin/python benchmarks/servo_rates.py --out /tmp/servo_xarm7 --robot xarm7 --seeds 3   # another embodiment
+    .venv/bin/python benchmarks/servo_rates.py --out /tmp/servo_blur2 --perturbation blur:2     # a perturbed look
+
+Use one OUT folder per robot and perturbation (a rerun skips by task, protocol and seed).
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from vabench.agents.harness import Episode, run_episode
 from vabench.agents.servo import ServoAgent
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.seeds import eval_seeds
+from vabench.envs.perturb import PerturbationConfig
+from vabench.envs.seeds import eval_seeds, load_manifest
 from vabench.envs.tasks import task_class, tasks_of_track
-from vabench.vocab import Track
+from vabench.vocab import Perturbation, Robot, Track
 
 FIELDS = (
     "task",
@@ -39,25 +44,32 @@ FIELDS = (
     "robot_actions",
     "objects_placed",
     "wall_s",
+    "robot",
+    "perturbation",
 )
 ALL_TASKS = tuple(t for track in Track for t in tasks_of_track(track))
 
 
-def run(out: Path, tasks, protocols, n_seeds: int) -> list[dict]:
+def run(
+    out: Path, tasks, protocols, n_seeds: int, robot: str = Robot.PANDA, look: str = Perturbation.NONE
+) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
     done = {(r["task"], r["protocol"], r["seed"]) for r in rows}
-    env = VABenchEnv(EnvConfig(recording=RecordingConfig(video=False)))
+    look_cfg = PerturbationConfig(look)  # ValueError names the kinds and levels
+    env = VABenchEnv(EnvConfig(recording=RecordingConfig(video=False), robot=robot, perturbation=look_cfg))
     agent = ServoAgent()
     try:
         for task in tasks:
             why = agent.refuses(task, tuple(task_class(task).arms), 0, protocols[0])
+            if not why and not eval_seeds(task, robot):
+                why = f"{robot} has no verified seed: {load_manifest(task, robot).get('declared')}"
             if why:
                 print(f"{task} left out: {why}", flush=True)
                 continue
             for protocol in protocols:
-                for seed in eval_seeds(task)[:n_seeds]:
+                for seed in eval_seeds(task, robot)[:n_seeds]:
                     if (task, protocol, seed) in done:
                         continue
                     folder = out / task / protocol / str(seed)
@@ -121,13 +133,15 @@ def main() -> None:
     ap.add_argument("--tasks", nargs="*", default=list(ALL_TASKS), help="default: every task of every track")
     ap.add_argument("--protocols", nargs="*", default=["active", "passive"])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--robot", default=Robot.PANDA, choices=list(Robot), help="the embodiment (its own manifests)")
+    ap.add_argument("--perturbation", default=Perturbation.NONE, help="none or <kind>:<level>, e.g. blur:2")
     ap.add_argument("--report", action="store_true", help="only print the table of what OUT holds")
     a = ap.parse_args()
     started = time.perf_counter()
     if a.report:
         rows = [json.loads(line) for line in (a.out / "rows.jsonl").read_text().splitlines()]
     else:
-        rows = run(a.out, a.tasks, a.protocols, a.seeds)
+        rows = run(a.out, a.tasks, a.protocols, a.seeds, a.robot, a.perturbation)
     rows = [r for r in rows if r["task"] in a.tasks and r["protocol"] in a.protocols]
     print(table(rows, a.out))
     print(f"\n{time.perf_counter() - started:.0f} s")
