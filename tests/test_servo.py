@@ -56,8 +56,8 @@ EXPECTED: dict[tuple[str, str], float] = {
     ("click_bell_right", "passive"): 0.55,  # 11/20
     ("grasp_pen_leaning_cube", "active"): 0.80,  # 16/20
     ("grasp_pen_leaning_cube", "passive"): 0.00,  # 0/20
-    ("grasp_single_bottle", "active"): 0.90,  # 18/20
-    ("grasp_single_bottle", "passive"): 0.90,  # 18/20
+    ("grasp_single_bottle", "active"): 0.95,  # 19/20 (the whole-bottle mask)
+    ("grasp_single_bottle", "passive"): 1.00,  # 20/20 (the whole-bottle mask)
     ("grasp_single_bottle_upright", "active"): 0.25,  # 5/20
     ("grasp_single_bottle_upright", "passive"): 0.90,  # 18/20
     ("grasp_single_cube", "active"): 1.00,  # 20/20
