@@ -265,7 +265,9 @@ def test_one_rate_limit_holds_across_two_worker_processes(ray_session, tmp_path)
     assert len(df) == 4 and (df["status"] == "ok").all() and (df["end_reason"] == "stop").all()
     assert limit.rejected == [] and len(limit.accepted) == 16
     accepted = sorted(limit.accepted)
-    assert accepted[-1] - accepted[0] >= 15 * 60 / 120 / 0.98 - 0.5  # paced: 16 requests take >= 15 slots
+    # paced: 16 requests take >= 15 slots (7.65 s), less the first request's grant-to-server delay (up to
+    # ~1 s at load 8: 6.90 s seen); a limiter per worker process would give about half (~3.8 s)
+    assert accepted[-1] - accepted[0] >= 15 * 60 / 120 / 0.98 - 1.0
     assert df["limit_wait_s"].sum() > 1.0 and (df["backoff_s"] == 0).all() and (df["provider_retries"] == 0).all()
 
 
