@@ -18,7 +18,7 @@ the previous observation's text (:mod:`vabench.agents.prefix`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from vabench.checks import at_least, within
@@ -90,23 +90,10 @@ class Estimate:
     per: dict = field(default_factory=dict)
 
     def scaled(self, n: float) -> Estimate:
-        keys = ("calls", "calls_max", "input", "image", "cached", "written", "output", "reasoning", "wall_s")
-        return replace(self, episodes=self.episodes * n, **{k: getattr(self, k) * n for k in keys})
+        return replace(self, **{k: getattr(self, k) * n for k in SUMMED})
 
     def __add__(self, other: Estimate) -> Estimate:
-        keys = (
-            "episodes",
-            "calls",
-            "calls_max",
-            "input",
-            "image",
-            "cached",
-            "written",
-            "output",
-            "reasoning",
-            "wall_s",
-        )
-        return replace(self, **{k: getattr(self, k) + getattr(other, k) for k in keys})
+        return replace(self, **{k: getattr(self, k) + getattr(other, k) for k in SUMMED})
 
     def cost(self, price) -> float | None:
         """US dollars at LiteLLM's prices (``vabench.agents.llm.Prices``), None when unpriced."""
@@ -121,6 +108,9 @@ class Estimate:
             + text_out * price.output
             + self.reasoning * price.reasoning
         )
+
+
+SUMMED = tuple(f.name for f in fields(Estimate) if f.name not in ("success", "per"))  # what adds and scales
 
 
 def reasoning_per_reply(run: RunConfig, priors: Priors = PRIORS) -> float:
