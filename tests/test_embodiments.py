@@ -82,6 +82,17 @@ def test_config_names_the_robot():
     assert set(EMBODIMENTS) == set(Robot)
 
 
+def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
+    """``_run.json`` written before robot=NAME holds no ``robot`` key: verify and plan.calibrate
+    rebuild its RunConfig, which must be the Panda's (it was refused: "'robot.name' ... got None")."""
+    from tests.test_launch import composed
+    from vabench.actors.config import from_config
+
+    cfg = composed("run_id=x", "tasks=[grasp_single_cube]")
+    del cfg["robot"]
+    assert from_config(cfg, tmp_path / "x", log=lambda *_: None).robot == Robot.PANDA
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("robot", OTHERS)
 def test_the_oracle_succeeds_on_every_verified_seed(robot):

@@ -243,8 +243,9 @@ def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
 
 
 def _robot(raw) -> str:
-    """``robot.name`` (conf/robot/; default panda); the robot's seeds are its own manifests."""
-    name = (raw or {}).get("name", Robot.PANDA) if isinstance(raw, dict) else raw
+    """``robot.name`` (conf/robot/; default panda, also for a run folder's config from before
+    embodiments, which has no ``robot``); the robot's seeds are its own manifests."""
+    name = (raw or {}).get("name", Robot.PANDA) if isinstance(raw, dict | None) else raw
     if name not in set(Robot):
         raise ConfigError(
             f"'robot.name' must be one of {', '.join(Robot)}, got {name!r} (robot=NAME picks conf/robot/NAME)"
