@@ -13,7 +13,7 @@ import pandas as pd
 from vabench.outcometable import load
 from vabench.vocab import SEEDS_PER_TASK, Status
 
-from .config import RunConfig
+from .config import RunConfig, from_config
 from .plan import PRIORS, Estimate, PlanConfig, episode_counts, in_flight, learning, prior_episode, wall_time
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
@@ -40,12 +40,10 @@ def _overhead(folder: Path, rows: pd.DataFrame) -> float:
     try:
         info = json.loads((folder / "_run.json").read_text())
         began = time.mktime(time.strptime(info["written_at"][:19], "%Y-%m-%dT%H:%M:%S"))
-        cfg = info["config"]
-    except (OSError, ValueError, KeyError):
+        run = from_config(info["config"], folder, log=lambda *_: None)  # as verify reads a run folder
+    except (OSError, ValueError, KeyError):  # ConfigError is a ValueError
         return 1.0
-    ray, model = cfg.get("ray") or {}, cfg.get("model") or {}
-    slots = 1 if ray.get("address") in (None, "none") else ray.get("env_actors", 4) * ray.get("episodes_per_actor", 8)
-    flight = max(1, min(slots, model.get("max_concurrency", 8), len(rows)))
+    flight = max(1, min(in_flight(run), len(rows)))
     last = max((p.stat().st_mtime for p in (folder / "outcomes").rglob("*.parquet")), default=began)
     work = float(rows["wall_s"].sum())
     factor = (last - began) * flight / work if work > 0 else 1.0
