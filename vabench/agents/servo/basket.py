@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from .perception import Blob, _channels, _holes, blobs
+from .perception import Blob, _channels, _holes, blobs, largest
 from .skills import Servo, Skill
 
 OBJECT, SLOT = "object", "slot"
@@ -29,11 +29,8 @@ def teal(img: np.ndarray) -> np.ndarray:
     """The basket's walls and floor, and whatever lies in it."""
     r, g, b, mx, sat = _channels(img)
     mask = ndimage.binary_opening((g > r + 0.15) & (b > r + 0.15) & (np.abs(g - b) < 0.2), iterations=1)
-    labels, n = ndimage.label(mask)
-    if n == 0:
-        return mask
-    biggest = 1 + int(np.argmax(ndimage.sum(mask, labels, range(1, n + 1))))
-    return ndimage.binary_fill_holes(labels == biggest)
+    biggest = largest(mask)
+    return mask if biggest is None else ndimage.binary_fill_holes(biggest)
 
 
 def loose_objects(img: np.ndarray, min_area: int = 120) -> list[Blob]:

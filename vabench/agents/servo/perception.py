@@ -152,6 +152,14 @@ def blobs(mask: np.ndarray, min_area: int = 30) -> list[Blob]:
     return out
 
 
+def largest(mask: np.ndarray) -> np.ndarray | None:
+    """The largest connected component of ``mask`` as a mask of its own, or None when it is empty."""
+    labels, n = ndimage.label(mask)
+    if n == 0:
+        return None
+    return labels == 1 + int(np.argmax(ndimage.sum(mask, labels, range(1, n + 1))))
+
+
 def _describe(us: np.ndarray, vs: np.ndarray) -> Blob:
     pts = np.stack([us, vs], 1).astype(float)
     c = pts.mean(0)
@@ -215,12 +223,10 @@ def table_object(img: np.ndarray, min_area: int = 150) -> Blob | None:
 def long_ends(img: np.ndarray, colour: str, min_area: int = 100):
     """(one end, the other end, unit axis from the first to the second) of the largest ``colour``
     blob, in pixels, each end the mean of its outermost 3 pixels along the principal axis; or None."""
-    mask = ndimage.binary_opening(colour_mask(img, colour), iterations=1)
-    labels, n = ndimage.label(mask)
-    if n == 0:
+    biggest = largest(ndimage.binary_opening(colour_mask(img, colour), iterations=1))
+    if biggest is None:
         return None
-    biggest = 1 + int(np.argmax(ndimage.sum(mask, labels, range(1, n + 1))))
-    vs, us = np.nonzero(labels == biggest)
+    vs, us = np.nonzero(biggest)
     if len(us) < min_area:
         return None
     pts = np.stack([us, vs], 1).astype(float)
