@@ -111,15 +111,22 @@ class Pair:
         b2 = yield from look()
         if b0 is None or b1 is None or b2 is None:
             return None
-        c = [np.mean([b.centre for b in bs], 0) for bs in (b0, b1, b2)]
-        self.A = np.stack([(c[1] - c[0]) / PROBE_M, (c[1] - c[2]) / PROBE_M], 1)  # static points move against
+        self.A = probe_scale(*(np.mean([b.centre for b in bs], 0) for bs in (b0, b1, b2)))
         return b2
 
-    def world(self, px: np.ndarray, img: np.ndarray) -> np.ndarray:
-        """World xy of an image point at the bars' height (the view is centred on the GC midpoint)."""
+    def world(self, px: np.ndarray, img: np.ndarray, A: np.ndarray | None = None) -> np.ndarray:
+        """World xy of an image point at the height ``A`` (default: the calibrated one) was measured at
+        (the view is centred on the GC midpoint)."""
         h, w = img.shape[:2]
         mid = (self.gc("left")[:2] + self.gc("right")[:2]) / 2
-        return mid + np.linalg.lstsq(self.A, px - np.array([(w - 1) / 2, (h - 1) / 2]), rcond=None)[0]
+        scale = self.A if A is None else A
+        return mid + np.linalg.lstsq(scale, px - np.array([(w - 1) / 2, (h - 1) / 2]), rcond=None)[0]
+
+
+def probe_scale(c0: np.ndarray, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
+    """Pixels per metre of camera motion (columns x, y) from a point's image positions before and
+    after :meth:`Pair.calibrate`'s two probe moves (static points move against the camera)."""
+    return np.stack([(c1 - c0) / PROBE_M, (c1 - c2) / PROBE_M], 1)
 
 
 OUTWARD_M = 0.015  # the grasp point lies this far out of the bar's visible centre

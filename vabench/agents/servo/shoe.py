@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from .dual import ARMS, PROBE_M, VIEW_BOTH, Pair, turn_across
+from .dual import ARMS, VIEW_BOTH, Pair, probe_scale, turn_across
 from .handover import move_to, signed_deg
 from .perception import Blob, _channels, _holes, blobs, colour_mask
 from .skills import Servo, Skill
@@ -54,12 +54,7 @@ class Look:
         """The mat's world xy, from its own image motion over the probe moves (it lies on the table)."""
         if len(self.mats) < 3 or any(c is None for c in self.mats[-3:]):
             return None
-        c0, c1, c2 = self.mats[-3:]
-        a = np.stack([(c1 - c0) / PROBE_M, (c1 - c2) / PROBE_M], 1)
-        img = self.p.seen.images[0]
-        h, w = img.shape[:2]
-        mid = (self.p.gc("left")[:2] + self.p.gc("right")[:2]) / 2
-        return mid + np.linalg.lstsq(a, c2 - np.array([(w - 1) / 2, (h - 1) / 2]), rcond=None)[0]
+        return self.p.world(self.mats[-1], self.p.seen.images[0], probe_scale(*self.mats[-3:]))
 
 
 def touch_z(s: Servo, depth: float) -> Skill:
