@@ -28,6 +28,7 @@ whichever robot the run names.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -208,17 +209,11 @@ def _write_robot_manifest(env: VABenchEnv, task: str, robot: str, log, max_tries
 def _why_short(accepted: list[int], rejected: list[dict], max_tries: int | None = None) -> str:
     """The declared reason: the commonest rejection kinds, counted, and whether the cap on tries
     (not the robot) stopped the screening."""
-    kinds: dict[str, int] = {}
-    for r in rejected:
-        kind = r["reason"].split(":")[0].split(" at step")[0]
-        kinds[kind] = kinds.get(kind, 0) + 1
-    top = "; ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda x: -x[1])[:3])
-    texts: dict[str, int] = {}
-    for r in rejected:  # the commonest whole reason (without its step), the measured why
-        text = r["reason"].split(": ", 1)[-1]
-        texts[text] = texts.get(text, 0) + 1
+    kinds = Counter(r["reason"].split(":")[0].split(" at step")[0] for r in rejected)
+    top = "; ".join(f"{k} ({n})" for k, n in kinds.most_common(3))
+    texts = Counter(r["reason"].split(": ", 1)[-1] for r in rejected)  # the whole reason without its step
     if texts:
-        text, n = max(texts.items(), key=lambda x: x[1])
+        (text, n), *_ = texts.most_common(1)
         top += f"; commonest ({n}): {text}"
     tried = len(accepted) + len(rejected)
     gave_up = not accepted and len(rejected) >= GIVE_UP_AFTER
