@@ -39,7 +39,7 @@ class Dialogue:
         model: Model,
         conv: Conversation,
         record: EpisodeRecord,
-        config,  # a HarnessConfig (max_repairs, max_calls_per_step)
+        config,  # a HarnessConfig (max_repairs, max_calls_per_step, max_episode_cost_usd)
         overdue: Callable[[], str | None] | None = None,
     ):
         self.model, self.conv, self.record, self.config = model, conv, record, config
@@ -90,7 +90,7 @@ class Dialogue:
         if late:
             self.record.event("timeout", step=step, error=late)
             raise EpisodeEnd(EndReason.INFRA_ERROR, late)
-        cap = getattr(self.config, "max_episode_cost_usd", None)
+        cap = self.config.max_episode_cost_usd
         if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
             raise CostLimitReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
         messages, info = self.conv.request()

@@ -33,8 +33,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from vabench.vocab import Robot
 
 from . import assets
@@ -245,7 +243,3 @@ def build_composite(body: Embodiment, root: Path, quiet: bool = False) -> assets
     if not quiet:
         print(f"[vabench] built {body.name} + Panda hand in {final} ({tris} arm visual triangles)")
     return files
-
-
-def home_of(body: Embodiment) -> np.ndarray:
-    return np.asarray(body.home, dtype=float)
