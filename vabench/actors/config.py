@@ -188,7 +188,7 @@ def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocol
                 raise ConfigError(f"'robot' = {robot}: {e}") from None
             log(f"tasks=all: {task} left out ({e})")  # another robot's task not yet screened
             continue
-        if not verified and seeds is None or isinstance(seeds, int) and not verified:
+        if not verified and (seeds is None or isinstance(seeds, int)):  # explicit seeds are played as named
             why = f"{robot} cannot do it (vabench/envs/seed_manifests/{robot}/{task}.json, 'declared')"
             if not every:
                 raise ConfigError(f"'tasks': {task}: {why}")

@@ -99,8 +99,8 @@ class Episode:
         from vabench.envs.tasks import task_class
 
         t = task_class(task)
-        spec = {"summary_source": SummaryKind.NONE, "observation": None, "render": None, "intervention": None, **spec}
-        spec = {"robot": None, "perturbation": None, **spec}
+        unset = dict.fromkeys(("observation", "render", "intervention", "robot", "perturbation"))  # the ones in use
+        spec = {"summary_source": SummaryKind.NONE, **unset, **spec}
         return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
 
     def identity(self) -> dict:
