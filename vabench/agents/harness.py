@@ -99,8 +99,8 @@ class Episode:
         from vabench.envs.tasks import task_class
 
         t = task_class(task)
-        unset = dict.fromkeys(("observation", "render", "intervention", "robot", "perturbation"))  # the ones in use
-        spec = {"summary_source": SummaryKind.NONE, **unset, **spec}
+        unset = {"observation": None, "render": None, "intervention": None, "robot": None, "perturbation": None}
+        spec = {"summary_source": SummaryKind.NONE, **unset, **spec}  # None: the ones in use
         return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
 
     def identity(self) -> dict:
