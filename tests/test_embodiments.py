@@ -11,7 +11,7 @@ import pytest
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds, load_manifest, manifest_path
 from vabench.envs.sim.embodiments import EMBODIMENTS, embodiment
-from vabench.envs.tasks import tasks_of_track
+from vabench.envs.tasks import TASKS, tasks_of_track
 from vabench.vocab import Robot, Track
 
 OTHERS = [r for r in Robot if r != Robot.PANDA]
@@ -49,7 +49,7 @@ def test_the_oracle_succeeds_on_a_verified_seed_of_each_robot(robot):
 
 def test_robot_manifests_are_their_own_and_say_why_when_short():
     for robot in OTHERS:
-        for task in tasks_of_track(Track.BASE):
+        for task in sorted(TASKS):  # every track: base, held-out transfer, long-horizon
             if not manifest_path(task, robot).exists():
                 continue
             data = load_manifest(task, robot)
@@ -57,17 +57,31 @@ def test_robot_manifests_are_their_own_and_say_why_when_short():
             assert (len(data["accepted"]) == 20) == (data["declared"] is None), (robot, task)
 
 
-def test_config_names_the_robot():
+def _playable_on(robot: str, track: str) -> set[str]:
+    """The screened tasks of a track the robot can do (a declared one has no accepted seed)."""
+    return {t for t in tasks_of_track(track) if manifest_path(t, robot).exists() and eval_seeds(t, robot)}
+
+
+def test_config_names_the_robot(monkeypatch):
     from tests.test_launch import composed, validate
+    from vabench.envs import seeds
 
     assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
     for robot in OTHERS:  # tasks=all: the screened ones the robot can do (a declared one is left out)
-        assert set(validate("run_id=x", f"robot={robot}").tasks) == {
-            t for t in tasks_of_track(Track.BASE) if manifest_path(t, robot).exists() and eval_seeds(t, robot)
-        }
+        assert set(validate("run_id=x", f"robot={robot}").tasks) == _playable_on(robot, Track.BASE)
+        assert set(validate("run_id=x", f"robot={robot}", "track=transfer").tasks) == _playable_on(
+            robot, Track.TRANSFER
+        )
+    real = seeds.manifest_path  # a listed task not yet screened for the robot is refused, naming the command
+
+    def unscreened(task, robot=Robot.PANDA):
+        return real(task, robot).with_suffix(".missing") if robot == Robot.UR5 else real(task, robot)
+
+    monkeypatch.setattr(seeds, "manifest_path", unscreened)
     with pytest.raises(ValueError, match="no seed manifest for 'grasp_single_cube_heldout' on ur5; run"):
         validate("run_id=x", "robot=ur5", "track=transfer", "tasks=[grasp_single_cube_heldout]")
+    monkeypatch.undo()
     declared = r"'tasks': place_single_bottle_upright: xarm7 cannot do it \(vabench/envs/seed_manifests/xarm7/"
     with pytest.raises(ValueError, match=declared):  # none accepted: the upright placement is out of its reach
         validate("run_id=x", "robot=xarm7", "tasks=[place_single_bottle_upright]")
@@ -97,7 +111,7 @@ def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
 @pytest.mark.parametrize("robot", OTHERS)
 def test_the_oracle_succeeds_on_every_verified_seed(robot):
     env = VABenchEnv(EnvConfig(render=False, robot=robot))
-    for task in tasks_of_track(Track.BASE):
+    for task in sorted(TASKS):  # every track
         if not manifest_path(task, robot).exists():
             continue
         for seed in eval_seeds(task, robot):
