@@ -68,11 +68,13 @@ def test_config_names_the_robot(monkeypatch):
 
     assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
     assert validate("run_id=x").robot == "panda"
-    for robot in OTHERS:  # tasks=all: the screened ones the robot can do (a declared one is left out)
-        assert set(validate("run_id=x", f"robot={robot}").tasks) == _playable_on(robot, Track.BASE)
-        assert set(validate("run_id=x", f"robot={robot}", "track=transfer").tasks) == _playable_on(
-            robot, Track.TRANSFER
-        )
+    for robot, track in [(r, t) for r in OTHERS for t in Track]:  # tasks=all: the screened ones it can do
+        if playable := _playable_on(robot, track):  # a declared one is left out
+            assert set(validate("run_id=x", f"robot={robot}", f"track={track}").tasks) == playable
+        else:  # the xArm7's basket: declared, so its one-task track has nothing to play
+            with pytest.raises(ValueError, match="can play none of the tasks of this track"):
+                validate("run_id=x", f"robot={robot}", f"track={track}")
+    assert _playable_on(Robot.UR5, Track.TRANSFER) == set(tasks_of_track(Track.TRANSFER))  # all screened
     real = seeds.manifest_path  # a listed task not yet screened for the robot is refused, naming the command
 
     def unscreened(task, robot=Robot.PANDA):
