@@ -38,7 +38,7 @@ def plan(s: Servo) -> Skill:
         if attempt:
             yield from s.grip(False)
             yield from s.move_z_to(s.z_cal)
-            m, blob = yield from s.measure(g.target)
+            m, blob = yield from s.seek(g.target)
             if s.active and blob is not None:
                 s.top_blob = blob
         if m is None:
@@ -50,7 +50,7 @@ def plan(s: Servo) -> Skill:
         yield from s.align(g.target, m, blob)
         if not (yield from s.take()):
             continue
-        m, blob = yield from s.measure(g.destination, 60)
+        m, blob = yield from s.seek(g.destination, 60)
         if m is None:
             s.notes.append("destination not seen")
             continue

@@ -21,6 +21,10 @@ from .perception import Blob, Goal, Seen, find
 
 Skill = Generator[dict, Seen, object]
 MAX_MOVE_MM = 100.0
+# where the hand goes to look again when the active topdown does not show the target (m, from where it
+# was missed): a large wrist above the hand (the UR5's) hides the table around and beside it, and moving
+# the hand sideways shifts the hidden patch of the table into view
+LOOK_AROUND = ((-0.15, 0.0), (0.15, 0.0), (-0.15, 0.15), (0.0, 0.15))
 PASSIVE_TOPDOWN, PASSIVE_COLUMNS = 0, (3, 4)
 
 
@@ -149,6 +153,22 @@ class Servo:
             blob = blob or b
         return np.array(cols), blob
 
+    def seek(self, colour: str, min_area: int = 30) -> Skill:
+        """:meth:`measure`, and in the active protocol, while the target stays hidden, the same from the
+        hand positions of :data:`LOOK_AROUND`; (None, None) when none shows it."""
+        m, blob = yield from self.measure(colour, min_area)
+        if blob is not None or not self.active:
+            return m, blob
+        start = self.gc[:2].copy()
+        for dx, dy in LOOK_AROUND:
+            yield from self.move("x", float(start[0] + dx - self.gc[0]))
+            yield from self.move("y", float(start[1] + dy - self.gc[1]))
+            m, blob = yield from self.measure(colour, min_area)
+            if blob is not None:
+                self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
+                return m, blob
+        return None, None
+
     # -- skills ------------------------------------------------------------------------------
     def point_down(self) -> Skill:
         """Turn the approach axis rx straight down (a rotation about ry)."""
@@ -161,7 +181,7 @@ class Servo:
         """Two probe moves: the image Jacobian of the target's measurement (and the topdown axes)."""
         if self.active:
             yield from self.move("y", -0.10)  # uncover the table in front of the hand
-        m0, b0 = yield from self.measure(colour)
+        m0, b0 = yield from self.seek(colour)
         top0 = self.seen.images[PASSIVE_TOPDOWN] if not self.active else None
         if b0 is not None and self.active:
             self.top_blob = b0
