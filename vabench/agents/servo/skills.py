@@ -25,6 +25,7 @@ MAX_MOVE_MM = 100.0
 # was missed): a large wrist above the hand (the UR5's) hides the table around and beside it, and moving
 # the hand sideways shifts the hidden patch of the table into view
 LOOK_AROUND = ((-0.15, 0.0), (0.15, 0.0), (-0.15, 0.15), (0.0, 0.15))
+MOVE_ON_M = 0.05
 PASSIVE_TOPDOWN, PASSIVE_COLUMNS = 0, (3, 4)
 
 
@@ -155,7 +156,10 @@ class Servo:
 
     def seek(self, colour: str, min_area: int = 30) -> Skill:
         """:meth:`measure`, and in the active protocol, while the target stays hidden, the same from the
-        hand positions of :data:`LOOK_AROUND`; (None, None) when none shows it."""
+        hand positions of :data:`LOOK_AROUND`; (None, None) when none shows it. A target that has just
+        come out from behind the arm may still be cut by it (its centre, hence the Jacobian the probes
+        measure, is then off), so the hand moves on by :data:`MOVE_ON_M` the same way, and the blob
+        seen there is kept unless it is lost."""
         m, blob = yield from self.measure(colour, min_area)
         if blob is not None or not self.active:
             return m, blob
@@ -164,9 +168,18 @@ class Servo:
             yield from self.move("x", float(start[0] + dx - self.gc[0]))
             yield from self.move("y", float(start[1] + dy - self.gc[1]))
             m, blob = yield from self.measure(colour, min_area)
-            if blob is not None:
-                self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
-                return m, blob
+            if blob is None:
+                continue
+            self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
+            on = MOVE_ON_M * np.array([dx, dy]) / np.hypot(dx, dy)
+            yield from self.move("x", float(on[0]))
+            yield from self.move("y", float(on[1]))
+            m_on, blob_on = yield from self.measure(colour, min_area)
+            if blob_on is not None:
+                return m_on, blob_on
+            yield from self.move("x", -float(on[0]))
+            yield from self.move("y", -float(on[1]))
+            return (yield from self.measure(colour, min_area))
         return None, None
 
     # -- skills ------------------------------------------------------------------------------
