@@ -34,6 +34,8 @@ def plan(s: Servo) -> Skill:
     g = s.goal
     yield from s.point_down()
     m, blob = yield from s.calibrate(g.target)
+    if g.destination:
+        s.glance(g.destination, 60)
     for attempt in range(4):
         if attempt:
             yield from s.grip(False)
@@ -50,7 +52,7 @@ def plan(s: Servo) -> Skill:
         yield from s.align(g.target, m, blob)
         if not (yield from s.take()):
             continue
-        m, blob = yield from s.seek(g.destination, 60)
+        m, blob = yield from s.seek(g.destination, 60, recall=True)
         if m is None:
             s.notes.append("destination not seen")
             continue
