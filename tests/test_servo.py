@@ -197,6 +197,19 @@ def test_a_target_the_wrist_hides_is_found_from_beside_and_reached_by_dead_recko
     assert np.linalg.norm(world.gc[:2] - world.cube[:2]) < 0.005
 
 
+def test_a_hidden_static_target_is_dead_reckoned_from_its_last_sighting():
+    """Once the Jacobian is known, the measurement of a static target the arm hides is its last one
+    plus the Jacobian times the hand's move since (the camera moves with GC)."""
+    world = WristedTopdown(gc=(0.30, -0.10, 1.06), cube=(0.22, -0.10, 0.765))
+    s = Servo(world.seen(), goal_from_instruction(world.seen().instruction), active=True)
+    world.run(s.calibrate("red"))
+    world.run(s.move("x", 0.12))
+    m, blob = world.run(s.seek("red", recall=True))
+    assert blob is None and find(world.seen().images[0], "red") is None
+    truth = world.PX_PER_M * (world.cube[:2] - world.gc[:2]) * (1, -1)
+    assert np.linalg.norm(m - truth) < 2.0, (m, truth)
+
+
 DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg": 90}  # the right hand, from home
 BACK = {"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100}
 
