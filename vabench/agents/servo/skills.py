@@ -26,7 +26,7 @@ MAX_MOVE_MM = 100.0
 # the hand sideways shifts the hidden patch of the table into view
 LOOK_AROUND = ((-0.15, 0.0), (0.15, 0.0), (-0.15, 0.15), (0.0, 0.15))
 MOVE_ON_M = 0.05
-PROBE_AGREE = 0.3  # the active probes agree when the Jacobian and the blob's area are this close to ideal
+PROBE_AGREE = 0.3  # active probes: the largest relative misfit of the y column, and of the blob's area
 PASSIVE_TOPDOWN, PASSIVE_COLUMNS = 0, (3, 4)
 
 
@@ -181,10 +181,12 @@ class Servo:
     def seek(self, colour: str, min_area: int = 30, look: bool = False, recall: bool = False) -> Skill:
         """:meth:`measure`, and in the active protocol, while the target stays hidden, the same from the
         hand positions of :data:`LOOK_AROUND` (``look``: only from those); (None, None) when none shows
-        it. ``recall``: a hidden target seen before is dead-reckoned (:meth:`recall`) instead. A target that has just
-        come out from behind the arm may still be cut by it (its centre, hence the Jacobian the probes
-        measure, is then off), so the hand moves on by :data:`MOVE_ON_M` the same way, and the blob
-        seen there is kept unless it is lost."""
+        it. ``recall``: a hidden target seen before is dead-reckoned (:meth:`recall`) instead.
+
+        A target that has just come out from behind the arm may still be cut by it (its centre, hence
+        the Jacobian the probes measure, is then off), so the hand moves on by :data:`MOVE_ON_M` the
+        same way (back, when that would push it out of the image), and the blob seen there is kept
+        unless it is lost."""
         if not look:
             m, blob = yield from self.measure(colour, min_area)
             if blob is not None or not self.active:
@@ -201,6 +203,8 @@ class Servo:
                 continue
             self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
             on = MOVE_ON_M * np.array([dx, dy]) / np.hypot(dx, dy)
+            if _near_edge(blob, self.seen.images[0].shape, np.array([-on[0], on[1]])):
+                on = -on  # found at the image's edge: moving on would push it out; come back toward it
             yield from self.move("x", float(on[0]))
             yield from self.move("y", float(on[1]))
             m_on, blob_on = yield from self.measure(colour, min_area)
@@ -221,8 +225,10 @@ class Servo:
 
     def calibrate(self, colour: str) -> Skill:
         """Two probe moves: the image Jacobian of the target's measurement (and the topdown axes). In the
-        active protocol, a target a probe loses, or one whose probes disagree (a part of it peeking past
-        the arm, cut differently in each image), is looked for once more from beside and probed there."""
+        active protocol, a target a probe loses, or one whose area the x probe changes (a part of it
+        peeking past the arm, cut differently in each image), is looked for once more from beside and
+        probed there; a y column that is no quarter turn of the x column (the y probe moved a target
+        cut by the image's edge) is replaced by it."""
         if self.active:
             yield from self.move("y", -0.10)  # uncover the table in front of the hand
         m0, b0 = yield from self.seek(colour)
@@ -257,6 +263,8 @@ class Servo:
         cut = self.active and b0 is not None and b1 is not None and abs(b1.area - b0.area) > 0.15 * b0.area
         turned = np.array([jx[1], -jx[0]])
         jy = (m1 - m0) / -0.04 if (m0 is not None and ok and not cut) else turned
+        if self.active and np.linalg.norm(jy - turned) > PROBE_AGREE * np.linalg.norm(jx):
+            jy = turned  # the topdown looks straight down: its Jacobian only turns and scales
         self.J = np.stack([jx, jy], 1)
         if self.active:
             self.A = -self.J
@@ -266,10 +274,7 @@ class Servo:
             if dx is not None and dy is not None:
                 self.A = np.stack([dx / -0.04, dy / -0.04], 1)
         self.z_cal = float(self.gc[2])
-        # the topdown looks straight down: its Jacobian turns and scales, and a whole target keeps its area
-        whole = np.linalg.norm(jy - turned) < PROBE_AGREE * np.linalg.norm(jx) and (
-            abs(b2.area - b1.area) < PROBE_AGREE * max(b1.area, b2.area)
-        )
+        whole = abs(b2.area - b1.area) < PROBE_AGREE * max(b1.area, b2.area)  # the x probe did not cut it
         return m2, b2, whole
 
     def align(self, colour: str, m: np.ndarray | None, blob: Blob | None, tries: int = 3, tol: float = 6.0) -> Skill:
@@ -364,6 +369,19 @@ class Servo:
             return False
         yield from self.move_z_to(self.z_cal)
         return True
+
+
+def _near_edge(blob: Blob, shape: tuple[int, ...], shift: np.ndarray, margin: int = 60) -> bool:
+    """Whether ``blob`` lies within ``margin`` pixels of the image border that an image shift along
+    ``shift`` (u, v) moves it toward."""
+    v0, v1, u0, u1 = blob.box
+    h, w = shape[:2]
+    return bool(
+        (shift[0] < 0 and u0 < margin)
+        or (shift[0] > 0 and u1 > w - margin)
+        or (shift[1] < 0 and v0 < margin)
+        or (shift[1] > 0 and v1 > h - margin)
+    )
 
 
 def _motion(before: np.ndarray | None, after: np.ndarray | None) -> np.ndarray | None:
