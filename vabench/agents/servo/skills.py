@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 
 import numpy as np
 
-from .perception import Blob, Goal, Seen, find
+from .perception import Blob, Goal, Seen, find, near_edge
 
 Skill = Generator[dict, Seen, object]
 MAX_MOVE_MM = 100.0
@@ -203,7 +203,7 @@ class Servo:
                 continue
             self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
             on = MOVE_ON_M * np.array([dx, dy]) / np.hypot(dx, dy)
-            if _near_edge(blob, self.seen.images[0].shape, np.array([-on[0], on[1]])):
+            if near_edge(blob, self.seen.images[0].shape, np.array([-on[0], on[1]])):
                 on = -on  # found at the image's edge: moving on would push it out; come back toward it
             yield from self.move("x", float(on[0]))
             yield from self.move("y", float(on[1]))
@@ -369,19 +369,6 @@ class Servo:
             return False
         yield from self.move_z_to(self.z_cal)
         return True
-
-
-def _near_edge(blob: Blob, shape: tuple[int, ...], shift: np.ndarray, margin: int = 60) -> bool:
-    """Whether ``blob`` lies within ``margin`` pixels of the image border that an image shift along
-    ``shift`` (u, v) moves it toward."""
-    v0, v1, u0, u1 = blob.box
-    h, w = shape[:2]
-    return bool(
-        (shift[0] < 0 and u0 < margin)
-        or (shift[0] > 0 and u1 > w - margin)
-        or (shift[1] < 0 and v0 < margin)
-        or (shift[1] > 0 and v1 > h - margin)
-    )
 
 
 def _motion(before: np.ndarray | None, after: np.ndarray | None) -> np.ndarray | None:
