@@ -32,6 +32,7 @@ from vabench.agents.servo.perception import (
     find,
     goal_from_instruction,
     long_ends,
+    near_edge,
     parse_request,
 )
 from vabench.agents.servo.shoe import shoe_blob
@@ -208,6 +209,14 @@ def test_a_hidden_static_target_is_dead_reckoned_from_its_last_sighting():
     assert blob is None and find(world.seen().images[0], "red") is None
     truth = world.PX_PER_M * (world.cube[:2] - world.gc[:2]) * (1, -1)
     assert np.linalg.norm(m - truth) < 2.0, (m, truth)
+
+
+def test_a_blob_at_the_image_edge_is_near_it_only_for_a_shift_toward_it():
+    img = np.zeros((480, 640, 3), np.uint8)
+    img[200:230, 10:40] = (200, 30, 30)  # at the left edge
+    blob = find(img, "red")
+    assert near_edge(blob, img.shape, np.array([-1.0, 0.0])) and not near_edge(blob, img.shape, np.array([1.0, 0.0]))
+    assert not near_edge(blob, img.shape, np.array([0.0, 1.0]))
 
 
 DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg": 90}  # the right hand, from home
