@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from .conftest import scene_digest
 
@@ -105,3 +106,23 @@ def test_detours_are_repeatable_across_episodes_and_processes(physics_env):
     out = subprocess.run([sys.executable, "-c", DETOUR_SCRIPT], capture_output=True, text=True, check=True, timeout=300)
     digest, feedback = out.stdout.strip().splitlines()[-1].split(" ", 1)
     assert (digest, feedback) == first
+
+
+@pytest.mark.slow
+def test_detours_do_not_depend_on_how_busy_the_machine_is(monkeypatch):
+    """RRT stops on a wall-clock budget. A machine five times busier (emulated: a fifth of the
+    budget) must play the same episode; on the UR5's hammer seed 1014 a 0.5 s budget did not (a
+    first padded try timed out, the next padding found another path, and the seed passed under
+    load but failed on an idle machine)."""
+    from vabench.envs.env import EnvConfig, VABenchEnv
+    from vabench.envs.sim import planner
+
+    env = VABenchEnv(EnvConfig(render=False, robot="ur5"))
+
+    def episode() -> list[tuple]:
+        env.reset("beat_block_hammer_right", 1014)
+        return [(r.step, r.planner_success, r.feedback, r.success) for r in env.expert_steps()]
+
+    idle = episode()
+    monkeypatch.setattr(planner, "RRT_TIME_S", planner.RRT_TIME_S / 5)
+    assert episode() == idle

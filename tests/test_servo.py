@@ -25,9 +25,18 @@ from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
 from vabench.agents.servo.basket import loose_objects, teal
 from vabench.agents.servo.dual import dark_bars
-from vabench.agents.servo.perception import colour_mask, find, goal_from_instruction, long_ends, parse_request
+from vabench.agents.servo.perception import (
+    ArmState,
+    Seen,
+    colour_mask,
+    find,
+    goal_from_instruction,
+    long_ends,
+    near_edge,
+    parse_request,
+)
 from vabench.agents.servo.shoe import shoe_blob
-from vabench.agents.servo.skills import PASSIVE_COLUMNS
+from vabench.agents.servo.skills import PASSIVE_COLUMNS, Servo
 from vabench.agents.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
 from vabench.envs.objects.common import BOTTLE_MODELS
@@ -135,6 +144,79 @@ def test_servo_refuses_only_the_two_arm_tasks_it_has_no_skill_for():
     assert "no two-arm skill" in agent.refuses("a_new_two_arm_task", ("left", "right"), 1000, "active")
     assert agent.refuses("lift_pot", ("left", "right"), 1000, "passive") is None  # plays it (and stops at once)
     assert agent.refuses("beat_block_hammer_right", ("right",), 1000, "active") is None
+
+
+class WristedTopdown:
+    """A synthetic active topdown, 0.7 m above GC as ``view_topdown`` is (700 px/m, +x right, +y up):
+    a red cube on a beige table, and a grey wrist fixed in the image over the hand and the whole left
+    of it, as the UR5's hides the table. Moves are carried out exactly; the servo sees only images
+    and the robot-state text's numbers."""
+
+    PX_PER_M, WRIST_U = 700.0, 380
+
+    def __init__(self, gc, cube):
+        self.gc, self.cube = np.array(gc, float), np.array(cube, float)
+
+    def seen(self) -> Seen:
+        img = np.zeros((480, 640, 3), np.uint8)
+        img[...] = (190, 175, 150)
+        u, v = np.array([320, 240]) + self.PX_PER_M * (self.cube[:2] - self.gc[:2]) * (1, -1)
+        img[max(0, int(v) - 15) : max(0, int(v) + 15), max(0, int(u) - 15) : max(0, int(u) + 15)] = (200, 30, 30)
+        img[:, : self.WRIST_U] = (90, 90, 95)
+        down = np.array([0.0, 0.0, -1.0])
+        arm = ArmState(
+            False, self.gc.copy(), self.gc + (0, 0, 0.1), down, np.array([-1.0, 0, 0]), np.array([0, 1.0, 0])
+        )
+        return Seen(
+            "", "Use the right arm to grasp the red cube and lift it off the table.", {"right": arm}, [img], True, True
+        )
+
+    def run(self, skill):
+        """Drive a skill generator to its end, carrying out its decisions; its return value."""
+        try:
+            decision = next(skill)
+            while True:
+                if decision.get("action") == "gripper.move_world":
+                    axis = "xyz".index(decision["axis"])
+                    self.gc[axis] += (1 if decision["sign"] == "+" else -1) * decision["distance_mm"] / 1000
+                decision = skill.send(self.seen())
+        except StopIteration as end:
+            return end.value
+
+
+def test_a_target_the_wrist_hides_is_found_from_beside_and_reached_by_dead_reckoning():
+    """The UR5's wrist hides the cube from where the servo first looks (seed 1000 of its
+    grasp_single_cube stopped after 3 looks): it moves the hand aside until the cube shows, measures
+    the image Jacobian there, and one Newton step takes GC over the cube, hidden again under the hand."""
+    world = WristedTopdown(gc=(0.30, -0.10, 1.06), cube=(0.22, -0.10, 0.765))
+    s = Servo(world.seen(), goal_from_instruction(world.seen().instruction), active=True)
+    m, blob = world.run(s.calibrate("red"))
+    assert m is not None and blob is not None and s.J is not None
+    assert np.allclose(s.J, -world.PX_PER_M * np.diag([1.0, -1.0]), rtol=0.05)
+    world.run(s.align("red", m, blob))
+    assert find(world.seen().images[0], "red") is None  # under the hand
+    assert np.linalg.norm(world.gc[:2] - world.cube[:2]) < 0.005
+
+
+def test_a_hidden_static_target_is_dead_reckoned_from_its_last_sighting():
+    """Once the Jacobian is known, the measurement of a static target the arm hides is its last one
+    plus the Jacobian times the hand's move since (the camera moves with GC)."""
+    world = WristedTopdown(gc=(0.30, -0.10, 1.06), cube=(0.22, -0.10, 0.765))
+    s = Servo(world.seen(), goal_from_instruction(world.seen().instruction), active=True)
+    world.run(s.calibrate("red"))
+    world.run(s.move("x", 0.12))
+    m, blob = world.run(s.seek("red", recall=True))
+    assert blob is None and find(world.seen().images[0], "red") is None
+    truth = world.PX_PER_M * (world.cube[:2] - world.gc[:2]) * (1, -1)
+    assert np.linalg.norm(m - truth) < 2.0, (m, truth)
+
+
+def test_a_blob_at_the_image_edge_is_near_it_only_for_a_shift_toward_it():
+    img = np.zeros((480, 640, 3), np.uint8)
+    img[200:230, 10:40] = (200, 30, 30)  # at the left edge
+    blob = find(img, "red")
+    assert near_edge(blob, img.shape, np.array([-1.0, 0.0])) and not near_edge(blob, img.shape, np.array([1.0, 0.0]))
+    assert not near_edge(blob, img.shape, np.array([0.0, 1.0]))
 
 
 DOWN = {"action": "gripper.rotate_local", "axis": "ry", "sign": "-", "angle_deg": 90}  # the right hand, from home

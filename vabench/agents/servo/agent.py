@@ -34,11 +34,13 @@ def plan(s: Servo) -> Skill:
     g = s.goal
     yield from s.point_down()
     m, blob = yield from s.calibrate(g.target)
+    if g.destination:
+        s.glance(g.destination, 60)
     for attempt in range(4):
         if attempt:
             yield from s.grip(False)
             yield from s.move_z_to(s.z_cal)
-            m, blob = yield from s.measure(g.target)
+            m, blob = yield from s.seek(g.target)
             if s.active and blob is not None:
                 s.top_blob = blob
         if m is None:
@@ -50,7 +52,7 @@ def plan(s: Servo) -> Skill:
         yield from s.align(g.target, m, blob)
         if not (yield from s.take()):
             continue
-        m, blob = yield from s.measure(g.destination, 60)
+        m, blob = yield from s.seek(g.destination, 60, recall=True)
         if m is None:
             s.notes.append("destination not seen")
             continue

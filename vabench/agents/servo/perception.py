@@ -236,6 +236,19 @@ def long_ends(img: np.ndarray, colour: str, min_area: int = 100):
     return pts[t <= t.min() + 3].mean(0), pts[t >= t.max() - 3].mean(0), axis
 
 
+def near_edge(blob: Blob, shape: tuple[int, ...], shift: np.ndarray, margin: int = 60) -> bool:
+    """Whether ``blob`` lies within ``margin`` pixels of the image border that an image shift along
+    ``shift`` (u, v) moves it toward."""
+    v0, v1, u0, u1 = blob.box
+    h, w = shape[:2]
+    return bool(
+        (shift[0] < 0 and u0 < margin)
+        or (shift[0] > 0 and u1 > w - margin)
+        or (shift[1] < 0 and v0 < margin)
+        or (shift[1] > 0 and v1 > h - margin)
+    )
+
+
 def find(img: np.ndarray, colour: str, min_area: int = 30, open_top: bool = False) -> Blob | None:
     if colour == "pen":
         return pen_blob(img, max(min_area, 60), open_top)

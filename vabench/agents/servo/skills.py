@@ -17,10 +17,16 @@ from collections.abc import Callable, Generator
 
 import numpy as np
 
-from .perception import Blob, Goal, Seen, find
+from .perception import Blob, Goal, Seen, find, near_edge
 
 Skill = Generator[dict, Seen, object]
 MAX_MOVE_MM = 100.0
+# where the hand goes to look again when the active topdown does not show the target (m, from where it
+# was missed): a large wrist above the hand (the UR5's) hides the table around and beside it, and moving
+# the hand sideways shifts the hidden patch of the table into view
+LOOK_AROUND = ((-0.15, 0.0), (0.15, 0.0), (-0.15, 0.15), (0.0, 0.15))
+MOVE_ON_M = 0.05
+PROBE_AGREE = 0.3  # active probes: the largest relative misfit of the y column, and of the blob's area
 PASSIVE_TOPDOWN, PASSIVE_COLUMNS = 0, (3, 4)
 
 
@@ -46,6 +52,8 @@ class Servo:
         self.z_floor: float | None = None  # lowest GC height the planner accepts (the table)
         self.z_cal = float(self.gc[2])
         self.top_blob: Blob | None = None  # the target in the topdown image the yaw is read from
+        # active: per colour, (GC xy, measurement) when it was last seen, to dead-reckon it once hidden
+        self.sightings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.notes: list[str] = []
         # named finders that replace colour segmentation in the active topdown (a plan's own targets)
         self.finders: dict[str, Callable[[np.ndarray], Blob | None]] = {}
@@ -134,10 +142,7 @@ class Servo:
             img = yield from self.topdown()
             finder = self.finders.get(colour)
             blob = finder(img) if finder else find(img, colour, min_area, open_top=True)
-            if blob is None:
-                return None, None
-            h, w = img.shape[:2]
-            return blob.centre - np.array([(w - 1) / 2, (h - 1) / 2]), blob
+            return self._sighted(colour, img, blob)
         cols = []
         blob = None
         for i in PASSIVE_COLUMNS:
@@ -149,6 +154,67 @@ class Servo:
             blob = blob or b
         return np.array(cols), blob
 
+    def _sighted(self, colour: str, img: np.ndarray, blob: Blob | None):
+        """(measurement, blob) of an active topdown sighting, remembered with where GC was."""
+        if blob is None:
+            return None, None
+        h, w = img.shape[:2]
+        m = blob.centre - np.array([(w - 1) / 2, (h - 1) / 2])
+        self.sightings[colour] = (self.gc[:2].copy(), m)
+        return m, blob
+
+    def glance(self, colour: str, min_area: int = 30) -> None:
+        """Remember where ``colour`` is in the active topdown just taken (no action: it may be hidden
+        later, when the hand comes to look for it)."""
+        if self.active:
+            img = self.seen.images[0]
+            self._sighted(colour, img, find(img, colour, min_area, open_top=True))
+
+    def recall(self, colour: str) -> np.ndarray | None:
+        """The measurement ``colour`` would give now, dead-reckoned from its last sighting with the
+        Jacobian (exact for a camera that moves with GC over a static object); None if never seen."""
+        if colour not in self.sightings or self.J is None:
+            return None
+        gc0, m0 = self.sightings[colour]
+        return m0 + self.J @ (self.gc[:2] - gc0)
+
+    def seek(self, colour: str, min_area: int = 30, look: bool = False, recall: bool = False) -> Skill:
+        """:meth:`measure`, and in the active protocol, while the target stays hidden, the same from the
+        hand positions of :data:`LOOK_AROUND` (``look``: only from those); (None, None) when none shows
+        it. ``recall``: a hidden target seen before is dead-reckoned (:meth:`recall`) instead.
+
+        A target that has just come out from behind the arm may still be cut by it (its centre, hence
+        the Jacobian the probes measure, is then off), so the hand moves on by :data:`MOVE_ON_M` the
+        same way (back, when that would push it out of the image), and the blob seen there is kept
+        unless it is lost."""
+        if not look:
+            m, blob = yield from self.measure(colour, min_area)
+            if blob is not None or not self.active:
+                return m, blob
+            if recall and (m := self.recall(colour)) is not None:
+                self.notes.append(f"{colour} hidden: dead-reckoned from where it was seen")
+                return m, None
+        start = self.gc[:2].copy()
+        for dx, dy in LOOK_AROUND:
+            yield from self.move("x", float(start[0] + dx - self.gc[0]))
+            yield from self.move("y", float(start[1] + dy - self.gc[1]))
+            m, blob = yield from self.measure(colour, min_area)
+            if blob is None:
+                continue
+            self.notes.append(f"target seen from ({dx:+.2f}, {dy:+.2f}) m")
+            on = MOVE_ON_M * np.array([dx, dy]) / np.hypot(dx, dy)
+            if near_edge(blob, self.seen.images[0].shape, np.array([-on[0], on[1]])):
+                on = -on  # found at the image's edge: moving on would push it out; come back toward it
+            yield from self.move("x", float(on[0]))
+            yield from self.move("y", float(on[1]))
+            m_on, blob_on = yield from self.measure(colour, min_area)
+            if blob_on is not None:
+                return m_on, blob_on
+            yield from self.move("x", -float(on[0]))
+            yield from self.move("y", -float(on[1]))
+            return (yield from self.measure(colour, min_area))
+        return None, None
+
     # -- skills ------------------------------------------------------------------------------
     def point_down(self) -> Skill:
         """Turn the approach axis rx straight down (a rotation about ry)."""
@@ -158,10 +224,26 @@ class Servo:
             yield from self.rotate("ry", angle, "servo: point the fingers straight down")
 
     def calibrate(self, colour: str) -> Skill:
-        """Two probe moves: the image Jacobian of the target's measurement (and the topdown axes)."""
+        """Two probe moves: the image Jacobian of the target's measurement (and the topdown axes). In the
+        active protocol, a target a probe loses, or one whose area the x probe changes (a part of it
+        peeking past the arm, cut differently in each image), is looked for once more from beside and
+        probed there; a y column that is no quarter turn of the x column (the y probe moved a target
+        cut by the image's edge) is replaced by it."""
         if self.active:
             yield from self.move("y", -0.10)  # uncover the table in front of the hand
-        m0, b0 = yield from self.measure(colour)
+        m0, b0 = yield from self.seek(colour)
+        m, blob, whole = yield from self._probe(colour, m0, b0)
+        if self.active and not whole:
+            self.notes.append("calibration: the probes lost the target or disagree; looking from beside")
+            m0, b0 = yield from self.seek(colour, look=True)
+            if b0 is not None:
+                m, blob, _ = yield from self._probe(colour, m0, b0)
+        if m is None:
+            self.notes.append("calibration: target not seen")
+        return m, blob
+
+    def _probe(self, colour: str, m0: np.ndarray | None, b0: Blob | None) -> Skill:
+        """The two probe moves from where ``m0`` was measured: (m, blob, whether the probes agree)."""
         top0 = self.seen.images[PASSIVE_TOPDOWN] if not self.active else None
         if b0 is not None and self.active:
             self.top_blob = b0
@@ -174,13 +256,15 @@ class Servo:
         m2, b2 = yield from self.measure(colour)
         top2 = self.seen.images[PASSIVE_TOPDOWN] if not self.active else None
         if m1 is None or m2 is None:
-            self.notes.append("calibration: target not seen")
-            return None, None
+            return None, None, False
         jx = (m2 - m1) / -0.04
         # a target cut by the image's edge moves less than the image does: then trust the x probe and a
         # non-mirrored camera looking down (the y column is the x column turned by 90 degrees)
         cut = self.active and b0 is not None and b1 is not None and abs(b1.area - b0.area) > 0.15 * b0.area
-        jy = (m1 - m0) / -0.04 if (m0 is not None and ok and not cut) else np.array([jx[1], -jx[0]])
+        turned = np.array([jx[1], -jx[0]])
+        jy = (m1 - m0) / -0.04 if (m0 is not None and ok and not cut) else turned
+        if self.active and np.linalg.norm(jy - turned) > PROBE_AGREE * np.linalg.norm(jx):
+            jy = turned  # the topdown looks straight down: its Jacobian only turns and scales
         self.J = np.stack([jx, jy], 1)
         if self.active:
             self.A = -self.J
@@ -190,7 +274,8 @@ class Servo:
             if dx is not None and dy is not None:
                 self.A = np.stack([dx / -0.04, dy / -0.04], 1)
         self.z_cal = float(self.gc[2])
-        return m2, b2
+        whole = abs(b2.area - b1.area) < PROBE_AGREE * max(b1.area, b2.area)  # the x probe did not cut it
+        return m2, b2, whole
 
     def align(self, colour: str, m: np.ndarray | None, blob: Blob | None, tries: int = 3, tol: float = 6.0) -> Skill:
         """Newton steps of GC over the blob with the measured Jacobian; a hidden target counts as aligned."""

@@ -46,7 +46,12 @@ SCREW_QPOS_STEP = 0.02  # rad; mplib's default 0.1 leaves ~10 mm endpoint error,
 # Obstacle inflation (m) of each RRT try, each with its own seed. Every path is re-checked
 # unpadded, so the last, unpadded try is accepted only if it does not graze.
 RRT_PADDINGS = (0.01, 0.003, 0.0)
-RRT_TIME_S = 0.5  # per try; RRTConnect finds the paths it can in 0.1-0.3 s here
+# Per try. RRTConnect stops on wall-clock time, so a budget near the solve time makes outcomes
+# depend on how busy the machine is (at 0.5 s a UR5 hammer seed passed under load and failed idle:
+# a timed-out padded try hands over to the next padding, another path). Solves here take 0.01-1 s
+# of wall time (TOPP included); 10 s keeps them found at 10x oversubscription, and only a try that
+# finds nothing pays it (none of 114 UR5 detours did; tests/test_determinism.py).
+RRT_TIME_S = 10.0
 MAX_PATH_STEPS = 2500  # 10 s of motion, as RoboTwin's limit
 TOPP_MAX_POINTS = 40  # toppra's cost grows with the path's points; the dense screw path is smooth
 DETOUR_GOAL_CLEARANCE = 0.08  # dynamic bodies this close to the target GC are what the gripper goes for
