@@ -38,12 +38,6 @@ def turn(s: Servo, axis: str, frame_axis: str, want: tuple[float, float, float])
         yield from s.rotate(axis, float(np.clip(deg, -90.0, 90.0)), f"servo: turn {frame_axis} about {axis}")
 
 
-def move_to(s: Servo, xyz: np.ndarray, axes: str = "xyz") -> Skill:
-    for a in axes:
-        i = "xyz".index(a)
-        yield from s.move(a, float(xyz[i] - s.gc[i]))
-
-
 def receiver_ready(r: Servo, out: float) -> Skill:
     """The receiver: pointing down, closing axis along y, then pitched to approach level toward the
     giver's side (+x when the giver is the right arm)."""
@@ -76,7 +70,7 @@ def giver_grasp(g: Servo, at: np.ndarray, along: np.ndarray) -> Skill:
     """Fingers across the block, over the grasp point, down to the table, closed; the table's height
     (where the descent stopped)."""
     yield from turn_across(g, along)
-    yield from move_to(g, at, "xy")
+    yield from g.move_to(at, "xy")
     yield from g.grip(False)
     yield from g.descend()
     yield from g.grip(True)
@@ -94,10 +88,10 @@ def handover(p: Pair, giver: str) -> Skill:
     table = yield from giver_grasp(g, *found)
     yield from g.move_z_to(table + LIFT_TO_M)
     yield from turn(g, "ry", "rx", (0.0, 1.0, 0.0))  # approach forward: the block stands up in the hand
-    yield from move_to(g, np.array([out * PRESENT[0], PRESENT[1], table + PRESENT[2]]))
+    yield from g.move_to(np.array([out * PRESENT[0], PRESENT[1], table + PRESENT[2]]))
     up = g.gc + np.array([0.0, 0.0, UP_SEGMENT_M])
-    yield from move_to(r, up - np.array([out * STANDOFF_M, 0.0, 0.0]), "xzy")
-    yield from move_to(r, up)
+    yield from r.move_to(up - np.array([out * STANDOFF_M, 0.0, 0.0]), "xzy")
+    yield from r.move_to(up)
     yield from r.grip(True)
     yield from g.grip(False)
     yield from g.move("y", -0.07)

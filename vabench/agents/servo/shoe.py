@@ -14,7 +14,7 @@ import numpy as np
 from scipy import ndimage
 
 from .dual import ARMS, VIEW_BOTH, Pair, probe_scale, turn_across
-from .handover import move_to, signed_deg
+from .handover import signed_deg
 from .perception import Blob, _channels, _holes, blobs, colour_mask
 from .skills import Servo, Skill
 
@@ -66,11 +66,11 @@ def touch_z(s: Servo, depth: float) -> Skill:
 def toe_sign(s: Servo, centre: np.ndarray, along: np.ndarray) -> Skill:
     """+1 when the toe lies along ``along`` from the centre, else -1 (two closed-hand touches);
     and the height where the hand met the upper's top."""
-    yield from move_to(s, centre, "xy")
+    yield from s.move_to(centre, "xy")
     yield from s.grip(True)
     top = yield from touch_z(s, 0.6)
     yield from s.move("z", 0.03)
-    yield from move_to(s, centre + TOE_PROBE_M * along, "xy")
+    yield from s.move_to(centre + TOE_PROBE_M * along, "xy")
     beside = yield from touch_z(s, 0.03 + 2 * TOE_DROP_M)
     yield from s.move_z_to(top + 0.03)
     return (1.0 if top - beside > TOE_DROP_M else -1.0), top
@@ -96,7 +96,7 @@ def turn_toe(s: Servo, toe: np.ndarray) -> Skill:
 def place(s: Servo, centre: np.ndarray, along: np.ndarray, mat: np.ndarray) -> Skill:
     """Grasp the shoe across its upper at the centre, lift it, turn its toe to -x, set it on the mat."""
     sign, top = yield from toe_sign(s, centre, along)
-    yield from move_to(s, centre, "xy")
+    yield from s.move_to(centre, "xy")
     yield from s.grip(False)
     grasp_z = top - GRASP_BELOW_TOP_M
     yield from s.lower_to(grasp_z, stop_on_contact=False, step=TOUCH_STEP_M)
@@ -104,7 +104,7 @@ def place(s: Servo, centre: np.ndarray, along: np.ndarray, mat: np.ndarray) -> S
     yield from s.move("z", LIFT_M)
     if not (yield from turn_toe(s, sign * along)):
         return "servo: the wrist cannot turn the toe to -x"
-    yield from move_to(s, mat, "xy")
+    yield from s.move_to(mat, "xy")
     yield from s.lower_to(grasp_z + 0.01)
     yield from s.grip(False)
     yield from s.move("z", 0.05)

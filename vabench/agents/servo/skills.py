@@ -110,6 +110,12 @@ class Servo:
     def move_z_to(self, z: float) -> Skill:
         return (yield from self.move("z", z - float(self.gc[2])))
 
+    def move_to(self, xyz: np.ndarray, axes: str = "xyz") -> Skill:
+        """GC to ``xyz`` along ``axes``, one axis after another, in that order."""
+        for a in axes:
+            i = "xyz".index(a)
+            yield from self.move(a, float(xyz[i] - self.gc[i]))
+
     def rotate(self, axis: str, deg: float, why: str) -> Skill:
         if abs(deg) < 2.0:
             return True
@@ -196,8 +202,7 @@ class Servo:
                 return m, None
         start = self.gc[:2].copy()
         for dx, dy in LOOK_AROUND:
-            yield from self.move("x", float(start[0] + dx - self.gc[0]))
-            yield from self.move("y", float(start[1] + dy - self.gc[1]))
+            yield from self.move_to(start + (dx, dy), "xy")
             m, blob = yield from self.measure(colour, min_area)
             if blob is None:
                 continue
