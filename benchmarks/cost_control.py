@@ -78,8 +78,8 @@ def billed(run: Path) -> float:
 
 def planned(run_dir: Path, seeds: int, server: ScriptedServer):
     from tests.test_launch import composed
-    from vabench.actors.config import from_config
-    from vabench.actors.plan_print import _episodes, calibration
+    from vabench.config.run import from_config
+    from vabench.plan.report import _episodes, calibration
 
     cfg = composed(
         "model=openai",
@@ -93,7 +93,7 @@ def planned(run_dir: Path, seeds: int, server: ScriptedServer):
     )
     run = from_config(cfg, run_dir.parent / "plan")
     total, _, _ = _episodes(run, calibration(str(run_dir)))
-    from vabench.actors.plan import in_flight, wall_time
+    from vabench.plan.estimate import in_flight, wall_time
 
     return total, wall_time(run, total, total.scaled(0), 0)["episodes"], in_flight(run)
 

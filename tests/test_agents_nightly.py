@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from tests.test_launch import composed
-from vabench.actors.config import from_config
-from vabench.actors.driver import Driver
+from vabench.config.run import from_config
 from vabench.envs.tasks import tasks_of_track
+from vabench.run.driver import Driver
 
 pytestmark = pytest.mark.slow
 

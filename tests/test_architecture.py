@@ -32,20 +32,42 @@ LAYERS = [
     ("vabench.envs.cli",),
     ("vabench.agents", "vabench.analysis"),
     ("vabench.review",),
-    ("vabench.actors",),
+    ("vabench.config",),  # what a run is: its validated config and its episodes
+    ("vabench.runfolder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
+    ("vabench.actors",),  # the Ray-facing workers and their backends
+    ("vabench.plan",),  # plan=true: what a run will cost
+    ("vabench.run",),  # the driver: a run's episodes, summaries, progress and stops
     ("vabench.bundle",),
     ("vabench.verify",),
     ("vabench.launch", "vabench.tasks"),
 ]
 ISOLATED = {
-    "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
+    "vabench.analysis": (
+        "vabench.envs",
+        "vabench.agents",
+        "vabench.actors",
+        "vabench.config",
+        "vabench.runfolder",
+        "vabench.plan",
+        "vabench.run",
+        "vabench.launch",
+    ),
     "vabench.agents": ("vabench.analysis",),
-    "vabench.review": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
+    "vabench.review": (
+        "vabench.envs",
+        "vabench.agents",
+        "vabench.actors",
+        "vabench.config",
+        "vabench.runfolder",
+        "vabench.plan",
+        "vabench.run",
+        "vabench.launch",
+    ),
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
     "ray": ("vabench.actors.backends",),
-    "hydra": ("vabench.launch", "vabench.actors.sections"),
+    "hydra": ("vabench.launch", "vabench.config.sections"),
     "litellm": ("vabench.agents.llm",),
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
@@ -308,10 +330,10 @@ def test_no_yaml_restates_a_config_dataclass_default():
 
     from omegaconf import OmegaConf
 
-    from vabench.actors.config import MODEL_KEYS, RayConfig, RunOptions
-    from vabench.actors.sections import defaults
     from vabench.agents.harness_config import HarnessConfig
     from vabench.agents.models import ModelConfig
+    from vabench.config.run import MODEL_KEYS, RayConfig, RunOptions
+    from vabench.config.sections import defaults
     from vabench.envs.env import RecordingConfig
 
     sections = {

@@ -21,8 +21,8 @@ import psutil
 import pytest
 
 from tests.openai_server import ScriptedServer
-from vabench.actors.scratch import SCRATCH_ENV
 from vabench.outcomes import read_rows
+from vabench.runfolder.scratch import SCRATCH_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))

@@ -18,11 +18,11 @@ import pytest
 
 from tests.openai_server import RateLimit, ScriptedServer
 from tests.test_driver import KEY, _worker_pids, smoke, table
-from vabench.actors.config import ConfigError
-from vabench.actors.driver import Driver
 from vabench.actors.worker import EpisodeWorker, _SeatSim
-from vabench.actors.workerargs import spread, worker_args
+from vabench.actors.workerconfig import spread, worker_args
+from vabench.config.run import ConfigError
 from vabench.envs import EnvConfig, VABenchEnv
+from vabench.run.driver import Driver
 
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
 

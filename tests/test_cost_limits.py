@@ -12,15 +12,15 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
-from vabench.actors.config import ConfigError, from_config
-from vabench.actors.driver import run_experiment
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.llm import LiteLLMModel, prices
 from vabench.agents.models import CostLimitReached, ModelConfig
 from vabench.agents.ratelimit import RateLimiter
+from vabench.config.run import ConfigError, from_config
 from vabench.envs.seeds import eval_seeds
 from vabench.outcometable import load
 from vabench.recordfile import read_events
+from vabench.run.driver import run_experiment
 from vabench.vocab import CostLimit
 
 KEY_VAR = "VABENCH_COST_TEST_KEY"

@@ -22,13 +22,13 @@ from tests.test_launch import composed
 from tests.test_learning import SUMMARY, tool
 from vabench.actors import backends
 from vabench.actors.backends import InProcessBackend, backend_for
-from vabench.actors.config import from_config
-from vabench.actors.driver import Driver, infra_row, plan
-from vabench.actors.specs import expand
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.summary_store import SummaryStore
 from vabench.analysis import success_matrix
+from vabench.config.run import from_config
+from vabench.config.specs import expand
 from vabench.outcomes import read_rows, write_row
+from vabench.run.driver import Driver, infra_row, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
-from vabench.actors.config import from_config
-from vabench.actors.progressbar import ProgressBar, Stage
-from vabench.actors.runfolder import infra_row
-from vabench.actors.runlock import RunLock, RunLocked
-from vabench.actors.specs import expand
-from vabench.actors.summary_phase import SummaryPhase
-from vabench.actors.writer import RunWriter
 from vabench.agents.summary_schema import SummaryError
+from vabench.config.run import from_config
+from vabench.config.specs import expand
 from vabench.outcomes import read_rows
+from vabench.run.progress import ProgressBar, Stage
+from vabench.run.summaries import SummaryPhase
+from vabench.runfolder.lock import RunLock, RunLocked
+from vabench.runfolder.state import infra_row
+from vabench.runfolder.writer import RunWriter
 
 
 def _run(tmp_path: Path, *overrides: str):

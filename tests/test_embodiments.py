@@ -92,7 +92,7 @@ def test_config_names_the_robot(monkeypatch):
     with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
         from pathlib import Path
 
-        from vabench.actors.config import from_config
+        from vabench.config.run import from_config
 
         from_config(cfg, Path("/tmp/vabench-test-run"))
     assert set(EMBODIMENTS) == set(Robot)
@@ -102,7 +102,7 @@ def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
     """``_run.json`` written before robot=NAME holds no ``robot`` key: verify and plan.calibrate
     rebuild its RunConfig, which must be the Panda's (it was refused: "'robot.name' ... got None")."""
     from tests.test_launch import composed
-    from vabench.actors.config import from_config
+    from vabench.config.run import from_config
 
     cfg = composed("run_id=x", "tasks=[grasp_single_cube]")
     del cfg["robot"]
@@ -150,9 +150,9 @@ def test_screening_stops_at_the_cap_and_resumes_after_its_last_candidate(monkeyp
 def test_provenance_digests_the_seed_manifests_of_the_run_robot():
     """A run on another robot plays that robot's seeds, so its provenance names their manifests."""
     from tests.test_launch import validate
-    from vabench.actors.provenance import digest_files
-    from vabench.actors.runfolder import run_manifest
     from vabench.envs.seeds import MANIFEST_DIR
+    from vabench.runfolder.provenance import digest_files
+    from vabench.runfolder.state import run_manifest
 
     task = "grasp_single_cube"
     digests = {}

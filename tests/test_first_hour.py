@@ -18,15 +18,15 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed, validate
-from vabench.actors.config import ConfigError, from_config
-from vabench.actors.probe import EndpointError, _probed, probe
-from vabench.actors.runfolder import plan, unjudged_summary
-from vabench.actors.specs import expand
 from vabench.agents.models import ModelConfig
 from vabench.analysis.load import load_runs
 from vabench.analysis.paired import condition_named
+from vabench.config.run import ConfigError, from_config
+from vabench.config.specs import expand
 from vabench.launch import Exit, help_text, misspelt
 from vabench.outcomes import OutcomeRow, read_rows, write_row
+from vabench.run.probe import EndpointError, _probed, probe
+from vabench.runfolder.state import plan, unjudged_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "VABENCH_TEST_KEY"

@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from vabench.actors.config import ConfigError, from_config
+from vabench.config.run import ConfigError, from_config
 
 CONF = str(Path(__file__).resolve().parents[1] / "conf")
 EXPERIMENTS = sorted(p.stem for p in Path(CONF, "experiment").glob("*.yaml"))

@@ -13,10 +13,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from vabench.actors import runfolder
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, write_row
 from vabench.outcometable import TABLE_NAME, UnreadableOutcomes, gather, landed, load, refresh
+from vabench.runfolder import state as runfolder
 
 
 def spec(seed: int, task: str = "lift_cube", run_index: int = 1) -> EpisodeSpec:

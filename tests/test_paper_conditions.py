@@ -17,13 +17,13 @@ from tests.openai_server import ScriptedServer
 from tests.test_harness import KEY_VAR
 from tests.test_launch import EXPERIMENTS, composed, validate
 from tests.test_observation import _images, _is_observation, script
-from vabench.actors.config import ConfigError, from_config
-from vabench.actors.driver import Driver
 from vabench.agents.records import read_events
+from vabench.config.run import ConfigError, from_config
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS, Encoding
 from vabench.envs.sim.geometry import look_at
 from vabench.outcomes import read_rows
+from vabench.run.driver import Driver
 
 MOVE = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10}
 STOP = {"stop": True, "reason": "test over"}

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
-from vabench.actors.config import from_config
-from vabench.actors.plan import PlanConfig, prior_episode
-from vabench.actors.plan_print import plan_text
 from vabench.agents.prefix import image_tokens_for
+from vabench.config.run import from_config
 from vabench.envs.tasks import task_class
 from vabench.launch import plan_args
 from vabench.outcomes import OutcomeRow, write_row
+from vabench.plan.estimate import PlanConfig, prior_episode
+from vabench.plan.report import plan_text
 from vabench.vocab import EndReason, Status
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,11 +17,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.actors.config import ConfigError  # noqa: E402
 from vabench.agents.history import image_tokens, message_tokens, text_tokens  # noqa: E402
 from vabench.agents.llm import LiteLLMModel  # noqa: E402
 from vabench.agents.models import ModelError, image_part  # noqa: E402
 from vabench.agents.ratelimit import RateLimiter  # noqa: E402
+from vabench.config.run import ConfigError  # noqa: E402
 
 from .openai_server import RateLimit, ScriptedServer  # noqa: E402
 from .test_launch import validate as validate_config  # noqa: E402

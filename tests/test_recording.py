@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.actors.sections import ConfigError, build
 from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig
 from vabench.agents.records import read_events
 from vabench.agents.registry import make_model
+from vabench.config.sections import ConfigError, build
 from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.sim import overlay
 from vabench.media import VIDEO_NAME, demo_video, video_info, write_video

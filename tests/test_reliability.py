@@ -18,11 +18,11 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
-from vabench.actors import runlock
-from vabench.actors.driver import Driver, infra_row, plan
-from vabench.actors.runlock import LOCK_NAME, DriverWatch, RunLock, RunLocked
-from vabench.actors.specs import expand
+from vabench.config.specs import expand
 from vabench.outcomes import read_rows, write_row
+from vabench.run.driver import Driver, infra_row, plan
+from vabench.runfolder import lock as runlock
+from vabench.runfolder.lock import LOCK_NAME, DriverWatch, RunLock, RunLocked
 
 RAY = pytest.mark.xdist_group("ray")  # tests on Ray share one xdist worker (kill tests look for Ray's processes)
 
@@ -312,7 +312,7 @@ def test_a_driver_that_lost_its_lock_stops_and_never_removes_the_new_one(tmp_pat
 
 
 def test_a_missing_key_variable_stops_the_run_before_any_work(tmp_path, monkeypatch):
-    from vabench.actors.driver import run_experiment
+    from vabench.run.driver import run_experiment
 
     monkeypatch.delenv("VABENCH_UNSET_KEY", raising=False)
     with ScriptedServer(default=MOVE_UP) as server:

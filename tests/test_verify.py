@@ -17,12 +17,12 @@ import pytest
 
 from tests.test_launch import composed
 from vabench import bundle
-from vabench.actors.config import from_config
-from vabench.actors.driver import Driver
 from vabench.analysis.flips import flips
+from vabench.config.run import from_config
 from vabench.envs.tasks.grasp_single_cube import GraspSingleCube
 from vabench.outcomes import read_rows, write_row
 from vabench.recordfile import record_digest
+from vabench.run.driver import Driver
 from vabench.verify import rescore, verify
 from vabench.verify.__main__ import main as verify_main
 from vabench.verify.check import _row_identity, load, provenance_differences

@@ -1,6 +1,6 @@
 """What one episode is (:class:`EpisodeSpec`): the condition, task, seed and repetition, with its
 deterministic place in a run folder, so a rerun knows what is already done. A plain frozen value
-of the vocabulary's words: the driver expands a run into specs (:mod:`vabench.actors.specs`), they
+of the vocabulary's words: the driver expands a run into specs (:mod:`vabench.config.specs`), they
 travel to workers as they are, the harness runs one, and its row carries the spec's identity."""
 
 from __future__ import annotations

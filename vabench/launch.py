@@ -31,7 +31,7 @@ import hydra
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from vabench.actors.config import ConfigError, from_config  # also registers the model/_defaults node
+from vabench.config.run import ConfigError, from_config  # also registers the model/_defaults node
 
 SWEEP_FILE = "multirun.yaml"  # what Hydra writes into a sweep folder; Parquet readers fail on it
 
@@ -169,15 +169,15 @@ def _job(cfg: DictConfig) -> None:
     except ConfigError as e:
         _refuse(run_dir, f"config error: {e}")
     if run.probe:
-        from vabench.actors.probe import EndpointError, probe
+        from vabench.run.probe import EndpointError, probe
 
         try:
             probe(run.model, log=lambda m: print(m, file=sys.stderr))
         except EndpointError as e:
             _refuse(run_dir, f"endpoint: {e}")
-    from vabench.actors.driver import run_experiment
-    from vabench.actors.runfolder import unjudged_summary
     from vabench.analysis import success_matrix, to_markdown
+    from vabench.run.driver import run_experiment
+    from vabench.runfolder.state import unjudged_summary
 
     parallel = HydraConfig.get().launcher.get("_target_", "").endswith("JoblibLauncher")
     try:
@@ -276,7 +276,7 @@ def misspelt(args: list[str]) -> str | None:
     """One line for the first ``key=value`` whose key the composed defaults do not have, with the
     closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*``, group
     paths (``hydra/launcher=joblib``) and the free-form ``model.extra.*`` are left to Hydra."""
-    from vabench.actors.sections import closest
+    from vabench.config.sections import closest
 
     keys = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "+", "~"))]
     keys = [k for k in keys if "/" not in k and not k.startswith(("hydra.", "model.extra."))]  # group paths: Hydra's
@@ -323,11 +323,11 @@ def plan_args(args: list[str]) -> tuple[list[str], dict | None]:
 
 
 def plan(overrides: list[str], keys: dict) -> None:
-    """Print the run's plan (vabench.actors.plan): the composed config, validated, and nothing
+    """Print the run's plan (vabench.plan.estimate): the composed config, validated, and nothing
     else: no key, no Ray, no request, no folder."""
-    from vabench.actors.plan import PlanConfig
-    from vabench.actors.plan_print import plan_text
-    from vabench.actors.sections import build
+    from vabench.config.sections import build
+    from vabench.plan.estimate import PlanConfig
+    from vabench.plan.report import plan_text
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # prices from the installed map, no network
     if any(a in ("-m", "--multirun") for a in overrides):

@@ -16,13 +16,13 @@ import os
 import uuid
 from concurrent.futures import Future
 
+from vabench.actors.workerconfig import NodeCheckFailed, check_local_key, make_limiter, node_has, worker_args
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
+from vabench.config.run import RunConfig
+from vabench.runfolder.state import spent_before
 
 from .backstop import ProgressBoard
-from .config import RunConfig
-from .spend import spent_before
-from .workerargs import NodeCheckFailed, check_local_key, make_limiter, node_has, worker_args
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
 LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets

@@ -22,8 +22,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from vabench.actors.workerconfig import spread
+
 from .backstop import load_factor
-from .workerargs import spread
 
 SHARE_EVERY_S = 10.0  # how often a run looks for runs starved of workers
 

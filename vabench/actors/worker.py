@@ -7,7 +7,7 @@ row, and the driver writes it. Its record (events and frames) goes straight into
 where the worker sees the driver's run folder (the same machine, or a shared filesystem: checked
 by the lock's token, so an unrelated folder at the same path never counts), live, so an
 interrupted episode keeps its partial record; elsewhere it is written to node-local scratch and
-travels back with the row (:mod:`vabench.actors.scratch`).
+travels back with the row (:mod:`vabench.runfolder.scratch`).
 
 Model latency dominates an episode (seconds per call, against ~0.1 s of simulator work per
 decision), so the episodes of a worker run as threads: while some wait for their models, one
@@ -37,11 +37,11 @@ from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore
 from vabench.envs import RENDER_PRESETS, EnvConfig, PerturbationConfig, RecordingConfig, VABenchEnv
+from vabench.runfolder.lock import DriverWatch, _snapshot
+from vabench.runfolder.scratch import Scratch, pack, read
 from vabench.vocab import EndReason, Render, Robot
 
 from .backstop import Progress
-from .runlock import DriverWatch, _snapshot
-from .scratch import Scratch, pack, read
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 

@@ -1,5 +1,5 @@
 """The harness's settings (``harness.*`` in the config): the defaults and bounds live here once;
-Hydra composes them as ``harness/_defaults`` (vabench.actors.config)."""
+Hydra composes them as ``harness/_defaults`` (vabench.config.run)."""
 
 from __future__ import annotations
 

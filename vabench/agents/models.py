@@ -123,7 +123,7 @@ class Model(ABC):
 @dataclass(frozen=True)
 class ModelConfig:
     """How to reach one model: the defaults of every ``conf/model/*.yaml`` live here, once
-    (``vabench.actors.config`` registers them as Hydra's ``model/_defaults``). Keys never live
+    (``vabench.config.run`` registers them as Hydra's ``model/_defaults``). Keys never live
     here: ``api_key_env`` names the environment variable."""
 
     model: str  # any LiteLLM provider string: openai/..., anthropic/..., gemini/..., hosted_vllm/..., ollama_chat/...

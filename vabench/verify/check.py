@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.actors import provenance
-from vabench.actors.config import from_config
-from vabench.actors.runfolder import PROVENANCE, run_manifest, write_run_info
+from vabench.config.run import from_config
 from vabench.outcomes import COLUMNS, read_rows, write_row
 from vabench.recordfile import read_events
+from vabench.runfolder import provenance
+from vabench.runfolder.state import PROVENANCE, run_manifest, write_run_info
 from vabench.vocab import Status
 
 from .compare import JUDGED, check_record, compare, plain

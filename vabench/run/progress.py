@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from tqdm import tqdm
 
-from .spend import spend_shown
+from vabench.run.spend import spend_shown
 
 ASK_S = 2.0  # the limiter's and the workers' figures are asked for at most this often
 TALLY = ("ok", "failed", "infra", "retried")  # the driver's counts the bar shows

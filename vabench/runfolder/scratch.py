@@ -18,8 +18,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from vabench.agents.records import set_aside
-
-from .runlock import _pid_alive, _pid_checkable, _place, _start_ticks
+from vabench.runfolder.lock import _pid_alive, _pid_checkable, _place, _start_ticks
 
 SCRATCH_ENV = "VABENCH_SCRATCH"  # where workers keep files until their episode ends (default: <tmp>/vabench-scratch)
 OWNER = ".owner.json"

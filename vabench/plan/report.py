@@ -1,5 +1,5 @@
 """The plan as text (:func:`plan_text`), calibrated from a previous run folder when one is named;
-the estimates themselves are :mod:`vabench.actors.plan`'s."""
+the estimates themselves are :mod:`vabench.plan.estimate`'s."""
 
 from __future__ import annotations
 
@@ -10,11 +10,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.config.run import RunConfig, from_config
 from vabench.outcometable import load
+from vabench.plan.estimate import (
+    PRIORS,
+    Estimate,
+    PlanConfig,
+    episode_counts,
+    in_flight,
+    learning,
+    prior_episode,
+    wall_time,
+)
 from vabench.vocab import SEEDS_PER_TASK, Status
-
-from .config import RunConfig, from_config
-from .plan import PRIORS, Estimate, PlanConfig, episode_counts, in_flight, learning, prior_episode, wall_time
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
 _COLUMNS = {"input": "prompt_tokens", "cached": "cached_tokens", "written": "cache_write_tokens"}

@@ -22,10 +22,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from vabench.checks import at_least, within
+from vabench.config.run import RunConfig
+from vabench.config.specs import expand
 from vabench.vocab import SummaryKind, Track, protocol_named
-
-from .config import RunConfig
-from .specs import expand
 
 
 @dataclass(frozen=True)

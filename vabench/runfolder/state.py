@@ -12,16 +12,16 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.agents import prompts
+from vabench.agents.cache import CACHE
 from vabench.agents.registry import is_offline
+from vabench.config.run import RunConfig
+from vabench.config.specs import expand, summary_source
 from vabench.episodes import EpisodeSpec
 from vabench.interventions import in_force
 from vabench.outcomes import OutcomeRow, set_aside
-from vabench.outcometable import OUTCOMES, refresh, statuses
+from vabench.outcometable import OUTCOMES, load, refresh, statuses
+from vabench.runfolder import provenance
 from vabench.vocab import ErrorKind, Status, SummaryKind, counted
-
-from . import provenance
-from .config import RunConfig
-from .specs import expand, summary_source
 
 
 def _set_aside_unreadable(run_dir: Path, log=print) -> None:
@@ -73,7 +73,7 @@ PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every mani
 
 
 def run_manifest(run: RunConfig) -> dict:
-    """The run's provenance manifest (:mod:`vabench.actors.provenance`)."""
+    """The run's provenance manifest (:mod:`vabench.runfolder.provenance`)."""
     learns = not is_offline(run.model.model) and run.summary.kind == SummaryKind.OWN
     return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.robot)
 
@@ -143,3 +143,33 @@ def _cause(error: str) -> str:
     text = " ".join(str(error).split())
     text = re.sub(r"after \d+ attempts", "after N attempts", text)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def spent_before(run: RunConfig) -> float:
+    """US dollars the run folder already records as spent on the model, which ``model.max_cost_usd``
+    counts on from: its rows' ``cost_usd``, and the replies kept in the response cache of episodes
+    with no row yet (attempts a cost limit or Ctrl-C interrupted, which a rerun replays free). Read
+    only when the run has a limit."""
+    if run.model.max_cost_usd is None or not run.run_dir.is_dir():
+        return 0.0
+    known = statuses(run.run_dir)
+    spent = 0.0
+    if known:
+        rows = load(run.run_dir / OUTCOMES)
+        spent += float(pd.to_numeric(rows["cost_usd"], errors="coerce").fillna(0.0).sum())
+    outdir = run.run_dir / OUTCOMES
+    for spec in expand(run):
+        folder = run.run_dir / CACHE / spec.key
+        if folder.is_dir() and spec.outcome_path(run.run_dir).relative_to(outdir).as_posix() not in known:
+            spent += _cached_cost(folder)
+    return spent
+
+
+def _cached_cost(folder: Path) -> float:
+    total = 0.0
+    for entry in folder.glob("*.json"):
+        try:
+            total += float(json.loads(entry.read_text(encoding="utf-8")).get("cost_usd") or 0.0)
+        except (OSError, ValueError):  # a reply being written: counted by the next launch
+            continue
+    return total

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from vabench.agents.registry import is_offline
+from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
 from vabench.vocab import SummaryKind, intervention_label
-
-from .config import RunConfig
 
 
 def summary_source(run: RunConfig) -> str:

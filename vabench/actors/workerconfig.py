@@ -7,9 +7,8 @@ import os
 
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
-
-from .config import RunConfig
-from .spend import spent_before
+from vabench.config.run import RunConfig
+from vabench.runfolder.state import spent_before
 
 
 class NodeCheckFailed(RuntimeError):

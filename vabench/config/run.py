@@ -5,7 +5,7 @@ Hydra composes the YAML under ``conf/``; :func:`from_config` turns it into a fro
 :class:`RunConfig`. Keys never live in a config: a model names the environment variable that
 holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. The
 defaults of every ``model.*``, ``harness.*``, ``ray.*`` and ``recording.*`` key are their
-dataclasses' (:mod:`vabench.actors.sections` registers them as Hydra's ``<section>/_defaults``), so
+dataclasses' (:mod:`vabench.config.sections` registers them as Hydra's ``<section>/_defaults``), so
 YAML states only what differs; ranges are checked once, in each dataclass.
 """
 
@@ -19,11 +19,10 @@ from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, is_offline, make_model
 from vabench.checks import at_least, bound
+from vabench.config.sections import ConfigError, build, register, typed, unknown_keys
 from vabench.envs import RENDER_PRESETS, PerturbationConfig, RecordingConfig
 from vabench.interventions import check_composes
 from vabench.vocab import PROTOCOLS, TRACKS, Robot, SummaryMode, summary_mode
-
-from .sections import ConfigError, build, register, typed, unknown_keys
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
@@ -98,7 +97,7 @@ class RunConfig:
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
     robot: str = Robot.PANDA  # the embodiment (robot=NAME; vabench.envs.sim.embodiments)
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
-    probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.actors.probe)
+    probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.run.probe)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
     @property

@@ -1,5 +1,5 @@
 """What a driver writes into its run folder, and the one rule for every write: never into a
-folder another driver has taken over (:mod:`vabench.actors.runlock`).
+folder another driver has taken over (:mod:`vabench.runfolder.lock`).
 
 Rows and records reach the run folder through the driver from any node (a worker that cannot see
 the folder sends its record back with its row), so a cluster needs no shared filesystem.
@@ -12,9 +12,8 @@ from pathlib import Path
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, write_row
 from vabench.outcometable import landed
-
-from .runlock import RunLock, RunLocked
-from .scratch import land
+from vabench.runfolder.lock import RunLock, RunLocked
+from vabench.runfolder.scratch import land
 
 
 class RunWriter:

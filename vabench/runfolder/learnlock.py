@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 from vabench.agents.demo_tools import summary_task
 from vabench.agents.summary_store import SummaryStore
-
-from .runlock import RunLock, RunLocked
+from vabench.runfolder.lock import RunLock, RunLocked
 
 POLL_S = 2.0
 

@@ -37,23 +37,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.actors.backends import NodeCheckFailed, WorkerDied, backend_for
+from vabench.actors.backstop import Backstop, Limits
+from vabench.actors.pool import ClusterStarved, WorkerPool
 from vabench.agents.harness import Episode
 from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
+from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
 from vabench.outcometable import load
+from vabench.run.progress import ProgressBar, Stage
+from vabench.run.spend import CostStop, after_run, interrupted
+from vabench.run.summaries import WAIT_S, SummaryPhase
+from vabench.runfolder.lock import RunLock, RunLocked
+from vabench.runfolder.state import infra_row, plan, write_run_info
+from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
-
-from .backends import NodeCheckFailed, WorkerDied, backend_for
-from .backstop import Backstop, Limits
-from .config import RunConfig
-from .pool import ClusterStarved, WorkerPool
-from .progressbar import ProgressBar, Stage
-from .runfolder import infra_row, plan, write_run_info
-from .runlock import RunLock, RunLocked
-from .spend import CostStop, after_run, interrupted
-from .summary_phase import WAIT_S, SummaryPhase
-from .writer import RunWriter
 
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 COUNTS = ("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "permanent")
@@ -76,7 +75,7 @@ class Driver:
         self.pool: WorkerPool | None = None
         self.backstop: Backstop | None = None
         self.bar: ProgressBar | None = None
-        self.capped: list[str] = []  # why episodes a cost limit interrupted (vabench.actors.spend)
+        self.capped: list[str] = []  # why episodes a cost limit interrupted (vabench.run.spend)
 
     # -- stages ---------------------------------------------------------------------------
     def execute(self) -> pd.DataFrame:
