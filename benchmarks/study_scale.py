@@ -12,7 +12,7 @@ driver's paths) and a small event record per episode. Every figure is measured i
   checked against the files' stats);
 - ``analysis``: ``python -m vabench.analysis RUN --out DIR`` (run as a module in the measuring
   process: pandas is imported before the clock starts);
-- ``resume``: ``vabench.runfolder.state.plan`` over every episode of the run (all done);
+- ``resume``: ``vabench.runfolder.state.todo`` over every episode of the run (all done);
 - ``review``: the review app's first run page (``GET /run/0``, app created in the same process).
 
 Targets at 14,000 (issue 30): load <= 2 s, analysis <= 10 s and 1 GB, first page <= 2 s, resume <= 2 s.

@@ -28,7 +28,7 @@ from vabench.analysis import success_matrix
 from vabench.config.run import from_config
 from vabench.config.specs import expand
 from vabench.outcomes import read_rows, write_row
-from vabench.run.driver import Driver, infra_row, plan
+from vabench.run.driver import Driver, infra_row, todo
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
@@ -83,11 +83,11 @@ def test_rerun_skips_finished_episodes_and_retries_infra_errors(reference):
     run, _ = reference
     files = sorted((run.run_dir / "outcomes").rglob("*.parquet"))
     before = {f: f.stat().st_mtime_ns for f in files}
-    assert plan(run) == ([], 4)
+    assert todo(run) == ([], 4)
     spec = expand(run)[0]
     write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, 1, "provider down"))
-    todo, done = plan(run)
-    assert (todo, done) == ([(spec, 2)], 3)
+    pending, done = todo(run)
+    assert (pending, done) == ([(spec, 2)], 3)
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     again = df.set_index(KEY).loc[(spec.task, spec.seed, spec.protocol, spec.run_index)]
     assert (again["status"], again["attempt"], bool(again["success"])) == ("ok", 2, True)
@@ -105,7 +105,7 @@ def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path, m
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     assert table(df).equals(table(ref)) and (df["status"] == "ok").all()
     assert all((run.run_dir / rel).is_file() for rel in df["record"]) and (run.run_dir / "_run.json").is_file()
-    assert plan(run) == ([], 4)
+    assert todo(run) == ([], 4)
 
 
 def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_path, monkeypatch):
@@ -208,7 +208,7 @@ def test_summary_learning_that_cannot_reach_the_provider_leaves_retryable_infra_
     )
     assert row["error"].startswith("summary: ") and "gave up after" in row["error"]
     assert pd.isna(row["summary_learned"]) and pd.isna(row["summary_digest"])  # never ran: nothing to say
-    assert plan(run) == ([(expand(run)[0], 2)], 0)  # a rerun tries again
+    assert todo(run) == ([(expand(run)[0], 2)], 0)  # a rerun tries again
 
 
 def test_a_passive_run_in_the_same_results_folder_reuses_the_base_runs_summary(tmp_path, demo_root, monkeypatch):

@@ -26,7 +26,7 @@ from vabench.config.specs import expand
 from vabench.launch import Exit, help_text, misspelt
 from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.run.probe import EndpointError, _probed, probe
-from vabench.runfolder.state import plan, unjudged_summary
+from vabench.runfolder.state import todo, unjudged_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "VABENCH_TEST_KEY"
@@ -207,8 +207,8 @@ def test_a_corrupt_outcome_file_is_set_aside_and_its_episode_runs_again(tmp_path
     bad = specs[1].outcome_path(run.run_dir)
     bad.write_bytes(b"PAR1 truncated by a full disk")
     said = []
-    todo, done = plan(run, log=said.append)
-    assert todo == [(specs[1], 1)] and done == 1
+    pending, done = todo(run, log=said.append)
+    assert pending == [(specs[1], 1)] and done == 1
     assert len(said) == 1 and said[0].startswith(f"unreadable outcome file {bad} (") and "runs again" in said[0]
     aside = list(bad.parent.glob("_unreadable-*"))
     assert not bad.exists() and len(aside) == 1 and aside[0].read_bytes().startswith(b"PAR1 truncated")

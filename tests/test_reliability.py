@@ -20,7 +20,7 @@ from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
 from vabench.config.specs import expand
 from vabench.outcomes import read_rows, write_row
-from vabench.run.driver import Driver, infra_row, plan
+from vabench.run.driver import Driver, infra_row, todo
 from vabench.runfolder import lock as runlock
 from vabench.runfolder.lock import LOCK_NAME, DriverWatch, RunLock, RunLocked
 
@@ -58,8 +58,8 @@ def test_a_rerun_gives_exhausted_infra_rows_a_fresh_budget_unless_told_not_to(tm
     spec = expand(run)[0]
     write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, run.max_attempts, "model: provider down"))
     skip = smoke(tmp_path, "outage", *ONE, "retry_infra=false")
-    assert plan(skip) == ([], 1)
-    assert plan(run) == ([(spec, run.max_attempts + 1)], 0)
+    assert todo(skip) == ([], 1)
+    assert todo(run) == ([(spec, run.max_attempts + 1)], 0)
     said = []
     df = quiet(run, said).execute()
     assert "1 infra_error row(s) retried" in said[0]
@@ -103,7 +103,7 @@ def test_a_crashed_attempt_stays_counted_when_the_driver_is_then_interrupted(tmp
     assert calls == [1, 2] and (row["status"], int(row["attempt"])) == ("infra_error", 1)
     assert "simulated worker bug" in row["error"]
     monkeypatch.setattr(EpisodeWorker, "run", real)
-    assert plan(run) == ([(spec, 2)], 0)
+    assert todo(run) == ([(spec, 2)], 0)
     df = quiet(run).execute()
     assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("ok", 2)
 

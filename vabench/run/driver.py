@@ -50,7 +50,7 @@ from vabench.run.progress import ProgressBar, Stage
 from vabench.run.spend import CostStop, after_run, interrupted
 from vabench.run.summaries import WAIT_S, SummaryPhase
 from vabench.runfolder.lock import RunLock, RunLocked
-from vabench.runfolder.state import infra_row, plan, write_run_info
+from vabench.runfolder.state import infra_row, todo, write_run_info
 from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
@@ -88,28 +88,28 @@ class Driver:
         provenance = write_run_info(run, self.log)  # every row names the manifest it ran under
         self.summaries = SummaryPhase(run, self.writer, provenance, self.log, lambda: self._stop)
         self._run_part = {**run.identity, "provenance_digest": provenance}
-        todo, done = plan(run, self.log)
-        self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in todo}  # this run's budget
-        retried = sum(attempt > 1 for _, attempt in todo)
+        pending, done = todo(run, self.log)
+        self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in pending}  # this run's budget
+        retried = sum(attempt > 1 for _, attempt in pending)
         self.log(
-            f"run {run.run_id}: {counted(len(todo) + done, 'episode')}, {done} already done, {len(todo)} to run"
+            f"run {run.run_id}: {counted(len(pending) + done, 'episode')}, {done} already done, {len(pending)} to run"
             + (f" ({retried} infra_error row(s) retried)" if retried else "")
         )
         if is_offline(run.model.model) and run.summary.kind != SummaryKind.NONE:
             self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
-        if todo:
+        if pending:
             name = None if self.line is None else run.run_dir.name
-            self.bar = ProgressBar(len(todo), self.counts, self.progress, self.line, name, run.model.max_cost_usd)
+            self.bar = ProgressBar(len(pending), self.counts, self.progress, self.line, name, run.model.max_cost_usd)
             try:
                 if not run.ray.in_process:
                     self.bar.stage(Stage.RAY)
                 backend = backend_for(run, (str(lock.path), lock.token))
-                if todo[0][0].summary_mode.kind == SummaryKind.OWN:
+                if pending[0][0].summary_mode.kind == SummaryKind.OWN:
                     self.bar.stage(Stage.SUMMARIES)
-                todo = self.summaries.prepare(backend, todo)
+                pending = self.summaries.prepare(backend, pending)
                 self.counts["infra"] += self.summaries.infra
                 self.bar.judged(self.summaries.infra)
-                self._episodes(backend, todo)
+                self._episodes(backend, pending)
             finally:
                 self.bar.close()
         return after_run(self.capped, run, load(run.run_dir / "outcomes"))

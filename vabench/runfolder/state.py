@@ -31,7 +31,7 @@ def _set_aside_unreadable(run_dir: Path, log=print) -> None:
         log(f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again")
 
 
-def plan(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]:
+def todo(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]:
     """Episodes still to run, with their attempt number, and how many are already done.
 
     An ``infra_error`` row is retried on every rerun with a fresh budget of ``max_attempts``
