@@ -44,6 +44,7 @@ import psutil  # noqa: E402
 from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
 from tests.test_launch import composed  # noqa: E402
 from vabench.config.run import from_config  # noqa: E402
+from vabench.errors import Interrupted  # noqa: E402
 from vabench.run.driver import Driver  # noqa: E402
 
 KEY_VAR = "VABENCH_BENCH_KEY"
@@ -145,7 +146,7 @@ class Background:
     def _run(self) -> None:
         try:
             self.driver.execute()
-        except KeyboardInterrupt:
+        except Interrupted:
             pass
         except BaseException as e:  # surfaced by the caller
             self.error = e

@@ -64,7 +64,7 @@ def direct(env: VABenchEnv, protocol: str, seeds: int, scratch: Path) -> tuple[l
 
 def episodes(env: VABenchEnv, protocol: str, seeds: int, scratch: Path, tag: str) -> dict:
     out = {}
-    oracle = make_model(ModelConfig(model="oracle"))
+    oracle = make_model(ModelConfig(id="oracle"))
     for task in TASKS:
         for seed in eval_seeds(task)[:seeds]:
             folder = scratch / tag / protocol / task / str(seed)

@@ -33,8 +33,8 @@ from vabench.analysis import (
     write_table,
 )
 from vabench.analysis.cli import main
+from vabench.condition import condition_label
 from vabench.outcomes import OutcomeRow, write_row
-from vabench.vocab import condition_label
 
 DUAL = {"place_shoe", "handover_horizontal_block", "lift_pot"}
 

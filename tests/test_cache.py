@@ -112,7 +112,7 @@ def test_a_killed_run_resumes_from_the_cache_without_resending_its_answered_pref
 
 def test_only_never_calls_a_provider(tmp_path):
     with ScriptedServer(default="never") as server:
-        cfg = ModelConfig(model="openai/fake", api_base=server.url, api_key_env=KEY_VAR, cache="only")
+        cfg = ModelConfig(id="openai/fake", api_base=server.url, api_key_env=KEY_VAR, cache="only")
         model = make_model(cfg)
         model.bind(tmp_path / CACHE / "episode")
         with pytest.raises(ModelError, match="model.cache=only") as e:
@@ -122,4 +122,4 @@ def test_only_never_calls_a_provider(tmp_path):
 
 def test_an_unknown_cache_mode_names_the_key():
     with pytest.raises(ValueError, match="'model.cache' must be one of off, on, only"):
-        ModelConfig(model="openai/fake", cache="sometimes")
+        ModelConfig(id="openai/fake", cache="sometimes")

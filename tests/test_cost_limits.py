@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import pytest
 
@@ -14,10 +15,11 @@ from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.llm import LiteLLMModel, prices
-from vabench.agents.models import CostLimitReached, ModelConfig
+from vabench.agents.models import ModelConfig
 from vabench.agents.ratelimit import RateLimiter
 from vabench.config.run import ConfigError, from_config
 from vabench.envs.seeds import eval_seeds
+from vabench.errors import CostCapReached
 from vabench.outcometable import load
 from vabench.recordfile import read_events
 from vabench.run.driver import run_experiment
@@ -58,7 +60,7 @@ def test_the_run_limit_stops_before_the_request_that_would_pass_it(keyed):
         model = LiteLLMModel(ModelConfig("openai/gpt-4o", api_base=server.url, api_key_env=KEY_VAR, max_cost_usd=cap))
         model.complete([{"role": "user", "content": "a"}])
         model.complete([{"role": "user", "content": "b"}])
-        with pytest.raises(CostLimitReached) as stop:
+        with pytest.raises(CostCapReached) as stop:
             model.complete([{"role": "user", "content": "c"}])
         assert len(server.requests) == 2  # nothing sent once the limit is reached
     assert stop.value.limit == CostLimit.RUN and cap <= stop.value.spent < cap + per_call()
@@ -77,7 +79,7 @@ def test_the_episode_limit_ends_the_episode_as_interrupted(render_env, tmp_path,
         model = LiteLLMModel(ModelConfig("openai/gpt-4o", api_base=server.url, api_key_env=KEY_VAR))
         harness = HarnessConfig(max_episode_cost_usd=2.5 * per_call())
         task = "grasp_single_cube"
-        with pytest.raises(CostLimitReached) as stop:
+        with pytest.raises(CostCapReached) as stop:
             run_episode(render_env, model, Episode.of(task, eval_seeds(task)[0]), tmp_path, harness)
         assert len(server.requests) == 3 and stop.value.limit == CostLimit.EPISODE
     events = read_events(tmp_path / "events.jsonl")
@@ -100,11 +102,14 @@ def test_a_capped_run_stops_and_a_rerun_with_a_higher_limit_ends_as_the_uncapped
         sent_whole = len(server.requests)
         assert sent_whole == 10 and whole["cost_usd"].sum() == pytest.approx(10 * per_call())
         cap = 3.5 * per_call()  # reached by the first episode's fourth call
-        with pytest.raises(SystemExit, match=r"stopped: model.max_cost_usd = .* reached.*higher limit"):
+        with pytest.raises(CostCapReached) as stop:
             _run(server, tmp_path, "capped", f"model.max_cost_usd={cap}")
+        assert re.fullmatch(
+            r"stopped: model.max_cost_usd = .* reached.*higher limit to resume", stop.value.line("capped")
+        )
         assert len(server.requests) - sent_whole == 4  # its fifth request was never sent...
         assert not (tmp_path / "capped" / "outcomes").exists()  # ...and no row: not failed, not infra
-        with pytest.raises(SystemExit, match="model.max_cost_usd"):  # the same limit: it counts on, sends nothing
+        with pytest.raises(CostCapReached, match="model.max_cost_usd"):  # the same limit: it counts on, sends nothing
             _run(server, tmp_path, "capped", f"model.max_cost_usd={cap}")
         assert len(server.requests) - sent_whole == 4
         capped = _run(server, tmp_path, "capped", "model.max_cost_usd=1.0")
@@ -118,7 +123,7 @@ def test_a_capped_run_stops_and_a_rerun_with_a_higher_limit_ends_as_the_uncapped
 
 def test_an_episode_limit_lets_the_others_run_and_says_so(tmp_path, keyed):
     with ScriptedServer(default=four_moves) as server:
-        with pytest.raises(SystemExit, match=r"2 episode\(s\) interrupted at harness.max_episode_cost_usd"):
+        with pytest.raises(CostCapReached, match=r"2 episode\(s\) interrupted at harness.max_episode_cost_usd"):
             _run(server, tmp_path, "per", f"harness.max_episode_cost_usd={2.5 * per_call()}")
         assert len(server.requests) == 6  # three calls in each episode
         rows = _run(server, tmp_path, "per", "harness.max_episode_cost_usd=1.0")

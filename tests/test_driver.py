@@ -27,6 +27,7 @@ from vabench.agents.summary_store import SummaryStore
 from vabench.analysis import success_matrix
 from vabench.config.run import from_config
 from vabench.config.specs import expand
+from vabench.errors import Interrupted
 from vabench.outcomes import read_rows, write_row
 from vabench.run.driver import Driver, infra_row, todo
 
@@ -131,7 +132,7 @@ def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_p
     monkeypatch.setattr(EpisodeWorker, "run", interrupted)
     said = []
     again = smoke(tmp_path, "stopped", "ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted):
         Driver(again, log=said.append, progress=False).execute()
     assert not list(again.run_dir.rglob("*.parquet")) and "rerun with run_id=stopped to resume" in said[-1]
 

@@ -59,7 +59,7 @@ def test_a_dead_endpoint_is_one_line_in_seconds_and_no_run_folder(tmp_path):
 
 
 def cfg(base: str, **more) -> ModelConfig:
-    return ModelConfig(model="openai/probe-test", api_base=base, api_key_env=KEY, **more)
+    return ModelConfig(id="openai/probe-test", api_base=base, api_key_env=KEY, **more)
 
 
 def test_the_probe_names_a_rejected_key_an_unknown_model_and_an_unknown_host(monkeypatch):
@@ -95,7 +95,7 @@ def test_a_transient_probe_failure_warns_and_goes_on(monkeypatch):
     monkeypatch.delenv(KEY)
     with pytest.raises(EndpointError, match=f"model.api_key_env names {KEY}, which is not set"):
         probe(cfg("http://127.0.0.1:1/v1"))
-    probe(ModelConfig(model="oracle"))  # offline agents: nothing to probe
+    probe(ModelConfig(id="oracle"))  # offline agents: nothing to probe
     _probed.clear()
 
 
@@ -378,5 +378,5 @@ def test_a_provider_key_that_is_missing_is_named_before_any_work(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     _probed.clear()
     with ScriptedServer() as server, pytest.raises(EndpointError, match=r"no API key was found; set the provider"):
-        probe(ModelConfig(model="openai/x", api_base=server.url))
+        probe(ModelConfig(id="openai/x", api_base=server.url))
     _probed.clear()

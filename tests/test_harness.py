@@ -44,7 +44,7 @@ def server():
 def llm(server, model="openai/test-model", **kw):
     cfg = dict(timeout_s=10.0, max_retries=2, backoff_initial_s=0.01, backoff_max_s=0.05)
     cfg.update(kw)
-    return make_model(ModelConfig(model=model, api_base=server.url, api_key_env=KEY_VAR, **cfg))
+    return make_model(ModelConfig(id=model, api_base=server.url, api_key_env=KEY_VAR, **cfg))
 
 
 def last_user_text(request: dict) -> str:

@@ -192,8 +192,8 @@ def test_attribution_pairs_each_intervention_with_its_paper_condition_on_full_ro
     import pandas as pd
 
     from vabench.analysis import attribution, recovers_most
+    from vabench.condition import condition_label
     from vabench.outcomes import OutcomeRow
-    from vabench.vocab import condition_label
 
     rows = []
     for iv, wins in (("none", {1000}), ("object_poses", {1000, 1001, 1002, 1003})):

@@ -44,7 +44,7 @@ def test_every_experiment_composes(name):
 
 def test_smoke_validates_with_the_oracle_on_two_tasks():
     run = validate("+experiment=smoke", "run_id=r1")
-    assert (run.model.model, run.tasks, run.seeds, run.runs, run.protocols) == (
+    assert (run.model.id, run.tasks, run.seeds, run.runs, run.protocols) == (
         "oracle",
         ("grasp_single_cube", "place_cube_in_bowl"),
         2,
@@ -147,7 +147,7 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     openai = composed("model=openai", "model.timeout_s=30")["model"]
     assert openai["timeout_s"] == 30 and openai["max_tokens"] == defaults["max_tokens"] == 4096
     run = validate("+experiment=smoke", "model=openai", "model.id=openai/gpt-4o-mini")
-    assert (run.model.model, run.model_name, run.privileged, run.model.max_concurrency) == (
+    assert (run.model.id, run.model_name, run.privileged, run.model.max_concurrency) == (
         "openai/gpt-4o-mini",
         "openai/gpt-4o-mini",
         False,
@@ -156,7 +156,7 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     assert validate("+experiment=smoke").privileged  # the oracle reads simulator state
     hand_built = composed("+experiment=smoke")
     hand_built["model"] = {"id": "random"}  # a config built without model/_defaults
-    assert from_config(hand_built, Path("/tmp/x")).model == ModelConfig(model="random")
+    assert from_config(hand_built, Path("/tmp/x")).model == ModelConfig(id="random")
 
 
 def test_tasks_all_means_every_registered_task_of_the_track():

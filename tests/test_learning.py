@@ -33,7 +33,7 @@ def _key(monkeypatch):
 
 
 def llm(server, name="openai/learner"):
-    return make_model(ModelConfig(model=name, api_base=server.url, api_key_env=KEY_VAR, backoff_initial_s=0.01))
+    return make_model(ModelConfig(id=name, api_base=server.url, api_key_env=KEY_VAR, backoff_initial_s=0.01))
 
 
 def tool(name, **args):

@@ -44,7 +44,7 @@ def key(monkeypatch):
 
 def make(server: ScriptedServer, **kw) -> LiteLLMModel:
     base = dict(
-        model="openai/test-model",
+        id="openai/test-model",
         api_base=server.url,
         api_key_env=KEY_VAR,
         timeout_s=5.0,
@@ -259,7 +259,7 @@ def test_connection_refused_is_retried(key):
         port = sock.getsockname()[1]
     m = LiteLLMModel(
         ModelConfig(
-            model="openai/test-model",
+            id="openai/test-model",
             api_base=f"http://127.0.0.1:{port}/v1",
             api_key_env=KEY_VAR,
             max_retries=2,
@@ -297,12 +297,12 @@ def test_all_attempts_time_out(server, key):
 
 def test_cost_is_none_for_unmapped_models(server, key):
     server.script({"content": "x", "usage": {"prompt_tokens": 1000, "completion_tokens": 500}})
-    assert make(server, model="openai/my-local-vlm").complete(USER).usage.cost_usd is None
+    assert make(server, id="openai/my-local-vlm").complete(USER).usage.cost_usd is None
 
 
 def test_cost_for_a_mapped_model_matches_litellm_prices(server, key):
     server.script({"content": "x", "usage": {"prompt_tokens": 1000, "completion_tokens": 500}})
-    reply = make(server, model="openai/gpt-4o").complete(USER)
+    reply = make(server, id="openai/gpt-4o").complete(USER)
     assert server.requests[0]["model"] == "gpt-4o"
     prices = litellm.model_cost["gpt-4o"]
     expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
@@ -368,27 +368,27 @@ def test_image_arrives_at_the_server_unchanged(server, key):
 )
 def test_extra_rejects_reserved_keys(bad, hint):
     with pytest.raises(ValueError) as err:
-        LiteLLMModel(ModelConfig(model="openai/x", extra={bad: 1}))
+        LiteLLMModel(ModelConfig(id="openai/x", extra={bad: 1}))
     assert repr(bad) in str(err.value)
     assert hint in str(err.value)
 
 
 def test_name_defaults_to_model_and_can_be_overridden():
-    assert LiteLLMModel(ModelConfig(model="openai/gpt-4o")).name == "openai/gpt-4o"
-    assert LiteLLMModel(ModelConfig(model="openai/gpt-4o", name="gpt4o-t0")).name == "gpt4o-t0"
+    assert LiteLLMModel(ModelConfig(id="openai/gpt-4o")).name == "openai/gpt-4o"
+    assert LiteLLMModel(ModelConfig(id="openai/gpt-4o", name="gpt4o-t0")).name == "gpt4o-t0"
 
 
 def test_make_model_prefers_registered_offline_agents(monkeypatch):
     class Fixed(Model):
         def __init__(self, cfg: ModelConfig):
-            self.name = cfg.name or cfg.model
+            self.name = cfg.name or cfg.id
 
         def complete(self, messages: list[dict]) -> Reply:
             return Reply(text="STOP")
 
     monkeypatch.setitem(OFFLINE_AGENTS, "fixed", OfflineAgent("fixed", Fixed, "a test agent"))
-    assert isinstance(make_model(ModelConfig(model="fixed")), Fixed) and is_offline("fixed")
-    assert isinstance(make_model(ModelConfig(model="openai/gpt-4o")), LiteLLMModel)
+    assert isinstance(make_model(ModelConfig(id="fixed")), Fixed) and is_offline("fixed")
+    assert isinstance(make_model(ModelConfig(id="openai/gpt-4o")), LiteLLMModel)
     assert not is_offline("openai/gpt-4o")
 
 
@@ -410,10 +410,10 @@ def test_the_replay_agent_takes_its_name_and_privilege_from_the_record(tmp_path)
         "privileged": True,
     }
     record.write_text(json.dumps(start) + "\n" + json.dumps({"type": "reply", "text": '{"stop": true}'}) + "\n")
-    agent = make_model(ModelConfig(model="replay", extra={"record": str(record)}))
+    agent = make_model(ModelConfig(id="replay", extra={"record": str(record)}))
     assert (agent.name, agent.privileged, agent.replies) == ("replay:oracle", True, ['{"stop": true}'])
     with pytest.raises(ValueError, match="extra.record"):
-        make_model(ModelConfig(model="replay"))
+        make_model(ModelConfig(id="replay"))
 
 
 def test_warm_up_sends_nothing_and_the_next_call_still_reaches_the_provider(server, key):

@@ -14,9 +14,9 @@ import yaml
 
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig, every_level, parse
+from vabench.envs.perturb import scene as look
 from vabench.envs.render import RENDER_PRESETS
 from vabench.envs.seeds import eval_seeds
-from vabench.envs.sim import look
 from vabench.envs.tasks import tasks_of_track
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow

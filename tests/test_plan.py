@@ -16,7 +16,8 @@ from vabench.config.run import from_config
 from vabench.envs.tasks import task_class
 from vabench.launch import plan_args
 from vabench.outcomes import OutcomeRow, write_row
-from vabench.plan.estimate import PlanConfig, prior_episode
+from vabench.config.run import PlanConfig
+from vabench.plan.estimate import prior_episode
 from vabench.plan.report import plan_text
 from vabench.vocab import EndReason, Status
 

@@ -23,7 +23,7 @@ from vabench.media import VIDEO_NAME, demo_video, video_info, write_video
 def episode(render_env, tmp_path_factory):
     """One oracle episode with recording views on (the default)."""
     out = tmp_path_factory.mktemp("rec")
-    row = run_episode(render_env, make_model(ModelConfig(model="oracle")), Episode.of("grasp_single_cube", 1000), out)
+    row = run_episode(render_env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000), out)
     return row, out, read_events(out / "events.jsonl")
 
 
@@ -84,7 +84,7 @@ def test_the_overlay_marks_the_gripper_where_the_camera_sees_it():
 def test_recording_off_means_no_views_and_no_video(tmp_path):
     env = VABenchEnv(EnvConfig(recording=RecordingConfig(enabled=False)))
     try:
-        row = run_episode(env, make_model(ModelConfig(model="oracle")), Episode.of("grasp_single_cube", 1000), tmp_path)
+        row = run_episode(env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000), tmp_path)
     finally:
         env.close()
     states = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "state"]

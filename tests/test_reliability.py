@@ -18,7 +18,9 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
+from vabench.actors.workerconfig import NodeCheckFailed
 from vabench.config.specs import expand
+from vabench.errors import Interrupted
 from vabench.outcomes import read_rows, write_row
 from vabench.run.driver import Driver, infra_row, todo
 from vabench.runfolder import lock as runlock
@@ -97,7 +99,7 @@ def test_a_crashed_attempt_stays_counted_when_the_driver_is_then_interrupted(tmp
         raise RuntimeError("simulated worker bug") if episode.attempt == 1 else KeyboardInterrupt
 
     monkeypatch.setattr(EpisodeWorker, "run", crash_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted):
         quiet(run).execute()
     row = read_rows(run.run_dir).iloc[0]  # the crash's row was written before attempt 2 started
     assert calls == [1, 2] and (row["status"], int(row["attempt"])) == ("infra_error", 1)
@@ -318,6 +320,6 @@ def test_a_missing_key_variable_stops_the_run_before_any_work(tmp_path, monkeypa
     with ScriptedServer(default=MOVE_UP) as server:
         unset = ("model=openai", "model.api_key_env=VABENCH_UNSET_KEY", f"model.api_base={server.url}")
         run = smoke(tmp_path, "nokey", *ONE, *unset)
-        with pytest.raises(SystemExit, match="names VABENCH_UNSET_KEY, which is not set in this environment"):
+        with pytest.raises(NodeCheckFailed, match="names VABENCH_UNSET_KEY, which is not set in this environment"):
             run_experiment(run, log=lambda *_: None, progress=False)
         assert server.requests == [] and not (run.run_dir / "outcomes").exists()

@@ -121,7 +121,7 @@ def test_servo_package_imports_no_simulator():
 
 
 def test_servo_is_a_registered_unprivileged_offline_agent():
-    model = make_model(ModelConfig(model="servo"))
+    model = make_model(ModelConfig(id="servo"))
     assert isinstance(model, ServoAgent) and model.privileged is False and model.name == "servo"
 
 

@@ -1,64 +1,47 @@
-"""What one episode is (:class:`EpisodeSpec`): the condition, task, seed and repetition, with its
-deterministic place in a run folder, so a rerun knows what is already done. A plain frozen value
-of the vocabulary's words: the driver expands a run into specs (:mod:`vabench.config.specs`), they
-travel to workers as they are, the harness runs one, and its row carries the spec's identity."""
+"""What one episode is (:class:`EpisodeSpec`): its :class:`~vabench.condition.Condition`, task,
+seed and repetition, with its deterministic place in a run folder, so a rerun knows what is
+already done. A plain frozen value: the driver expands a run into specs
+(:mod:`vabench.config.specs`), they travel to workers as they are, the worker builds the env for
+the condition's look, the harness runs the spec, and its row carries the spec's identity."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.vocab import (
-    Intervention,
-    ObservationProfile,
-    Perturbation,
-    Render,
-    Robot,
-    SummaryMode,
-    Track,
-    condition_label,
-    summary_mode,
-)
+from vabench.condition import Condition
+from vabench.vocab import SummaryMode, Track
 
 
 @dataclass(frozen=True)
 class EpisodeSpec:
-    model: str  # the row's model id (ModelConfig.name, or the agent's own name)
-    protocol: str
-    summary_source: str  # own | none | shared:<model id>
-    track: str
+    condition: Condition
     task: str
-    base_task: str  # the family a held-out variant belongs to; the summary it reads
     seed: int
     run_index: int = 1
-    observation: str | None = (
-        ObservationProfile.PAPER
-    )  # harness.observation; in the condition and folder when not paper
-    render: str | None = Render.PAPER  # the render preset; in the condition and the folder when not paper
-    # the interventions in force (vocab.intervention_label: harness.intervention, summary=expert); in the
-    # condition and the folder when not none
-    intervention: str | None = Intervention.NONE
-    robot: str | None = Robot.PANDA  # the embodiment; in the condition and the folder when not panda
-    perturbation: str | None = Perturbation.NONE  # none | <kind>:<level>; in the condition and folder when not none
-    # (None, in an episode outside any run: the harness fills in what it uses)
+    track: str = Track.BASE  # the task's track (its registered class says)
+    base_task: str = ""  # the family a held-out variant belongs to, whose summary it reads ("": the task)
 
-    @property
-    def condition(self) -> str:
-        return condition_label(
-            self.model,
-            self.protocol,
-            self.summary_source,
-            self.observation,
-            self.render,
-            self.intervention,
-            self.robot,
-            self.perturbation,
+    def __post_init__(self):
+        if not self.base_task:
+            object.__setattr__(self, "base_task", self.task)
+
+    @classmethod
+    def of_row(cls, row) -> EpisodeSpec:
+        """The spec a row (any mapping with its identity columns) names."""
+        track, base = row.get("track") or Track.BASE, row.get("base_task") or ""
+        return cls(
+            Condition.of_row(row), str(row["task"]), int(row["seed"]), int(row.get("run_index") or 1), track, base
         )
 
     @property
+    def protocol(self) -> str:
+        return self.condition.protocol
+
+    @property
     def summary_mode(self) -> SummaryMode:
-        return summary_mode(self.summary_source)
+        return self.condition.summary
 
     @property
     def transfer(self) -> bool:
@@ -67,30 +50,17 @@ class EpisodeSpec:
 
     def identity(self) -> dict:
         """The outcome row's episode identity (:class:`vabench.outcomes.OutcomeRow` fields)."""
-        return {**asdict(self), "condition": self.condition}
+        own = {"track": self.track, "task": self.task, "base_task": self.base_task}
+        return {**self.condition.columns(), **own, "seed": self.seed, "run_index": self.run_index}
 
     @property
     def key(self) -> str:
         """Folder of this episode inside the run folder (filesystem-safe, deterministic)."""
-        profile = () if self.observation == ObservationProfile.PAPER else (f"observation_{self.observation}",)
-        render = () if self.render == Render.PAPER else (f"render_{self.render}",)
-        named = () if self.intervention in (None, Intervention.NONE) else (f"intervention_{self.intervention}",)
-        robot = () if self.robot in (None, Robot.PANDA) else (f"robot_{self.robot}",)
-        look = () if self.perturbation in (None, Perturbation.NONE) else (slug(f"perturbation_{self.perturbation}"),)
+        c = self.condition
+        departures = tuple(slug(f) if f.startswith("perturbation_") else f for f in c.folders())
         return "/".join(
-            (
-                slug(self.model),
-                *profile,
-                *render,
-                *named,
-                *robot,
-                *look,
-                self.protocol,
-                slug(self.summary_source),
-                self.track,
-                self.task,
-                f"seed{self.seed}_run{self.run_index}",
-            )
+            (slug(c.model), *departures, c.protocol, slug(c.summary_source), self.track, self.task)
+            + (f"seed{self.seed}_run{self.run_index}",)
         )
 
     def outcome_path(self, run_dir: Path) -> Path:

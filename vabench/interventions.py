@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from vabench.registry import Registry
 from vabench.vocab import ACTIVE, PASSIVE, PROTOCOLS, Intervention, SummaryKind, protocol_named
 
 ALL_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")  # the C.7 order
@@ -34,70 +35,71 @@ class Manifest:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
 
-MANIFESTS: dict[Intervention, Manifest] = {
-    m.name: m
-    for m in (
-        Manifest(Intervention.NONE, "nothing", ()),
-        Manifest(
-            Intervention.EXPERT_SUMMARY,
-            "summary quality",
-            (
-                "system prompt: the expert-written procedure summary of the base task, in the learned "
-                "summaries' schema, instead of the model's own (no seed-specific numbers)",
+MANIFESTS: Registry[Manifest] = Registry(
+    "intervention",
+    (
+        (m.name, m)
+        for m in (
+            Manifest(Intervention.NONE, "nothing", ()),
+            Manifest(
+                Intervention.EXPERT_SUMMARY,
+                "summary quality",
+                (
+                    "system prompt: the expert-written procedure summary of the base task, in the learned "
+                    "summaries' schema, instead of the model's own (no seed-specific numbers)",
+                ),
             ),
-        ),
-        Manifest(
-            Intervention.OBJECT_POSES,
-            "perception",
-            (
-                "observation text: one line per task body (its name, world centre x y z in metres, yaw of its "
-                "long horizontal axis in degrees, extent along / across that axis and height in metres, "
-                "static or movable), after the robot state",
-                "system prompt: one rule saying the observation states them",
+            Manifest(
+                Intervention.OBJECT_POSES,
+                "perception",
+                (
+                    "observation text: one line per task body (its name, world centre x y z in metres, yaw of its "
+                    "long horizontal axis in degrees, extent along / across that axis and height in metres, "
+                    "static or movable), after the robot state",
+                    "system prompt: one rule saying the observation states them",
+                ),
             ),
-        ),
-        Manifest(
-            Intervention.DEPTH_POINT,
-            "metric grounding",
-            (
-                "tool perception.depth_point (free, does not advance the episode): a pixel (u, v) of the current "
-                "image (passive: with its view) -> the world point x y z under it from the depth buffer, or "
-                "'no surface'",
-                "system prompt: the tool's line in the tool list",
+            Manifest(
+                Intervention.DEPTH_POINT,
+                "metric grounding",
+                (
+                    "tool perception.depth_point (free, does not advance the episode): a pixel (u, v) of the current "
+                    "image (passive: with its view) -> the world point x y z under it from the depth buffer, or "
+                    "'no surface'",
+                    "system prompt: the tool's line in the tool list",
+                ),
             ),
-        ),
-        Manifest(
-            Intervention.VIEWS_1,
-            "view integration and context (one whole-table view)",
-            ("observation images: the topdown view only, instead of the five",),
-            protocols=(PASSIVE.name,),
-            views=ALL_VIEWS[:1],
-        ),
-        Manifest(
-            Intervention.VIEWS_3,
-            "part of the view context (three views)",
-            ("observation images: topdown, side and oblique_45 only, instead of the five",),
-            protocols=(PASSIVE.name,),
-            views=("topdown", "side", "oblique_45"),
-        ),
-        Manifest(
-            Intervention.VIEWS_5,
-            "view choice (the passive views at no step cost)",
-            ("observation images: the five passive views of the moment after the active camera's image",),
-            protocols=(ACTIVE.name,),
-            views=ALL_VIEWS,
-        ),
-    )
-}
+            Manifest(
+                Intervention.VIEWS_1,
+                "view integration and context (one whole-table view)",
+                ("observation images: the topdown view only, instead of the five",),
+                protocols=(PASSIVE.name,),
+                views=ALL_VIEWS[:1],
+            ),
+            Manifest(
+                Intervention.VIEWS_3,
+                "part of the view context (three views)",
+                ("observation images: topdown, side and oblique_45 only, instead of the five",),
+                protocols=(PASSIVE.name,),
+                views=("topdown", "side", "oblique_45"),
+            ),
+            Manifest(
+                Intervention.VIEWS_5,
+                "view choice (the passive views at no step cost)",
+                ("observation images: the five passive views of the moment after the active camera's image",),
+                protocols=(ACTIVE.name,),
+                views=ALL_VIEWS,
+            ),
+        )
+    ),
+    "intervention=NAME",
+)
 HARNESS_INTERVENTIONS = tuple(n for n in Intervention if n != Intervention.EXPERT_SUMMARY)  # harness.intervention
 
 
 def manifest(name: str) -> Manifest:
-    """The manifest of ``name``; ValueError names the allowed values."""
-    try:
-        return MANIFESTS[Intervention(name)]
-    except ValueError:
-        raise ValueError(f"intervention must be one of {', '.join(Intervention)}, got {name!r}") from None
+    """The manifest of ``name``; UnknownName (a ValueError) names the allowed values."""
+    return MANIFESTS[name]
 
 
 def check_composes(intervention: str, protocols, summary: str, offline: bool) -> None:
@@ -108,7 +110,7 @@ def check_composes(intervention: str, protocols, summary: str, offline: bool) ->
     if wrong:
         allowed = " or ".join(f"protocol={p}" for p in m.protocols)
         raise ValueError(
-            f"harness.intervention={intervention} does not compose with protocol={','.join(wrong)} "
+            f"intervention={intervention} does not compose with protocol={','.join(wrong)} "
             f"(it changes the {'/'.join(m.protocols)} observation only); use {allowed}"
         )
     if offline and str(summary) == SummaryKind.EXPERT:

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from vabench.errors import VabenchError
 from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION
 
 TABLE_NAME = "_outcomes.parquet"
@@ -47,7 +48,7 @@ for _name in STAT:
 FORMAT = f"vabench-outcome-table-1/schema-{SCHEMA_VERSION}".encode()  # another one: rebuilt from the files
 
 
-class UnreadableOutcomes(ValueError):
+class UnreadableOutcomes(VabenchError, ValueError):
     """Episode files that exist but cannot be read as outcome rows (named, with the reason)."""
 
     def __init__(self, unreadable: list[tuple[str, str]]):

@@ -5,13 +5,15 @@ render presets, and the seeds per task.
 Every layer (envs, agents, actors, analysis, review) imports these instead of writing the words
 as string literals (tests/test_architecture.py checks it), so a new word is added here and nowhere
 else. The words are ``StrEnum`` members: they equal their strings, so Parquet, JSON and pandas see
-plain strings. This module imports nothing from vabench and nothing heavy.
+plain strings. This module imports nothing heavy, and from vabench only the registry pattern.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from vabench.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -34,17 +36,12 @@ class Protocol:
 
 ACTIVE = Protocol("active", True, "the model chooses viewpoints with camera actions; one current image per request")
 PASSIVE = Protocol("passive", False, "five fixed views of the current moment per request; no camera actions")
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (ACTIVE, PASSIVE)}
+PROTOCOLS: Registry[Protocol] = Registry("protocol", ((p.name, p) for p in (ACTIVE, PASSIVE)), "protocol=NAME")
 
 
 def protocol_named(name: str | Protocol) -> Protocol:
-    """The protocol called ``name``; ValueError names the allowed values."""
-    if isinstance(name, Protocol):
-        return name
-    try:
-        return PROTOCOLS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {name!r}") from None
+    """The protocol called ``name``; UnknownName (a ValueError) names the allowed values."""
+    return name if isinstance(name, Protocol) else PROTOCOLS[name]
 
 
 class Track(StrEnum):
@@ -55,19 +52,20 @@ class Track(StrEnum):
     LONG_HORIZON = "long_horizon"
 
 
-TRACKS: dict[Track, str] = {
-    Track.BASE: "the 14 base task families",
-    Track.TRANSFER: "held-out variants of base families, reusing their base task's summary",
-    Track.LONG_HORIZON: "the five-object basket task, learned from atomic-skill demonstrations",
-}
+TRACKS: Registry[str] = Registry(
+    "track",
+    (
+        (Track.BASE, "the 14 base task families"),
+        (Track.TRANSFER, "held-out variants of base families, reusing their base task's summary"),
+        (Track.LONG_HORIZON, "the five-object basket task, learned from atomic-skill demonstrations"),
+    ),
+    "track=NAME",
+)
 
 
 def track(name: str) -> Track:
-    """The track called ``name``; ValueError names the allowed values."""
-    try:
-        return Track(name)
-    except ValueError:
-        raise ValueError(f"track must be one of {', '.join(Track)}, got {name!r}") from None
+    """The track called ``name``; UnknownName (a ValueError) names the allowed values."""
+    return Track(TRACKS.check(name))
 
 
 class SummaryKind(StrEnum):
@@ -224,38 +222,3 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
 def arms_label(arms: tuple[str, ...] | list[str]) -> Arms:
     """``single`` or ``dual``: the outcome table's name for a task's controlled arms."""
     return Arms.DUAL if len(arms) == 2 else Arms.SINGLE
-
-
-def condition_label(
-    model: str,
-    protocol: str,
-    summary_source: str,
-    observation: str | None = None,
-    render: str | None = None,
-    intervention: str | None = None,
-    robot: str | None = None,
-    perturbation: str | None = None,
-) -> str:
-    """The outcome table's ``condition``: one model under one protocol and summary source, the unit
-    the paper compares. An observation profile, a harness intervention, a render preset, a robot or a
-    perturbation other than the paper's (``explained``; ``object_poses``; ``fast``; ``ur5``;
-    ``lighting:2``) is part of the label, so its rows never pool with the paper's (summary=expert is
-    already in ``summary expert``)."""
-    label = f"{model} | {protocol} | summary {summary_source}"
-    if observation not in (None, ObservationProfile.PAPER):
-        label += f" | observation {observation}"
-    if intervention not in (None, Intervention.NONE):
-        label += f" | intervention {intervention}"
-    if render not in (None, Render.PAPER):
-        label += f" | render {render}"
-    if robot not in (None, Robot.PANDA):
-        label += f" | robot {robot}"
-    return label if perturbation in (None, Perturbation.NONE) else f"{label} | perturbation {perturbation}"
-
-
-def intervention_label(harness: str | None, summary_source: str | None) -> str:
-    """The row's ``intervention``: the named interventions in force, joined by ``+`` (``none``: the
-    paper's boundary)."""
-    named = [Intervention.EXPERT_SUMMARY] if summary_source == SummaryKind.EXPERT else []
-    named += [harness] if harness not in (None, Intervention.NONE) else []
-    return "+".join(map(str, named)) or Intervention.NONE

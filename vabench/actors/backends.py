@@ -16,10 +16,11 @@ import os
 import uuid
 from concurrent.futures import Future
 
-from vabench.actors.workerconfig import NodeCheckFailed, check_local_key, make_limiter, node_has, worker_args
+from vabench.actors.workerconfig import NodeCheckFailed, WorkerConfig, check_local_key, make_limiter, node_has
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
+from vabench.errors import VabenchError
 from vabench.runfolder.state import spent_before
 
 from .backstop import ProgressBoard
@@ -29,7 +30,7 @@ LEARN_KEY = "learning"  # the progress board's entry a started summary learning 
 ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(VabenchError, RuntimeError):
     """The worker process ended (crash, kill -9, OOM) while it held an episode."""
 
 
@@ -85,7 +86,7 @@ class InProcessBackend:
         if self._worker is None:
             from .worker import EpisodeWorker
 
-            self._worker = EpisodeWorker(*worker_args(self.run, limiter=self.limiter))
+            self._worker = EpisodeWorker(WorkerConfig.of(self.run, limiter=self.limiter))
         return self._worker
 
     def placing(self, worker) -> Future:
@@ -175,7 +176,7 @@ class RayBackend:
         small = {"num_cpus": 0, "max_restarts": 0, "scheduling_strategy": here}
         self.board = ray.remote(ProgressBoard).options(**small).remote()
         self.limiter = None
-        if not is_offline(run.model.model):
+        if not is_offline(run.model.id):
             limits = (run.model.rpm, run.model.tpm)  # and model.max_cost_usd counts on from the run folder's spend
             self.limiter = ray.remote(RateLimiter).options(**small).remote(*limits, spent=spent_before(run))
 
@@ -227,8 +228,10 @@ class RayBackend:
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         self._made += 1
         wid = f"{self._prefix}-{self._made}"
-        args = worker_args(self.run, self.lock, slots, limiter, wid, self.board)
-        worker = self.ray.remote(concurrency_groups={CONTROL: 1})(EpisodeWorker).options(**options).remote(*args)
+        config = WorkerConfig.of(
+            self.run, lock=self.lock, slots=slots, limiter=limiter, worker_id=wid, board=self.board
+        )
+        worker = self.ray.remote(concurrency_groups={CONTROL: 1})(EpisodeWorker).options(**options).remote(config)
         self._ids[id(worker)] = wid
         return worker
 

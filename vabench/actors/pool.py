@@ -23,15 +23,11 @@ import time
 from dataclasses import dataclass
 
 from vabench.actors.workerconfig import spread
+from vabench.errors import ClusterStarved
 
 from .backstop import load_factor
 
 SHARE_EVERY_S = 10.0  # how often a run looks for runs starved of workers
-
-
-class ClusterStarved(RuntimeError):
-    """No worker of the run could be placed within ``ray.starve_timeout_s``: the run stops as
-    interrupted and resumes on rerun."""
 
 
 @dataclass

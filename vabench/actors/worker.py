@@ -30,18 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.cache import CACHE, CachedModel
-from vabench.agents.harness import Episode, HarnessConfig, Runtime, run_episode
+from vabench.agents.harness import Episode, Runtime, run_episode
 from vabench.agents.learning import learn_summary
-from vabench.agents.models import CostLimitReached, Model, ModelConfig
+from vabench.agents.models import Model, ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore
-from vabench.envs import RENDER_PRESETS, EnvConfig, PerturbationConfig, RecordingConfig, VABenchEnv
+from vabench.condition import DEFAULT_RENDER, Condition
+from vabench.envs import EnvConfig, VABenchEnv
+from vabench.errors import CostCapReached
 from vabench.runfolder.lock import DriverWatch, _snapshot
 from vabench.runfolder.scratch import Scratch, pack, read
-from vabench.vocab import EndReason, Render, Robot
+from vabench.vocab import EndReason
 
 from .backstop import Progress
+from .workerconfig import WorkerConfig
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 
@@ -54,8 +57,8 @@ class Seat:
     """One episode place in a worker: an env and a model client of its own (offline agents keep
     per-episode state), and the running episode's clocks."""
 
-    env: VABenchEnv
     model: Model
+    env: VABenchEnv | None = None  # built for the first episode's condition look (EpisodeWorker.env_for)
     key: str | None = None  # the running episode (its folder key), None when free
     started: float = 0.0
     limiter_s: float = 0.0  # waits not counted as its work so far: rate limits, neighbours holding the simulator
@@ -124,57 +127,51 @@ def sees_run_folder(lock: tuple[str, str] | None) -> bool:
 
 
 class EpisodeWorker:
-    """``lock`` (path, token): the driver's run-folder lock. A worker in its own process (Ray)
-    that sees the run folder ends itself once that driver is gone (within :data:`WATCH_S` where the
-    driver's pid can be checked, after the lock's stale time elsewhere) or another driver took the
-    folder over, and never writes a record event after that; in the driver's process it is None. A
-    worker that cannot see the run folder writes nothing there, sends each record back with its
-    row, and is ended by Ray with its driver.
+    """One worker (:class:`~vabench.actors.workerconfig.WorkerConfig`). ``config.lock`` (path,
+    token): the driver's run-folder lock. A worker in its own process (Ray) that sees the run folder
+    ends itself once that driver is gone (within :data:`WATCH_S` where the driver's pid can be
+    checked, after the lock's stale time elsewhere) or another driver took the folder over, and never
+    writes a record event after that; in the driver's process it is None. A worker that cannot see
+    the run folder writes nothing there, sends each record back with its row, and is ended by Ray
+    with its driver. It runs ``config.slots`` episodes at once (:meth:`run` called from that many
+    threads); an episode that has worked ``config.timeout_s`` (limit waits excluded) ends as an
+    infra error at its next model call."""
 
-    ``slots``: episodes this worker runs at once (:meth:`run` called from that many threads);
-    ``board``: the run's progress board (:mod:`vabench.actors.backstop`), or None;
-    ``limiter``: the run's shared rate limiter (acquire/settle/pause), or None; ``timeout_s``: an
-    episode that has worked this long (limit waits excluded) ends as an infra error at its next
-    model call."""
-
-    def __init__(
-        self,
-        render: str,
-        recording: RecordingConfig,
-        harness: HarnessConfig,
-        model: ModelConfig,
-        run_dir: str,
-        lock: tuple[str, str] | None = None,
-        slots: int = 1,
-        limiter=None,
-        timeout_s: float | None = None,
-        worker_id: str | None = None,
-        board=None,
-        robot: str = Robot.PANDA,
-        perturbation: PerturbationConfig | None = None,
-    ):
-        ship = not sees_run_folder(lock)  # records go back with the rows, from this node's scratch
-        self.scratch = Scratch(worker_id or uuid.uuid4().hex[:12]) if ship else None
-        self.watch = DriverWatch(*lock) if lock is not None and not ship else None
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+        ship = not sees_run_folder(config.lock)  # records go back with the rows, from this node's scratch
+        self.scratch = Scratch(config.worker_id or uuid.uuid4().hex[:12]) if ship else None
+        self.watch = DriverWatch(*config.lock) if config.lock is not None and not ship else None
         if self.watch is not None:
             threading.Thread(target=self._watch, name="driver-watch", daemon=True).start()
-        self.limiter, self.timeout_s = limiter, timeout_s
-        self.progress = Progress(board, worker_id or "")
-        self.harness, self.run_dir = harness, Path(run_dir)
+        self.limiter, self.timeout_s = config.limiter, config.timeout_s
+        self.progress = Progress(config.board, config.worker_id or "")
+        self.harness, self.run_dir = config.harness, Path(config.run_dir)
         self.sim = threading.RLock()  # one simulator call at a time in this process
-        # every seat now (building an env is cheap: its scene comes with the first reset), so no
-        # episode's clock runs while another seat is being made
-        look = {"robot": robot, "perturbation": perturbation or PerturbationConfig()}
-        cfg = EnvConfig(preset=RENDER_PRESETS[render], recording=recording, hold_cameras=slots == 1, **look)
-        self.seats = [self._seat(VABenchEnv(cfg), make_model(model)) for _ in range(slots)]
+        self.seats = [self._seat(make_model(config.model)) for _ in range(config.slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:
             self.free.put(seat)
-        self.seats[0].env.reset("grasp_single_cube", 0)  # compile shaders now, not inside the first timed episode
+        self.warm = False  # the renderer compiled its shaders (the first env's warm-up reset)
         self.seats[0].model.warm()
 
-    def _seat(self, env: VABenchEnv, model: Model) -> Seat:
-        seat = Seat(env, model)
+    def env_for(self, seat: Seat, condition: Condition) -> None:
+        """Give ``seat`` an env built for ``condition``'s look, before the episode's clock starts.
+        A run has one look, so this builds once per seat; with several slots no render targets are
+        kept between renders (a few MB an extra episode, not ~35)."""
+        if seat.env is not None and seat.env.config.look == condition.look:
+            return
+        settings = {"recording": self.config.recording, "hold_cameras": self.config.slots == 1}
+        with self.sim:
+            if seat.env is not None:
+                seat.env.close()
+            seat.env = VABenchEnv(EnvConfig.of(condition, **settings))
+            if not self.warm:  # compile the shaders now, not inside the first timed episode
+                seat.env.reset("grasp_single_cube", 0)
+                self.warm = True
+
+    def _seat(self, model: Model) -> Seat:
+        seat = Seat(model)
         if self.limiter is not None:
             model.limiter = _SeatLimiter(self.limiter, seat)
         return seat
@@ -183,7 +180,8 @@ class EpisodeWorker:
         """Free every scene and the scratch folder (the in-process backend, when its run is over)."""
         with self.sim:
             for seat in self.seats:
-                seat.env.close()
+                if seat.env is not None:
+                    seat.env.close()
         if self.scratch is not None:
             self.scratch.close()
 
@@ -232,6 +230,7 @@ class EpisodeWorker:
         infra): it runs without, and its row says ``summary_learned`` false, so the analysis can
         count it."""
         seat = self.free.get()  # the driver never runs more episodes on a worker than it has seats
+        self.env_for(seat, episode.spec.condition)
         seat.started, seat.limiter_s = time.monotonic(), 0.0
         seat.key = episode.spec.key  # last: a clock read by stuck() is this episode's
         try:
@@ -271,10 +270,10 @@ class EpisodeWorker:
         self._bind_cache(seat, episode)
         try:
             result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
-        except CostLimitReached as e:  # interrupted (its record says so): no row; the driver stops or goes on
+        except CostCapReached as e:  # interrupted (its record says so): no row; the driver stops or goes on
             seat.scratch = None
             files = pack(folder) if self.scratch is not None else None
-            return {"row": None, "files": files, "cost_limit": str(e.limit), "stopped": str(e)}
+            return {"row": None, "files": files, **capped(e)}
         result.record = (rel / result.record).as_posix()
         self._check_driver()
         seat.scratch = None
@@ -286,7 +285,7 @@ def learn(
     task: str,
     demo_root: str | None = None,
     limiter=None,
-    render: str = Render.PAPER,
+    render: str = DEFAULT_RENDER,
     board=None,
     key: str = "",
 ) -> dict:
@@ -308,10 +307,10 @@ def learn(
         try:
             result = learn_summary(m, task, store, scratch.folder("record"), demos, preset=render)
             end, error, learned = result.end_reason, result.error, result.summary is not None
+        except CostCapReached as e:  # model.max_cost_usd: the driver stops the run
+            return {"task": task, **capped(e), "files": pack(scratch.root / "record"), "summary": None}
         except Exception as e:  # a crash: infra, and its record still reaches the driver
             end, error, learned = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", False
-        except CostLimitReached as e:  # model.max_cost_usd: the driver stops the run
-            return {"task": task, "stopped": str(e), "files": pack(scratch.root / "record"), "summary": None}
         return {
             "task": task,
             "end_reason": end,
@@ -322,3 +321,9 @@ def learn(
         }
     finally:
         scratch.close()
+
+
+def capped(stop: CostCapReached) -> dict:
+    """What a worker sends back instead of a row when a cap stopped its episode or learning (the
+    driver raises it again: :func:`vabench.run.spend.stopped`)."""
+    return {"stopped": str(stop), "cost_limit": str(stop.limit), "spent": stop.spent, "cap": stop.cap}

@@ -1,18 +1,25 @@
-"""What every env worker is built with, on Ray or in this process: its arguments, its share of
-the run's slots, the run's rate limiter, and the key check a worker's node must pass."""
+"""What every env worker is built with, on Ray or in this process (:class:`WorkerConfig`), its
+share of the run's slots, the run's rate limiter, and the key check a worker's node must pass."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
+from vabench.agents.harness_config import HarnessConfig
+from vabench.agents.models import ModelConfig
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
+from vabench.envs import RecordingConfig
+from vabench.errors import RunStopped
 from vabench.runfolder.state import spent_before
 
 
-class NodeCheckFailed(RuntimeError):
-    """A worker's node lacks the model's key variable, or did not answer."""
+class NodeCheckFailed(RunStopped):
+    """A worker's node lacks the model's key variable, or did not answer: the run cannot start."""
+
+    headline, resume = "", ""  # the message names the variable and the node
 
 
 def node_has(var: str | None) -> bool:
@@ -27,29 +34,27 @@ def check_local_key(run: RunConfig) -> None:
         raise NodeCheckFailed(f"model.api_key_env names {var}, which is not set in this environment; export {var}")
 
 
-def worker_args(
-    run: RunConfig,
-    lock: tuple[str, str] | None = None,
-    slots: int = 1,
-    limiter=None,
-    worker_id: str | None = None,
-    board=None,
-) -> tuple:
-    return (
-        run.render,
-        run.recording,
-        run.harness,
-        run.model,
-        str(run.run_dir),
-        lock,
-        slots,
-        limiter,
-        run.episode_timeout_s,
-        worker_id,
-        board,
-        run.robot,
-        run.perturbation,
-    )
+@dataclass(frozen=True)
+class WorkerConfig:
+    """One env worker's settings. What each episode is played under (its condition) comes with the
+    episode: the worker builds an env for each condition look it meets."""
+
+    model: ModelConfig
+    harness: HarnessConfig
+    recording: RecordingConfig
+    run_dir: str
+    lock: tuple[str, str] | None = None  # the driver's run-folder lock (path, token); None: in the driver's process
+    slots: int = 1  # episodes it runs at once (threads)
+    timeout_s: float | None = None  # an episode working this long (limit waits excluded) ends as infra
+    worker_id: str | None = None  # its scratch folder and progress counter
+    limiter: object = None  # the run's shared rate limiter (acquire/settle/pause/charge/spent), or None
+    board: object = None  # the run's progress board (vabench.actors.backstop), or None
+
+    @classmethod
+    def of(cls, run: RunConfig, **place) -> WorkerConfig:
+        """The worker config of ``run``; ``place``: lock, slots, worker_id, limiter, board."""
+        settings = {"model": run.model, "harness": run.harness, "recording": run.recording}
+        return cls(**settings, run_dir=str(run.run_dir), timeout_s=run.options.episode_timeout_s, **place)
 
 
 def spread(slots: int, actors: int) -> list[int]:
@@ -63,4 +68,4 @@ def spread(slots: int, actors: int) -> list[int]:
 def make_limiter(run: RunConfig) -> RateLimiter | None:
     """The run's limiter: offline agents call no provider and get none. Under ``model.max_cost_usd``
     it starts from what the run folder records as spent (a rerun counts on)."""
-    return None if is_offline(run.model.model) else RateLimiter(run.model.rpm, run.model.tpm, spent=spent_before(run))
+    return None if is_offline(run.model.id) else RateLimiter(run.model.rpm, run.model.tpm, spent=spent_before(run))

@@ -7,5 +7,5 @@ call (the task expert) goes only to models that declare ``privileged = True``.
     from vabench.agents.harness import run_episode
     from vabench.agents.models import ModelConfig
     from vabench.agents.registry import make_model
-    result = run_episode(env, make_model(ModelConfig(model="oracle")), "grasp_single_cube", 1000, "out/ep")
+    result = run_episode(env, make_model(ModelConfig(id="oracle")), "grasp_single_cube", 1000, "out/ep")
 """

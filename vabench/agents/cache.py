@@ -31,7 +31,7 @@ CACHE = "_cache"  # <run folder>/_cache/<episode key>/<request digest>.json
 def request_key(cfg: ModelConfig, messages: list[dict]) -> str:
     """The sha256 of the exact request: model, parameters, messages (images inline)."""
     request = {
-        "model": cfg.model,
+        "model": cfg.id,
         "max_tokens": cfg.max_tokens,
         "temperature": cfg.temperature,
         "extra": cfg.extra,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vabench.errors import VabenchError
 from vabench.vocab import Render
 
 from .tools import ToolResult
@@ -28,7 +29,7 @@ RGB_ONLY_NOTE = (
 )
 
 
-class DemoError(ValueError):
+class DemoError(VabenchError, ValueError):
     """A demo directory exists but its manifest is not a valid ``vabench.demo.v1`` demo."""
 
 

@@ -9,17 +9,18 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from vabench.errors import CostCapReached, RunStopped, VabenchError
 from vabench.vocab import CostLimit, EndReason, ErrorKind
 
 from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
-from .models import CostLimitReached, Model, ModelError, Reply, Usage
+from .models import Model, ModelError, Reply, Usage
 from .protocol import TOOL, Decision, ProtocolError
 from .records import EpisodeRecord
 from .tools import ToolResult
 
 
-class EpisodeEnd(Exception):
+class EpisodeEnd(VabenchError):
     """Ends an episode (or a learning exchange) with an end reason; one that could not be judged
     (``infra_error``) says why (``error``) and whether retrying can help (``kind``)."""
 
@@ -92,7 +93,7 @@ class Dialogue:
             raise EpisodeEnd(EndReason.INFRA_ERROR, late)
         cap = self.config.max_episode_cost_usd
         if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
-            raise CostLimitReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
+            raise CostCapReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
         messages, info = self.conv.request()
         self.calls += 1
         self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
@@ -112,6 +113,8 @@ class Dialogue:
             )
             kind = ErrorKind.PERMANENT if e.permanent else ErrorKind.INFRA
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model: {e}", kind) from None
+        except RunStopped:  # a cap reached before the request left: the episode ends as interrupted
+            raise
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None

@@ -31,7 +31,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vabench.condition import LOOK, Condition
 from vabench.episodes import EpisodeSpec
+from vabench.errors import RunStopped
 from vabench.interventions import manifest
 from vabench.media import episode_video
 from vabench.outcomes import OutcomeRow
@@ -44,9 +46,7 @@ from vabench.vocab import (
     ObservationProfile,
     Status,
     StepKind,
-    SummaryKind,
     arms_label,
-    intervention_label,
     protocol_named,
 )
 
@@ -92,20 +92,20 @@ class Episode:
     run: Mapping = field(default_factory=dict)
 
     @classmethod
-    def of(cls, task: str, seed: int, protocol: str = ACTIVE.name, model: str = "", **spec) -> Episode:
+    def of(cls, task: str, seed: int, protocol: str = ACTIVE.name, model: str = "", env=None, **condition) -> Episode:
         """An episode of ``task`` outside any run (tests, benchmarks): the track and base task come
-        from the registered task; the model id, the observation profile and the render preset are
-        what the agent, the harness and the env use."""
+        from the registered task; played on ``env``, its look (render preset, robot, perturbation)
+        is the one the env was built for; ``model`` "" names it after the agent that plays it."""
         from vabench.envs.tasks import task_class
 
         t = task_class(task)
-        unset = {"observation": None, "render": None, "intervention": None, "robot": None, "perturbation": None}
-        spec = {"summary_source": SummaryKind.NONE, **unset, **spec}  # None: the ones in use
-        return cls(EpisodeSpec(model, protocol, track=t.track, task=task, base_task=t.summary_task, seed=seed, **spec))
+        look = dict(zip(LOOK, env.config.look, strict=True)) if env is not None else {}
+        cond = Condition(model, protocol, **{**look, **condition})
+        return cls(EpisodeSpec(cond, task, seed, track=t.track, base_task=t.summary_task))
 
     def identity(self) -> dict:
         """The row's identity: the run's part, the spec's, the attempt and what the summary was."""
-        told = summary_identity(self.summary, self.spec.summary_source)
+        told = summary_identity(self.summary, self.spec.condition.summary_source)
         summary_model = self.summary.summary_model if self.summary is not None else None
         return {**self.run, **self.spec.identity(), **told, "summary_model": summary_model, "attempt": self.attempt}
 
@@ -125,7 +125,7 @@ def run_episode(
     """Run ``episode`` with ``model`` on ``env`` under ``config``, its record in ``out_dir``, and
     return its outcome row. The spec must name the profile and render preset the run uses."""
     config, runtime = config or HarnessConfig(), runtime or Runtime()
-    spec = _checked(episode.spec, model, config, env)
+    spec = _played_on(episode.spec, model, env)
     record = EpisodeRecord(Path(out_dir))
     started = time.perf_counter()
     row = OutcomeRow(
@@ -135,7 +135,7 @@ def run_episode(
         prompt_version=prompts.PROMPT_VERSION,
         prompt_digest=prompts.prompt_digest(),
     )
-    run = _Episode(env, model, record, config, row, runtime)
+    run = _Episode(env, model, record, config, row, runtime, spec.condition)
     try:
         run.run(spec, episode.summary)
     except EpisodeEnd as end:
@@ -144,6 +144,9 @@ def run_episode(
         kind = ErrorKind.PERMANENT if e.permanent else ErrorKind.INFRA
         row.end_reason, row.error, row.error_kind = EndReason.INFRA_ERROR, f"model: {e}", kind
         record.event(Event.MODEL_ERROR, error=str(e), permanent=e.permanent)
+    except RunStopped as e:  # a spending cap: interrupted, no result, never a failure or infra
+        record.interrupted(e, time.perf_counter() - started)
+        raise
     except Exception as e:  # the simulator (or the harness) crashed: infra, never a task failure
         row.end_reason, row.error, row.error_kind = EndReason.INFRA_ERROR, f"{type(e).__name__}: {e}", ErrorKind.INFRA
         record.event(Event.CRASH, error=traceback.format_exc(limit=8))
@@ -158,22 +161,14 @@ def run_episode(
     return row
 
 
-def _checked(spec: EpisodeSpec, model: Model, config: HarnessConfig, env) -> EpisodeSpec:
-    """The spec with what it leaves open filled in (the agent's name, the profile, the preset), and
-    refused when it names another profile or preset than the episode will really use: its row would
-    be filed under another condition."""
-    protocol_named(spec.protocol)  # ValueError names the allowed protocols
-    used = {
-        "observation": config.observation,
-        "render": env.config.preset.name,
-        "intervention": intervention_label(config.intervention, spec.summary_source),
-        "robot": env.config.robot,
-        "perturbation": env.config.perturbation.label,
-    }
-    wrong = {k: getattr(spec, k) for k, v in used.items() if getattr(spec, k) not in (None, v)}
-    if wrong:
-        raise ValueError(f"the episode spec says {wrong}, but this episode uses {used}")
-    return dataclasses.replace(spec, model=spec.model or model.name, **used)
+def _played_on(spec: EpisodeSpec, model: Model, env) -> EpisodeSpec:
+    """The spec, named after its agent when it names none (an episode outside a run); refused
+    unless ``env`` was built for its condition's look (:meth:`vabench.envs.EnvConfig.of`)."""
+    protocol_named(spec.protocol)  # UnknownName names the allowed protocols
+    if env.config.look != spec.condition.look:
+        built = dict(zip(LOOK, env.config.look, strict=True))
+        raise ValueError(f"the env was built for {built}, but this episode's condition is {spec.condition}")
+    return spec if spec.condition.model else dataclasses.replace(spec, condition=spec.condition.but(model=model.name))
 
 
 def _video(record: EpisodeRecord, recording) -> None:
@@ -190,10 +185,12 @@ def _video(record: EpisodeRecord, recording) -> None:
 class _Episode:
     """One episode's loop: its env, model, record, row, conversation and counters."""
 
-    def __init__(self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime):
+    def __init__(
+        self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime, condition
+    ):
         self.env, self.model, self.record, self.config, self.row = env, model, record, config, row
         self.sim, self.overdue = runtime.sim, runtime.overdue
-        self.intervention = Intervention(config.intervention)
+        self.observation, self.intervention = condition.observation, Intervention(condition.intervention)
         self.tools = EpisodeTools(self._depth if self.intervention == Intervention.DEPTH_POINT else None)
         self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
         self.views: dict = {}  # views_5: the five observer views of the current observation
@@ -228,9 +225,9 @@ class _Episode:
         config, arms = self.config, tuple(obs.arms)
         summary_text = summary.text() if summary else None
         system = prompts.system_prompt(
-            obs.task, arms, spec.protocol, summary_text, spec.transfer, config.observation, config.intervention
+            obs.task, arms, spec.protocol, summary_text, spec.transfer, self.observation, self.intervention
         )
-        paper = config.observation == ObservationProfile.PAPER
+        paper = self.observation == ObservationProfile.PAPER
         bundle = protocol_named(spec.protocol).bundle
         conv = Conversation(system, bundle, config, resend=not paper)
         self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue)
@@ -249,7 +246,7 @@ class _Episode:
             prompt_digest=prompts.prompt_digest(),
             summary_model=summary.summary_model if summary else None,
             summary=summary_text,  # as the system prompt below carries it
-            config=config.__dict__,
+            config={**config.__dict__, "observation": self.observation, "intervention": self.intervention},
         )
         with self.sim:
             seen = self._evaluate(0, "reset")
@@ -347,7 +344,7 @@ class _Episode:
         outcome += ", planner ok" if step.planner_success else ", planner failed"
         why = f" - {decision.reason[:160]}" if decision.reason else ""
         self.digest_lines.append((step.step, f"step {step.step}: {step.observation.last_action} ({outcome}){why}"))
-        if step.feedback and self.config.observation != ObservationProfile.PAPER:
+        if step.feedback and self.observation != ObservationProfile.PAPER:
             self.digest_lines.append((step.step, f"  feedback: {step.feedback[:300]}"))
 
     def _digest(self, first: int, last: int) -> str:
@@ -383,7 +380,7 @@ class _Episode:
         self.tools.observe(obs.step, frames, obs.proprio, sizes)
         views = manifest(self.intervention).views
         text = prompts.step_text(
-            obs, self.executed, self.chain, self.config.history_actions, self.config.observation, self.objects, views
+            obs, self.executed, self.chain, self.config.history_actions, self.observation, self.objects, views
         )
         self.dialogue.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(

@@ -1,13 +1,12 @@
 """The harness's settings (``harness.*`` in the config): the defaults and bounds live here once;
-Hydra composes them as ``harness/_defaults`` (vabench.config.run)."""
+Hydra composes them as ``harness/_defaults`` (vabench.config.run). What the model is shown (the
+observation profile, an intervention) belongs to the condition (vabench.condition), not here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vabench.checks import at_least, one_of
-from vabench.interventions import HARNESS_INTERVENTIONS
-from vabench.vocab import Intervention, ObservationProfile
+from vabench.checks import at_least
 
 
 @dataclass(frozen=True)
@@ -18,14 +17,10 @@ class HarnessConfig:
     context_tokens: int = 200_000  # compaction threshold (estimated request tokens)
     keep_turns: int = 6  # observations kept verbatim when compacting
     history_actions: int = 20  # executed actions listed in each observation
-    observation: str = ObservationProfile.PAPER  # what each observation tells the model (vocab.ObservationProfile)
     # Paper C.6: "the agent instruction limits camera-only chains to at most five consecutive actions": an
     # instruction (the system prompt says so); later camera actions execute and are counted in the row
     # (camera_chain_over). True (an ablation): the sixth in a row is rejected as a bad reply and costs a repair.
     enforce_camera_chain: bool = False
-    # An intervention across the paper's boundary (vabench.interventions: each with its input manifest):
-    # none | object_poses | depth_point | views_1 | views_3 (passive) | views_5 (active). In every row and label.
-    intervention: str = Intervention.NONE
     # US dollars one episode attempt may spend on its model calls (vocab.CostLimit): past it the episode ends as
     # interrupted, resumable with a higher limit. None: no limit.
     max_episode_cost_usd: float | None = None
@@ -33,6 +28,4 @@ class HarnessConfig:
     def __post_init__(self):
         at_least(self, "harness", 0, "max_repairs", "history_actions")
         at_least(self, "harness", 1, "max_calls_per_step", "max_images", "context_tokens", "keep_turns")
-        one_of(self, "harness", "observation", ObservationProfile)
-        one_of(self, "harness", "intervention", HARNESS_INTERVENTIONS)
         at_least(self, "harness", 0, "max_episode_cost_usd", strict=True)

@@ -20,10 +20,11 @@ from typing import Any
 
 import tenacity
 
+from vabench.errors import CostCapReached, RunStopped
 from vabench.vocab import CostLimit
 
 from .history import message_tokens
-from .models import CostLimitReached, Model, ModelConfig, ModelError, Reply, Usage
+from .models import Model, ModelConfig, ModelError, Reply, Usage
 from .prefix import Prices, anthropic, cache_breakpoints, cache_tokens
 from .ratelimit import RateLimiter
 
@@ -32,11 +33,11 @@ log = logging.getLogger(__name__)
 
 # ``ModelConfig.extra`` keys that would override what the client sets itself, and what to use instead.
 _RESERVED_EXTRA: dict[str, str] = {
-    "model": "ModelConfig.model",
+    "model": "model.id",
     "messages": "the messages argument of complete()",
     "api_key": "ModelConfig.api_key_env (the name of an environment variable; keys never live in configs)",
-    "api_base": "ModelConfig.api_base",
-    "base_url": "ModelConfig.api_base",
+    "api_base": "model.api_base",
+    "base_url": "model.api_base",
     "timeout": "ModelConfig.timeout_s",
     "request_timeout": "ModelConfig.timeout_s",
     "num_retries": "ModelConfig.max_retries (the client retries itself)",
@@ -202,21 +203,19 @@ class LiteLLMModel(Model):
         for key in cfg.extra:
             if key in _RESERVED_EXTRA:
                 raise ValueError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
-        if cfg.max_cost_usd is not None and prices(cfg.model) is None:
+        if cfg.max_cost_usd is not None and prices(cfg.id) is None:
             raise ValueError(
-                f"model.max_cost_usd is set, but LiteLLM's price map does not know {cfg.model}: its spend cannot be "
+                f"model.max_cost_usd is set, but LiteLLM's price map does not know {cfg.id}: its spend cannot be "
                 "counted; remove model.max_cost_usd, or name a priced model"
             )
         self.cfg = cfg
-        self.name = cfg.name or cfg.model
-        self._breakpoints = cfg.prompt_cache and anthropic(cfg.model)
+        self.name = cfg.name or cfg.id
+        self._breakpoints = cfg.prompt_cache and anthropic(cfg.id)
 
     def warm(self) -> None:
         """Import LiteLLM (~4 s) and run its first-call set-up (~0.4 s) on a mocked reply: no
         request leaves the machine, and the first timed episode does not pay either."""
-        _litellm().completion(
-            model=self.cfg.model, messages=[{"role": "user", "content": "warm-up"}], mock_response="ok"
-        )
+        _litellm().completion(model=self.cfg.id, messages=[{"role": "user", "content": "warm-up"}], mock_response="ok")
 
     # -- helpers --------------------------------------------------------------------------------
     def _api_key(self) -> str | None:
@@ -239,7 +238,7 @@ class LiteLLMModel(Model):
 
     def _kwargs(self, messages: list[dict], key: str | None) -> dict:
         kw: dict[str, Any] = {
-            "model": self.cfg.model,
+            "model": self.cfg.id,
             "messages": cache_breakpoints(messages) if self._breakpoints else messages,
             "api_base": self.cfg.api_base,
             "api_key": key,
@@ -314,7 +313,7 @@ class _Call:
 
         cap = self.model.cfg.max_cost_usd  # checked before every attempt: a stop is at once
         if cap is not None and self.limiter is not None and (spent := self.model._limit(self.limiter, "spent")) >= cap:
-            raise CostLimitReached(CostLimit.RUN, spent, cap)
+            raise CostCapReached(CostLimit.RUN, spent, cap)
         if self.limiter is not None:
             wait = self.model._limit(self.limiter, "acquire", self.est)
             if wait > 0:
@@ -363,7 +362,7 @@ class _Call:
         )
         try:
             return retrying(self.attempt)
-        except ModelError:
+        except (ModelError, RunStopped):
             raise
         except Exception as exc:
             if not _is_retryable(exc):

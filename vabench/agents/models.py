@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 
 from vabench.checks import at_least, one_of
-from vabench.vocab import CacheMode, CostLimit
+from vabench.errors import VabenchError
+from vabench.vocab import CacheMode
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Reply:
     reasoning: str | None = None  # reasoning text a provider returned: kept in the record, never sent back
 
 
-class ModelError(RuntimeError):
+class ModelError(VabenchError, RuntimeError):
     """The provider could not answer (retries exhausted, or a non-retryable error). Infra, not skill.
 
     ``permanent``: retrying cannot help (bad key, unknown model, a rejected request), so a driver
@@ -72,17 +73,6 @@ class ModelError(RuntimeError):
     def __init__(self, message: str, permanent: bool = False, usage: Usage | None = None):
         super().__init__(message)
         self.permanent, self.usage = permanent, usage or Usage()
-
-
-class CostLimitReached(BaseException):
-    """A spending limit (``limit``: a :class:`~vabench.vocab.CostLimit`) is reached: no request is
-    sent. A BaseException, like Ctrl-C: the episode ends as interrupted (its record says so, no row
-    is written), never as a failure or an infrastructure error; a rerun with a higher limit resumes
-    it (from the response cache at no repeated cost, with ``model.cache=on``)."""
-
-    def __init__(self, limit: CostLimit, spent: float, cap: float):
-        super().__init__(f"{limit} = {cap:g} reached (${spent:.4f} spent); raise it to go on")
-        self.limit, self.spent, self.cap = limit, spent, cap
 
 
 @dataclass
@@ -126,8 +116,10 @@ class ModelConfig:
     (``vabench.config.run`` registers them as Hydra's ``model/_defaults``). Keys never live
     here: ``api_key_env`` names the environment variable."""
 
-    model: str  # any LiteLLM provider string: openai/..., anthropic/..., gemini/..., hosted_vllm/..., ollama_chat/...
-    name: str | None = None  # record id; defaults to ``model``
+    # what to call (``model.id``): an offline agent (oracle, random, servo, ...) or a LiteLLM provider string:
+    # openai/..., anthropic/..., gemini/..., hosted_vllm/..., ollama_chat/...
+    id: str
+    name: str | None = None  # what rows and records call it (the condition's model); default: the id
     api_base: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 180.0  # per HTTP attempt; replies with several images can take a minute

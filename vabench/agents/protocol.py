@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from vabench.envs import ActionError, parse_action
+from vabench.errors import VabenchError
 
 MAX_REPLY_CHARS = 200_000  # a longer reply is not read at all
 MAX_OBJECT_CHARS = 16_000  # the JSON object itself
@@ -32,7 +33,7 @@ STOP, TOOL, CAMERA, ACTION = "stop", "tool", "camera", "action"
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
-class ProtocolError(ValueError):
+class ProtocolError(VabenchError, ValueError):
     """A reply that is not a valid decision; the message is written for the model."""
 
 

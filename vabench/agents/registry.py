@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.errors import UnknownName
+from vabench.registry import Registry
 from vabench.vocab import CacheMode
 
 from .cache import CachedModel
@@ -34,32 +36,37 @@ def _replay(cfg: ModelConfig) -> Model:
     return ReplayAgent(Path(cfg.extra["record"]), cfg.name)
 
 
-OFFLINE_AGENTS: dict[str, OfflineAgent] = {
-    a.name: a
-    for a in (
-        OfflineAgent(
-            "oracle",
-            lambda cfg: OracleAgent(cfg.name or "oracle"),
-            "the privileged scripted expert: a harness ceiling, never a model score",
-        ),
-        OfflineAgent(
-            "random",
-            lambda cfg: RandomAgent(cfg.name or "random", int(cfg.extra.get("seed", 0))),
-            "uniformly random valid decisions: the floor",
-        ),
-        OfflineAgent("replay", _replay, "the replies of an earlier episode record (its events.jsonl)", ("record",)),
-        OfflineAgent(
-            "servo",
-            lambda cfg: ServoAgent(cfg.name or "servo"),
-            "visual servoing from the request's images and robot state only (not privileged): a solvability reference",
-        ),
-        OfflineAgent(
-            "posetext",
-            lambda cfg: PosetextAgent(cfg.name or "posetext"),
-            "a fixed procedure from the request text under harness.intervention=object_poses (no image, no simulator)",
-        ),
-    )
-}
+OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
+    "offline agent",
+    (
+        (a.name, a)
+        for a in (
+            OfflineAgent(
+                "oracle",
+                lambda cfg: OracleAgent(cfg.name or "oracle"),
+                "the privileged scripted expert: a harness ceiling, never a model score",
+            ),
+            OfflineAgent(
+                "random",
+                lambda cfg: RandomAgent(cfg.name or "random", int(cfg.extra.get("seed", 0))),
+                "uniformly random valid decisions: the floor",
+            ),
+            OfflineAgent("replay", _replay, "the replies of an earlier episode record (its events.jsonl)", ("record",)),
+            OfflineAgent(
+                "servo",
+                lambda cfg: ServoAgent(cfg.name or "servo"),
+                "visual servoing from the request's images and robot state only (not privileged): a solvability "
+                "reference",
+            ),
+            OfflineAgent(
+                "posetext",
+                lambda cfg: PosetextAgent(cfg.name or "posetext"),
+                "a fixed procedure from the request text under intervention=object_poses (no image, no simulator)",
+            ),
+        )
+    ),
+    "model=NAME, or model.id=<provider>/<name> for a hosted model",
+)
 PROVIDER_EXAMPLES = "openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"
 
 
@@ -73,9 +80,8 @@ def check_model_id(model_id: object) -> str:
     if not isinstance(model_id, str) or not model_id.strip():
         raise ValueError(f"a model id must be a non-empty string ({', '.join(OFFLINE_AGENTS)} or a LiteLLM string)")
     if not is_offline(model_id) and "/" not in model_id:
-        raise ValueError(
-            f"{model_id!r}: use an offline agent ({', '.join(OFFLINE_AGENTS)}) or a LiteLLM provider string such "
-            f"as {PROVIDER_EXAMPLES}"
+        raise UnknownName(
+            "model", model_id, OFFLINE_AGENTS, f"or a LiteLLM provider string such as {PROVIDER_EXAMPLES}"
         )
     return model_id
 
@@ -83,7 +89,7 @@ def check_model_id(model_id: object) -> str:
 def make_model(cfg: ModelConfig) -> Model:
     """The model a config names: an offline agent (ValueError when an ``extra`` key it requires is
     missing), else the LiteLLM client."""
-    agent = OFFLINE_AGENTS.get(cfg.model)
+    agent = OFFLINE_AGENTS.get(cfg.id)
     if agent is None:  # offline agents answer free and keep their own state: never cached
         return LiteLLMModel(cfg) if cfg.cache == CacheMode.OFF else CachedModel(LiteLLMModel(cfg), cfg)
     for key in agent.requires:

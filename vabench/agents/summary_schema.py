@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from vabench.errors import VabenchError
+
 from .demo_tools import is_int as _is_int
 from .demo_tools import show_value as _show
 from .demo_tools import task_demos
@@ -25,7 +27,7 @@ MAX_LIST_ITEMS = 20
 MAX_SUMMARY_BYTES = 16_000  # UTF-8 JSON of the validated fields
 
 
-class SummaryError(ValueError):
+class SummaryError(VabenchError, ValueError):
     """A summary (or a stored summary file) is not acceptable; the message names the field or path."""
 
 

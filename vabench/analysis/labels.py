@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.errors import VabenchError
+
 ANNOTATIONS = "_annotations"
 CRITERIA = ("TL", "AE", "SR", "MS", "MP", "FG", "ED", "OC", "PF")
 MODULES = {"SPU": ("TL", "AE", "SR"), "RM": ("MS", "MP", "FG"), "ER": ("ED", "OC", "PF")}
@@ -61,7 +63,7 @@ ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 NOTES_MAX = 4000
 
 
-class LabelError(ValueError):
+class LabelError(VabenchError, ValueError):
     """A label object that does not follow the format; the message names the field."""
 
 

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.condition import condition_label
+from vabench.errors import VabenchError
 from vabench.outcomes import COLUMNS
 from vabench.outcometable import gather, to_pandas
-from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot, Status, Track, condition_label
+from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot, Status, Track
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -45,7 +47,7 @@ _STRINGS = [
 ]
 
 
-class NoOutcomesError(ValueError):
+class NoOutcomesError(VabenchError, ValueError):
     """No outcome rows where the caller pointed (an empty or missing run folder)."""
 
 

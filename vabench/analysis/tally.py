@@ -24,7 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import ACTIVE, Arms, SummaryKind, Track, condition_label
+from vabench.condition import condition_label
+from vabench.errors import VabenchError
+from vabench.vocab import ACTIVE, Arms, SummaryKind, Track
 
 from . import labels as L
 from .load import prepare
@@ -53,7 +55,7 @@ MODULE_OF = {c: m for m, cs in L.MODULES.items() for c in cs}
 _TRUE, _FALSE = {"true", "1", "yes", "y", "t"}, {"false", "0", "no", "n", "f"}
 
 
-class TallyError(ValueError):
+class TallyError(VabenchError, ValueError):
     """A tally CSV that does not follow the format; the message names the file, line and column."""
 
 

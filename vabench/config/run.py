@@ -3,10 +3,12 @@ error names the key, the value and what is allowed.
 
 Hydra composes the YAML under ``conf/``; :func:`from_config` turns it into a frozen
 :class:`RunConfig`. Keys never live in a config: a model names the environment variable that
-holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. The
-defaults of every ``model.*``, ``harness.*``, ``ray.*`` and ``recording.*`` key are their
-dataclasses' (:mod:`vabench.config.sections` registers them as Hydra's ``<section>/_defaults``), so
-YAML states only what differs; ranges are checked once, in each dataclass.
+holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. Every
+default is declared once, in a dataclass: ``model.*`` (:class:`ModelConfig`), ``harness.*``,
+``ray.*``, ``recording.*``, the run's options (:class:`RunOptions`) and the condition's keys
+(``observation``, ``render``, ``intervention``, ``robot``, ``perturbation``:
+:class:`~vabench.condition.Condition`); :mod:`vabench.config.sections` registers them as Hydra's
+nodes, so YAML states only what differs, and ranges are checked once, in each dataclass.
 """
 
 from __future__ import annotations
@@ -18,11 +20,21 @@ from pathlib import Path
 from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
 from vabench.agents.registry import check_model_id, is_offline, make_model
-from vabench.checks import at_least, bound
-from vabench.config.sections import ConfigError, build, register, typed, unknown_keys
-from vabench.envs import RENDER_PRESETS, PerturbationConfig, RecordingConfig
-from vabench.interventions import check_composes
-from vabench.vocab import PROTOCOLS, TRACKS, Robot, SummaryMode, summary_mode
+from vabench.checks import at_least, within
+from vabench.condition import Condition, default
+from vabench.config.choices import (
+    CONDITION_KEYS,
+    conditions,
+    moved,
+    need,
+    playable,
+    seeds_of,
+    summary_root,
+    tasks_of,
+)
+from vabench.config.sections import ConfigError, build, register, register_top, unknown_keys
+from vabench.envs import RecordingConfig
+from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
 _SECRET_KEY = re.compile(r"(api_?key|token|secret|password)$", re.IGNORECASE)
@@ -73,43 +85,65 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
+class PlanConfig:
+    """``plan.*``: ``plan=true`` prints what the run will cost and runs nothing (vabench.plan)."""
+
+    enabled: bool = False  # plan=true: print the plan, run nothing, make no folder
+    calibrate: str | None = None  # a previous run folder: expected calls, tokens, time and success from its rows
+    difference: float | None = None  # a success-rate difference to detect at 80 % power (two-sided, alpha 0.05)
+    baseline: float | None = None  # the baseline success rate for plan.difference; None: calibrated, else 0.3
+    run_sd: float = 0.0  # SD of a condition's success rate across runs (vabench.analysis.power)
+
+    def __post_init__(self):
+        within(self, "plan", -1.0, 1.0, *(k for k in ("difference",) if self.difference is not None))
+        within(self, "plan", 0.0, 1.0, *(k for k in ("baseline",) if self.baseline is not None))
+        at_least(self, "plan", 0, "run_sd")
+        if self.calibrate is not None and not (Path(self.calibrate) / "outcomes").is_dir():
+            raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     experiment: str
     run_id: str
     run_dir: Path
     model: ModelConfig
-    model_name: str  # the id written to rows (ModelConfig.name, or the agent's own name)
-    privileged: bool  # the agent reads simulator state (the oracle)
-    protocols: tuple[str, ...]
-    summary: SummaryMode
+    conditions: tuple[Condition, ...]  # one per protocol, in the order asked
     track: str
     tasks: tuple[str, ...]
     seeds: int | tuple[int, ...] | None  # None: every verified seed; N: the first N; tuple: these
-    runs: int
-    max_attempts: int
-    retry_infra: bool  # a rerun retries infra_error rows (a fresh budget of max_attempts)
-    episode_timeout_s: float
-    render: str  # the render preset (vabench.envs.render): image sizes and encodings per protocol, demos
+    options: RunOptions
     recording: RecordingConfig
     harness: HarnessConfig
     ray: RayConfig
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
-    robot: str = Robot.PANDA  # the embodiment (robot=NAME; vabench.envs.sim.embodiments)
-    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
-    probe: bool = True  # the launcher probes the model's endpoint before any work (vabench.run.probe)
+    plan: PlanConfig = field(default_factory=PlanConfig)  # plan=true: print what the run will cost, run nothing
+    privileged: bool = False  # the agent reads simulator state (the oracle)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
+
+    @property
+    def condition(self) -> Condition:
+        """The run's condition (the first protocol's; the others differ only in the protocol)."""
+        return self.conditions[0]
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        return tuple(c.protocol for c in self.conditions)
+
+    @property
+    def summary(self) -> SummaryMode:
+        """The summary its episodes read (an offline agent's: none, whatever was asked)."""
+        return self.condition.summary
+
+    @property
+    def render(self) -> str:
+        return self.condition.render
 
     @property
     def identity(self) -> dict:
         """The run's part of every outcome row (the episode's part is EpisodeSpec.identity)."""
         return {"run_id": self.run_id, "experiment": self.experiment}
-
-
-def _get(cfg: dict, key: str, where: str = ""):
-    if key not in cfg:
-        raise ConfigError(f"missing config key '{where}{key}'")
-    return cfg[key]
 
 
 def _no_secrets(node, where: str) -> None:
@@ -123,26 +157,29 @@ def _no_secrets(node, where: str) -> None:
             _no_secrets(value, f"{where}{key}.")
 
 
-MODEL_KEYS = {"model": "id"}  # ModelConfig.model is ``model.id`` in the config
-
-
-register("model", ModelConfig, MODEL_KEYS)
+register("model", ModelConfig)
 register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
-register("", RunOptions)
-register("perturbation", PerturbationConfig)
+register("plan", PlanConfig)
+register_top(
+    "_run",
+    {
+        **{k: default(k) for k in CONDITION_KEYS},
+        **{f: getattr(RunOptions(), f) for f in RunOptions.__dataclass_fields__},
+    },
+)
 
 
 def _model(raw: dict) -> tuple[ModelConfig, Model]:
-    """A validated ModelConfig, the agent's row name and its privilege. Keys the config leaves out
-    take ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
-    unknown_keys(raw, [MODEL_KEYS.get(k, k) for k in ModelConfig.__dataclass_fields__], "model.")
+    """A validated ModelConfig and the agent it makes. Keys the config leaves out take
+    ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
+    unknown_keys(raw, ModelConfig.__dataclass_fields__, "model.")
     try:
         model_id = check_model_id(raw.get("id"))
     except ValueError as e:
-        raise ConfigError(f"'model.id' = {e}") from None
-    cfg = build(ModelConfig, {**raw, "id": model_id}, "model", MODEL_KEYS)
+        raise ConfigError(f"'model.id': {e}") from None
+    cfg = build(ModelConfig, {**raw, "id": model_id}, "model")
     try:
         agent = make_model(cfg)  # cheap: no request, no LiteLLM import; checks extra and reads a replay record
     except (ValueError, OSError) as e:
@@ -150,175 +187,60 @@ def _model(raw: dict) -> tuple[ModelConfig, Model]:
     return cfg, agent
 
 
-def _tasks(raw, track: str) -> tuple[str, ...]:
-    """``all`` = every registered task of the track; a list must name tasks of that track."""
-    from vabench.envs.tasks import TASKS, tasks_of_track
-
-    names = list(tasks_of_track(track)) if raw == "all" else raw
-    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"'tasks' must be 'all' or a non-empty list of task names, got {raw!r}")
-    unknown = [n for n in names if n not in TASKS]
-    if unknown:
-        raise ConfigError(f"'tasks': {', '.join(unknown)} not registered; registered tasks: {', '.join(sorted(TASKS))}")
-    other = [f"{n} (track {TASKS[n].track})" for n in names if TASKS[n].track != track]
-    if other:
-        raise ConfigError(
-            f"'tasks': {', '.join(other)} not on track {track}; set track= to the task's track, or list tasks "
-            f"of track {track}: {', '.join(tasks_of_track(track))}"
-        )
-    if len(set(names)) != len(names):
-        raise ConfigError(f"'tasks' lists a task twice: {names}")
-    return tuple(names)
-
-
-def _playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str = Robot.PANDA):
-    """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
-    one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
-    outside a task's manifest are played with a warning: their scenes were never screened."""
-    from vabench.envs.seeds import eval_seeds
-    from vabench.envs.tasks import task_class
-
-    keep = []
-    for task in tasks:
-        try:
-            verified = eval_seeds(task, robot)
-        except FileNotFoundError as e:
-            if not every:
-                raise ConfigError(f"'robot' = {robot}: {e}") from None
-            log(f"tasks=all: {task} left out ({e})")  # another robot's task not yet screened
-            continue
-        if not verified and (seeds is None or isinstance(seeds, int)):  # explicit seeds are played as named
-            why = f"{robot} cannot do it (vabench/envs/seed_manifests/{robot}/{task}.json, 'declared')"
-            if not every:
-                raise ConfigError(f"'tasks': {task}: {why}")
-            log(f"tasks=all: {task} left out ({why})")
-            continue
-        chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
-        arms = tuple(task_class(task).arms)
-        refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
-        if refused and every and len(refused) == len(chosen) * len(protocols):
-            log(f"tasks=all: {task} left out ({refused[0]})")
-            continue
-        if refused:
-            raise ConfigError(f"'model' = {agent.name}: {refused[0]}")
-        outside = sorted(set(chosen) - set(verified))
-        if outside:
-            log(
-                f"warning: seeds {', '.join(map(str, outside))} of {task} are not among its {len(verified)} verified "
-                f"seeds (vabench/envs/seed_manifests/{task}.json): their scenes were never screened; rows of them "
-                "do not compare with the paper's"
-            )
-        keep.append(task)
-    if not keep:
-        raise ConfigError(f"'tasks': {agent.name} can play none of the tasks of this track")
-    return tuple(keep)
-
-
-def _seeds(raw) -> int | tuple[int, ...] | None:
-    if raw == "all" or raw is None:
-        return None
-    try:
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return bound(raw, "seeds", 1)
-        if isinstance(raw, (list, tuple)) and raw:
-            return tuple(bound(typed(s, int, "seeds[]"), "seeds[]", 0) for s in raw)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
-
-
-def _summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
-    """The summary store, by default ``<results_dir>/_summaries/<render preset>``: one store per
-    results folder, so a passive, transfer or long-horizon run (and every job of a multirun) reuses
-    the summaries a base run learned (paper 5.1: "its own demonstration summary") instead of
-    learning new ones; one per render preset, because a summary is learned from demos recorded at
-    the preset's size (``summary_root=<path>`` names another results folder's ``_summaries``).
-    Absolute: workers may run in another working directory."""
-    if cfg.get("summary_root"):
-        return (Path(cfg["summary_root"]) / render).absolute()
-    if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
-        return (run_dir / "_summaries").absolute()
-    return (Path(str(_get(cfg, "results_dir"))) / "_summaries" / render).absolute()
-
-
-def _robot(raw) -> str:
-    """``robot.name`` (conf/robot/; default panda, also for a run folder's config from before
-    embodiments, which has no ``robot``); the robot's seeds are its own manifests."""
-    name = (raw or {}).get("name", Robot.PANDA) if isinstance(raw, dict | None) else raw
-    if name not in set(Robot):
-        raise ConfigError(
-            f"'robot.name' must be one of {', '.join(Robot)}, got {name!r} (robot=NAME picks conf/robot/NAME)"
-        )
-    return str(name)
-
-
-def _choices(cfg: dict) -> tuple[tuple[str, ...], SummaryMode, str, str]:
-    """The run's protocols, summary mode, track and render preset, each one of the allowed words."""
-    protocols = _get(cfg, "protocols")
+def _choices(cfg: dict) -> tuple[tuple[str, ...], SummaryMode, str]:
+    """The run's protocols, summary mode and track, each one of the allowed words."""
+    protocols = need(cfg, "protocols")
     if not isinstance(protocols, (list, tuple)) or not protocols or any(p not in PROTOCOLS for p in protocols):
         raise ConfigError(f"'protocols' must be a non-empty list of {', '.join(PROTOCOLS)}, got {protocols!r}")
     if len(set(protocols)) != len(protocols):
         raise ConfigError(f"'protocols' lists a protocol twice: {protocols}")
-    summary = _get(cfg, "summary")
+    summary = need(cfg, "summary")
     try:
         mode = summary_mode(summary.get("mode") if isinstance(summary, dict) else summary)
     except ValueError as e:
         raise ConfigError(f"'summary.mode': {e}") from None
-    track = _get(cfg, "track")
+    track = need(cfg, "track")
     if track not in TRACKS:
         raise ConfigError(f"'track' must be one of {', '.join(TRACKS)}, got {track!r}")
-    render = (_get(cfg, "render") or {}).get("preset")
-    if render not in RENDER_PRESETS:
-        raise ConfigError(f"'render.preset' must be one of {', '.join(RENDER_PRESETS)}, got {render!r}")
-    return tuple(protocols), mode, track, render
+    return tuple(protocols), mode, track
 
 
 def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
-    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``);
-    ``log`` gets warnings (tasks left out, seeds outside the manifests)."""
+    """Validate a composed config (a plain dict: ``OmegaConf.to_container(cfg, resolve=True)``;
+    one a run folder kept from an older vabench is read with its keys where they live now);
+    ``log`` gets notes and warnings (tasks left out, seeds outside the manifests)."""
     _no_secrets(cfg, "")
-    run_id = str(_get(cfg, "run_id"))
+    cfg = moved(cfg)
+    run_id = str(need(cfg, "run_id"))
     if not RUN_ID.match(run_id):
         raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
-    model, agent = _model(_get(cfg, "model"))
-    protocols, mode, track, render = _choices(cfg)
+    model, agent = _model(need(cfg, "model"))
+    protocols, mode, track = _choices(cfg)
+    conds = conditions(cfg, agent, protocols, mode, is_offline(model.id), log)
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
-    seeds = _seeds(_get(cfg, "seeds"))
-    options = build(RunOptions, {k: cfg[k] for k in RunOptions.__dataclass_fields__ if k in cfg}, "")
-    robot = _robot(cfg.get("robot"))
-    run = RunConfig(
-        experiment=str(_get(cfg, "experiment")),
+    seeds = seeds_of(need(cfg, "seeds"))
+    every = need(cfg, "tasks") == "all"
+    tasks = playable(
+        agent, tasks_of(cfg["tasks"], track), every, seeds, [c.protocol for c in conds], log, conds[0].robot
+    )
+    return RunConfig(
+        experiment=str(need(cfg, "experiment")),
         run_id=run_id,
         run_dir=Path(run_dir),
         model=model,
-        model_name=agent.name,
-        privileged=bool(agent.privileged),
-        protocols=protocols,
-        summary=mode,
+        conditions=conds,
         track=track,
-        tasks=_playable(
-            agent, _tasks(_get(cfg, "tasks"), track), _get(cfg, "tasks") == "all", seeds, protocols, log, robot
-        ),
+        tasks=tasks,
         seeds=seeds,
-        runs=options.runs,
-        max_attempts=options.max_attempts,
-        retry_infra=options.retry_infra,
-        episode_timeout_s=options.episode_timeout_s,
-        render=render,
+        options=build(RunOptions, {k: cfg[k] for k in RunOptions.__dataclass_fields__ if k in cfg}, ""),
         recording=build(RecordingConfig, cfg.get("recording") or {}, "recording"),
         harness=build(HarnessConfig, cfg.get("harness") or {}, "harness"),
         ray=build(RayConfig, ray, "ray"),
-        summary_root=_summary_root(cfg, Path(run_dir), render),
+        summary_root=summary_root(cfg, Path(run_dir), conds[0].render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
-        probe=options.probe,
-        robot=robot,
-        perturbation=build(PerturbationConfig, cfg.get("perturbation") or {}, "perturbation"),
+        plan=build(PlanConfig, cfg.get("plan") or {}, "plan"),
+        privileged=bool(agent.privileged),
         resolved=cfg,
     )
-    try:  # an intervention composes with the run's protocols and summary mode, or the error names what does not
-        check_composes(run.harness.intervention, run.protocols, run.summary, is_offline(run.model.model))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    return run

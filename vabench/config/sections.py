@@ -6,7 +6,6 @@ cross-field rules live in each dataclass's ``__post_init__`` and are reported wi
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from dataclasses import MISSING, fields
@@ -14,12 +13,9 @@ from dataclasses import MISSING, fields
 from hydra.core.config_store import ConfigStore
 
 from vabench.checks import named
+from vabench.errors import ConfigError, closest
 
 REQUIRED = "???"  # Hydra's mandatory value: a key the user must set
-
-
-class ConfigError(ValueError):
-    """A configuration mistake, found before any episode runs."""
 
 
 def unknown_keys(given, allowed, where: str) -> None:
@@ -31,20 +27,13 @@ def unknown_keys(given, allowed, where: str) -> None:
     raise ConfigError(f"unknown key(s) {', '.join(hints)}; allowed: {', '.join(sorted(allowed))}")
 
 
-def closest(key: str, allowed) -> str | None:
-    """The allowed key a misspelt ``key`` most likely meant, if any is close."""
-    close = difflib.get_close_matches(key, [str(k) for k in allowed], n=1)
-    return close[0] if close else None
-
-
 def did_you_mean(key: str, allowed) -> str:
     close = closest(key, allowed)
     return f" (did you mean '{close}'?)" if close else ""
 
 
-def defaults(cls, rename: typing.Mapping[str, str] | None = None) -> dict:
-    """The dataclass's defaults as a plain dict (``rename`` maps field name -> config key)."""
-    rename = rename or {}
+def defaults(cls) -> dict:
+    """The dataclass's defaults as a plain dict."""
     out = {}
     for f in fields(cls):
         if f.default is not MISSING:
@@ -53,22 +42,25 @@ def defaults(cls, rename: typing.Mapping[str, str] | None = None) -> dict:
             value = f.default_factory()
         else:
             value = REQUIRED
-        out[rename.get(f.name, f.name)] = str(value) if isinstance(value, str) else value
+        out[f.name] = str(value) if isinstance(value, str) else value
     return out
 
 
-def register(section: str, cls, rename: typing.Mapping[str, str] | None = None) -> None:
-    """Hydra's ``<section>/_defaults`` node, composed by ``conf/config.yaml`` (or a model file);
-    section "": the top-level node ``_run`` (keys of the config's root)."""
-    name = "_defaults" if section else "_run"
-    ConfigStore.instance().store(group=section or None, name=name, node=defaults(cls, rename))
+def register(section: str, cls) -> None:
+    """Hydra's ``<section>/_defaults`` node, composed by ``conf/config.yaml`` (or a model file)."""
+    ConfigStore.instance().store(group=section, name="_defaults", node=defaults(cls))
 
 
-def build(cls, raw: typing.Mapping, section: str, rename: typing.Mapping[str, str] | None = None):
+def register_top(name: str, node: dict) -> None:
+    """A node of top-level keys (``_run``: the run's options and the condition's keys), composed
+    by ``conf/config.yaml``'s defaults list."""
+    ConfigStore.instance().store(name=name, node={k: str(v) if isinstance(v, str) else v for k, v in node.items()})
+
+
+def build(cls, raw: typing.Mapping, section: str):
     """``raw`` (a composed section, keys missing take the defaults) as ``cls``; every error names
     ``section.key`` and what is allowed."""
-    rename = dict(rename or {})
-    by_key = {rename.get(f.name, f.name): f for f in fields(cls)}
+    by_key = {f.name: f for f in fields(cls)}
     unknown_keys(raw, by_key, named(section, ""))
     hints = typing.get_type_hints(cls)
     values = {}

@@ -3,51 +3,32 @@
 
 from __future__ import annotations
 
-from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
-from vabench.vocab import SummaryKind, intervention_label
 
 
-def summary_source(run: RunConfig) -> str:
-    """Offline agents read no summary: their episodes say ``none`` whatever the condition asked."""
-    return SummaryKind.NONE if is_offline(run.model.model) else str(run.summary)
+def seeds_for(run: RunConfig, task: str) -> list[int]:
+    """The seeds ``run`` plays of ``task``: its verified seeds, the first N of them, or those named."""
+    from vabench.envs.seeds import eval_seeds
+
+    if isinstance(run.seeds, tuple):
+        return list(run.seeds)
+    verified = eval_seeds(task, run.condition.robot)
+    return verified if run.seeds is None else verified[: run.seeds]
 
 
 def expand(run: RunConfig) -> list[EpisodeSpec]:
-    """Every episode of the run: runs x protocols x tasks x seeds, in that nesting. A task's track
-    and base task come from its registered class."""
-    from vabench.envs.seeds import eval_seeds
+    """Every episode of the run: runs x conditions (one per protocol) x tasks x seeds, in that
+    nesting. A task's track and base task come from its registered class."""
     from vabench.envs.tasks import task_class
 
     specs = []
-    for run_index in range(1, run.runs + 1):
-        for protocol in run.protocols:
+    for run_index in range(1, run.options.runs + 1):
+        for condition in run.conditions:
             for task in run.tasks:
-                verified = eval_seeds(task, run.robot)
-                if run.seeds is None:
-                    seeds = verified
-                elif isinstance(run.seeds, int):
-                    seeds = verified[: run.seeds]
-                else:
-                    seeds = list(run.seeds)
                 cls = task_class(task)
-                for seed in seeds:
-                    specs.append(
-                        EpisodeSpec(
-                            run.model_name,
-                            protocol,
-                            summary_source(run),
-                            cls.track,
-                            task,
-                            cls.summary_task,
-                            seed,
-                            run_index,
-                            run.harness.observation,
-                            run.render,
-                            intervention_label(run.harness.intervention, summary_source(run)),
-                            run.robot,
-                            run.perturbation.label,
-                        )
-                    )
+                specs += [
+                    EpisodeSpec(condition, task, seed, run_index, cls.track, cls.summary_task)
+                    for seed in seeds_for(run, task)
+                ]
     return specs

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
+from vabench.errors import VabenchError
+
 MOVE_MM = (1.0, 100.0)
 ROTATE_DEG = (1.0, 90.0)
 SEMANTIC_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
@@ -31,7 +33,7 @@ _NEG = {"-", "neg", "negative", "-1", "minus"}
 MAX_TEXT = 200  # longest string value echoed back in an error
 
 
-class ActionError(ValueError):
+class ActionError(VabenchError, ValueError):
     """A decision that is not a valid action; the message is meant for the model."""
 
 

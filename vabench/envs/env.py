@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vabench.checks import within
-from vabench.vocab import ACTIVE, Protocol, Robot, StepKind, protocol_named
+from vabench.condition import DEFAULT_RENDER, Condition, default
+from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
 
-from . import extras
+from . import interventions
 from .actions import (
     Action,
     ActionError,
@@ -36,9 +37,10 @@ from .actions import (
 )
 from .perturb import PerturbationConfig, perturb_image
 from .perturb import rng as perturbation_rng
+from .perturb import scene as look
 from .privileged import PrivilegedState
-from .render import RENDER_PRESETS, RenderPreset
-from .sim import look, overlay
+from .render import RENDER_PRESETS, RenderPreset, render_preset
+from .sim import overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
 from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
@@ -110,14 +112,28 @@ class RecordingConfig:
 
 @dataclass(frozen=True)
 class EnvConfig:
-    preset: RenderPreset = RENDER_PRESETS["fast"]  # image sizes and lenses per protocol (vabench.envs.render)
+    """What an env is built for: a condition's look (render preset, robot, perturbation: :meth:`of`)
+    and the simulator's own settings."""
+
+    preset: RenderPreset = RENDER_PRESETS[DEFAULT_RENDER]  # image sizes and lenses per protocol (vabench.envs.render)
     recording: RecordingConfig = field(default_factory=RecordingConfig)
     render: bool = True  # False: no images at all (physics-only screening and tests)
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
     stability_window: int = STABILITY_WINDOW
-    robot: str = Robot.PANDA  # the embodiment (vabench.envs.sim.embodiments)
+    robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
+
+    @classmethod
+    def of(cls, condition: Condition, **settings) -> EnvConfig:
+        """An env built for ``condition``'s look; ``settings``: the simulator's own (recording, ...)."""
+        look = {"preset": render_preset(condition.render), "robot": condition.robot}
+        return cls(**look, perturbation=PerturbationConfig(condition.perturbation), **settings)
+
+    @property
+    def look(self) -> tuple[str, str, str]:
+        """(render preset, robot, perturbation), as :attr:`vabench.condition.Condition.look` says them."""
+        return str(self.preset.name), str(self.robot), str(self.perturbation.label)
 
 
 @dataclass
@@ -357,7 +373,7 @@ class VABenchEnv:
     # -- interventions (vabench.interventions: each call is one declared manifest) ----------
     def object_poses(self) -> list[dict]:
         """``object_poses``: every task body's centre, yaw and size now (privileged, on purpose)."""
-        return extras.object_poses(self.privileged().world)
+        return interventions.object_poses(self.privileged().world)
 
     def observer_views(self) -> dict[str, np.ndarray]:
         """``views_5`` under active: the five passive views of this moment, in the C.7 order."""
@@ -368,9 +384,11 @@ class VABenchEnv:
         or a passive view name), from the depth buffer; None where no surface is seen."""
         if view == ACTIVE.name:
             with self.camera.lens(ACTIVE.name) as camera:
-                return extras.pixel_point(self.world.scene, camera, self.camera.pose, u, v)
+                return interventions.pixel_point(self.world.scene, camera, self.camera.pose, u, v)
         with self.camera.lens("observer") as camera:
-            return extras.pixel_point(self.world.scene, camera, observer_pose(view, self._ees(), self.controlled), u, v)
+            return interventions.pixel_point(
+                self.world.scene, camera, observer_pose(view, self._ees(), self.controlled), u, v
+            )
 
     # -- demonstrations -------------------------------------------------------------------
     def render(self) -> np.ndarray:

@@ -24,6 +24,7 @@ from io import BytesIO
 import numpy as np
 from PIL import Image
 
+from vabench.registry import Registry
 from vabench.vocab import Render
 
 from .sim.camera import CameraConfig
@@ -83,26 +84,25 @@ class RenderPreset:
         return self.passive_encoding if bundle else self.active_encoding
 
 
-RENDER_PRESETS: dict[str, RenderPreset] = {
-    p.name: p
-    for p in (
-        RenderPreset(
-            Render.PAPER,
-            CameraConfig(width=1280, height=960),
-            (384, 288),
-            passive_encoding=Encoding(quality=95, source_quality=60),
-        ),
-        RenderPreset(Render.FAST, CameraConfig(width=640, height=480), (640, 480)),
-        RenderPreset(Render.SMALL, CameraConfig(width=320, height=240), (320, 240)),
-    )
-}
+RENDER_PRESETS: Registry[RenderPreset] = Registry(
+    "render preset",
+    (
+        (p.name, p)
+        for p in (
+            RenderPreset(
+                Render.PAPER,
+                CameraConfig(width=1280, height=960),
+                (384, 288),
+                passive_encoding=Encoding(quality=95, source_quality=60),
+            ),
+            RenderPreset(Render.FAST, CameraConfig(width=640, height=480), (640, 480)),
+            RenderPreset(Render.SMALL, CameraConfig(width=320, height=240), (320, 240)),
+        )
+    ),
+    "render=NAME",
+)
 
 
 def render_preset(name: str | RenderPreset) -> RenderPreset:
-    """The preset called ``name``; ValueError names the allowed values."""
-    if isinstance(name, RenderPreset):
-        return name
-    try:
-        return RENDER_PRESETS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"render preset must be one of {', '.join(RENDER_PRESETS)}, got {name!r}") from None
+    """The preset called ``name``; UnknownName (a ValueError) names the allowed values."""
+    return name if isinstance(name, RenderPreset) else RENDER_PRESETS[name]

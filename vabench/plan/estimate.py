@@ -19,29 +19,10 @@ the previous observation's text (:mod:`vabench.agents.prefix`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 
-from vabench.checks import at_least, within
 from vabench.config.run import RunConfig
 from vabench.config.specs import expand
 from vabench.vocab import SummaryKind, Track, protocol_named
-
-
-@dataclass(frozen=True)
-class PlanConfig:
-    """``plan.*`` (read by the launcher before Hydra, since a plan makes no run folder)."""
-
-    calibrate: str | None = None  # a previous run folder: expected calls, tokens, time and success from its rows
-    difference: float | None = None  # a success-rate difference to detect at 80 % power (two-sided, alpha 0.05)
-    baseline: float | None = None  # the baseline success rate for plan.difference; None: calibrated, else 0.3
-    run_sd: float = 0.0  # SD of a condition's success rate across runs (vabench.analysis.power)
-
-    def __post_init__(self):
-        within(self, "plan", -1.0, 1.0, *(k for k in ("difference",) if self.difference is not None))
-        within(self, "plan", 0.0, 1.0, *(k for k in ("baseline",) if self.baseline is not None))
-        at_least(self, "plan", 0, "run_sd")
-        if self.calibrate is not None and not (Path(self.calibrate) / "outcomes").is_dir():
-            raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
 
 
 @dataclass(frozen=True)
@@ -119,7 +100,7 @@ def reasoning_per_reply(run: RunConfig, priors: Priors = PRIORS) -> float:
     thinking = extra.get("thinking") if isinstance(extra.get("thinking"), dict) else {}
     if thinking.get("type") == "enabled":
         return priors.thinking_share * float(thinking.get("budget_tokens") or 0)
-    if extra.get("reasoning_effort") and _supports_reasoning(run.model.model):
+    if extra.get("reasoning_effort") and _supports_reasoning(run.model.id):
         return float(priors.reasoning_tokens)
     return 0.0
 
@@ -130,7 +111,7 @@ def _supports_reasoning(model_id: str) -> bool:
 
 
 def _cache_kind(run: RunConfig) -> str:
-    provider = run.model.model.split("/", 1)[0]
+    provider = run.model.id.split("/", 1)[0]
     if provider == "anthropic":
         return "breakpoints" if run.model.prompt_cache else "none"
     return "automatic" if provider == "openai" else "none"
@@ -151,7 +132,7 @@ def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRI
     system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
     images = 5 if p.bundle else 1
-    image = images * image_tokens_for(run.model.model, *size)
+    image = images * image_tokens_for(run.model.id, *size)
     obs = priors.obs_text_tokens + (priors.dual_arm_extra_tokens if len(cls.arms) == 2 else 0)
     n = max(1.0, cls.budget * priors.step_share * priors.calls_per_step)
     turn = obs + priors.reply_tokens + images * priors.stub_tokens  # what each earlier step leaves in a request
@@ -180,13 +161,13 @@ def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estima
     from vabench.envs import RENDER_PRESETS
     from vabench.envs.tasks import task_class
 
-    if run.summary.kind != SummaryKind.OWN or is_offline(run.model.model):
+    if run.summary.kind != SummaryKind.OWN or is_offline(run.model.id):
         return [], Estimate()
     store = SummaryStore(run.summary_root)
     bases = sorted({task_class(t).summary_task for t in run.tasks})
-    missing = [b for b in bases if not store.has(run.model_name, b)]
+    missing = [b for b in bases if not store.has(run.condition.model, b)]
     preset = RENDER_PRESETS[run.render]
-    image = priors.learn_images * image_tokens_for(run.model.model, preset.active.width, preset.active.height)
+    image = priors.learn_images * image_tokens_for(run.model.id, preset.active.width, preset.active.height)
     n = priors.learn_calls
     per = Estimate(
         1, n, MAX_ATTEMPTS * run.harness.max_calls_per_step, n * (1500 + image), n * image,

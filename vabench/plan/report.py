@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.config.run import RunConfig, from_config
+from vabench.config.run import PlanConfig, RunConfig, from_config
 from vabench.outcometable import load
 from vabench.plan.estimate import (
     PRIORS,
     Estimate,
-    PlanConfig,
     episode_counts,
     in_flight,
     learning,
@@ -115,11 +114,11 @@ def plan_text(run: RunConfig, plan: PlanConfig) -> str:
     from vabench.agents.llm import prices
 
     rows = calibration(plan.calibrate)
-    price = prices(run.model.model)
+    price = prices(run.model.id)
     total, per_condition, sources = _episodes(run, rows)
     learn_tasks, learn = learning(run)
     n = max(total.episodes, 1)
-    lines = [f"plan of run {run.run_id} ({run.experiment}): {run.model.model}, render {run.render}, nothing sent"]
+    lines = [f"plan of run {run.run_id} ({run.experiment}): {run.model.id}, render {run.render}, nothing sent"]
     lines += [f"  {condition}: {count:,} episodes" for condition, count in per_condition.items()]
     lines.append(f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else ""))
     lines.append(

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from vabench.errors import VabenchError
+
 from .runs import TABLE_COLUMNS
 
 FILTERS = ["model", "protocol", "summary_source", "task", "status", "success", "end_reason"]
@@ -19,7 +21,7 @@ PAGE = 100
 MAX_PAGE = 1000
 
 
-class BadQuery(ValueError):
+class BadQuery(VabenchError, ValueError):
     """A query parameter the run page never sends (named, with what is allowed)."""
 
 

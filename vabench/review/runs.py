@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.errors import VabenchError
 from vabench.outcometable import refresh, run_folders, to_pandas
 from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events
 
@@ -25,7 +26,7 @@ TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome sche
 ]  # fmt: skip
 
 
-class NotInRun(LookupError):
+class NotInRun(VabenchError, LookupError):
     """A path outside the run folder, or nothing there."""
 
 

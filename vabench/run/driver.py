@@ -37,29 +37,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.actors.backends import NodeCheckFailed, WorkerDied, backend_for
+from vabench.actors.backends import WorkerDied, backend_for
 from vabench.actors.backstop import Backstop, Limits
-from vabench.actors.pool import ClusterStarved, WorkerPool
+from vabench.actors.pool import WorkerPool
 from vabench.agents.harness import Episode
-from vabench.agents.registry import is_offline
 from vabench.agents.summary_schema import SummaryError
 from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
+from vabench.errors import ClusterStarved, Interrupted, RunAborted, RunLocked, RunStopped, SummaryUnavailable
 from vabench.outcometable import load
 from vabench.run.progress import ProgressBar, Stage
-from vabench.run.spend import CostStop, after_run, interrupted
+from vabench.run.spend import after_run, interrupted
 from vabench.run.summaries import WAIT_S, SummaryPhase
-from vabench.runfolder.lock import RunLock, RunLocked
+from vabench.runfolder.lock import RunLock
 from vabench.runfolder.state import infra_row, todo, write_run_info
 from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 COUNTS = ("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "permanent")
-
-
-class RunAborted(RuntimeError):
-    """Every episode so far hit a permanent provider error (bad key, unknown model, ...)."""
 
 
 class Driver:
@@ -89,14 +85,12 @@ class Driver:
         self.summaries = SummaryPhase(run, self.writer, provenance, self.log, lambda: self._stop)
         self._run_part = {**run.identity, "provenance_digest": provenance}
         pending, done = todo(run, self.log)
-        self.last = {spec: attempt + run.max_attempts - 1 for spec, attempt in pending}  # this run's budget
+        self.last = {spec: attempt + run.options.max_attempts - 1 for spec, attempt in pending}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in pending)
         self.log(
             f"run {run.run_id}: {counted(len(pending) + done, 'episode')}, {done} already done, {len(pending)} to run"
             + (f" ({retried} infra_error row(s) retried)" if retried else "")
         )
-        if is_offline(run.model.model) and run.summary.kind != SummaryKind.NONE:
-            self.log(f"{run.model_name} is an offline agent and reads no summary: summary {run.summary} -> none")
         if pending:
             name = None if self.line is None else run.run_dir.name
             self.bar = ProgressBar(len(pending), self.counts, self.progress, self.line, name, run.model.max_cost_usd)
@@ -132,7 +126,7 @@ class Driver:
             pool.start(slots, ray_cfg.env_actors)
             while queue or inflight:
                 if self._stop:
-                    raise KeyboardInterrupt
+                    raise Interrupted("Ctrl-C")
                 self.writer.hold()
                 pool.tick(bool(queue))
                 for worker in pool.newly_live():
@@ -153,7 +147,10 @@ class Driver:
                     for worker, why in backstop.verdicts(pool.busy()):
                         self._kill(backend, worker, why, inflight, queue)
                 bar.show(backend)
-        except (KeyboardInterrupt, RunAborted, RunLocked, ClusterStarved, CostStop) as stop:
+        except KeyboardInterrupt as e:  # Ctrl-C inside a blocking call (in this process)
+            self._stopped(Interrupted("Ctrl-C"), backend, inflight)
+            raise Interrupted("Ctrl-C") from e
+        except RunStopped as stop:
             self._stopped(stop, backend, inflight)
             raise
         finally:
@@ -164,9 +161,9 @@ class Driver:
             self.counts["given_up"] = pool.given_up
             pool.close()
 
-    def _stopped(self, stop: BaseException, backend, inflight: dict) -> None:
+    def _stopped(self, stop: RunStopped, backend, inflight: dict) -> None:
         """The run stops early: say why and how to resume, keep what was cut short, free the workers."""
-        what = "stopped" if isinstance(stop, (RunAborted, RunLocked, CostStop)) else "interrupted"
+        what = "interrupted" if isinstance(stop, (Interrupted, ClusterStarved)) else "stopped"
         if isinstance(stop, ClusterStarved):
             self.log(f"\nthe cluster cannot place a worker for this run: {stop}")
         self.log(f"\n{what}: finished episodes are saved; rerun with run_id={self.run.run_id} to resume")
@@ -275,15 +272,8 @@ def _distinct(workers) -> list:
 
 
 def run_experiment(run: RunConfig, log=print, progress: bool = True, line: int | None = None) -> pd.DataFrame:
+    """Run ``run``; a summary that cannot be learned or stored is a stop like the others."""
     try:
         return Driver(run, log, progress, line).execute()
     except SummaryError as e:
-        raise SystemExit(f"summary: {e}") from None
-    except RunAborted as e:
-        raise SystemExit(f"run stopped: the first episodes all failed with a permanent provider error: {e}") from None
-    except (RunLocked, NodeCheckFailed, CostStop) as e:
-        raise SystemExit(str(e)) from None
-    except ClusterStarved as e:
-        raise SystemExit(
-            f"interrupted: the cluster cannot place this run's work: {e}; rerun with run_id={run.run_id} to resume"
-        ) from None
+        raise SummaryUnavailable(str(e)) from None

@@ -16,12 +16,13 @@ from urllib.parse import urlsplit
 
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import is_offline
+from vabench.errors import VabenchError
 
 PROBE_TIMEOUT_S = 20.0
 _probed: dict[tuple, str | None] = {}  # (model, api_base, key variable) -> the problem found (None: fine)
 
 
-class EndpointError(RuntimeError):
+class EndpointError(VabenchError, RuntimeError):
     """The endpoint cannot serve this run: one line naming the endpoint (or key variable) and the fix."""
 
 
@@ -35,13 +36,13 @@ def _causes(exc: BaseException):
 
 
 def _where(cfg: ModelConfig) -> str:
-    return f"model.api_base={cfg.api_base}" if cfg.api_base else f"{cfg.model} (the provider's default endpoint)"
+    return f"model.api_base={cfg.api_base}" if cfg.api_base else f"{cfg.id} (the provider's default endpoint)"
 
 
 def _key_var(cfg: ModelConfig) -> str:
     if cfg.api_key_env:
         return f"${cfg.api_key_env} (model.api_key_env)"
-    provider = cfg.model.split("/", 1)[0]
+    provider = cfg.id.split("/", 1)[0]
     return f"the provider's key variable (e.g. ${provider.upper()}_API_KEY) or model.api_key_env"
 
 
@@ -61,16 +62,16 @@ def classify(cfg: ModelConfig, exc: BaseException) -> tuple[bool, str]:
     if status in (401, 403):
         return True, f"{where}: the key was rejected (HTTP {status}); check {_key_var(cfg)}"
     if status == 404:
-        return True, f"{where}: model {cfg.model!r} not found there (HTTP 404); fix model.id or model.api_base"
+        return True, f"{where}: model {cfg.id!r} not found there (HTTP 404); fix model.id or model.api_base"
     return False, f"{where}: the probe request failed ({type(exc).__name__}, HTTP {status}); going on"
 
 
 def probe(cfg: ModelConfig, log=print) -> None:
     """Raise :class:`EndpointError` when the model's endpoint cannot serve the run; offline agents
     have none. A non-fatal problem is logged once and the run goes on."""
-    if is_offline(cfg.model):
+    if is_offline(cfg.id):
         return
-    key = (cfg.model, cfg.api_base, cfg.api_key_env)
+    key = (cfg.id, cfg.api_base, cfg.api_key_env)
     if key not in _probed:
         _probed[key] = _ask(cfg, log)
     if _probed[key]:
@@ -104,7 +105,7 @@ def _ask(cfg: ModelConfig, log) -> str | None:
 
     try:
         _litellm().completion(
-            model=cfg.model,
+            model=cfg.id,
             messages=[{"role": "user", "content": "ping"}],
             api_base=cfg.api_base,
             api_key=os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,

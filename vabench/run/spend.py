@@ -1,8 +1,9 @@
 """The run's spending limits on the driver's side (``model.max_cost_usd``,
 ``harness.max_episode_cost_usd``; vocab.CostLimit): what becomes of an episode a limit
-interrupted, and the progress bar's spend against the limit. The limits themselves
-are kept where requests leave: the run's limiter (vabench.agents.ratelimit) and each episode's
-dialogue (vabench.agents.dialogue)."""
+interrupted, and the progress bar's spend against the limit. The limits themselves are kept where
+requests leave: the run's limiter (vabench.agents.ratelimit) and each episode's dialogue
+(vabench.agents.dialogue); both raise :class:`~vabench.errors.CostCapReached`, which a worker
+sends back as :func:`vabench.actors.worker.capped` and :func:`stopped` raises again here."""
 
 from __future__ import annotations
 
@@ -10,40 +11,42 @@ import pandas as pd
 
 from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
+from vabench.errors import CostCapReached
 from vabench.runfolder.scratch import land
 from vabench.vocab import CostLimit
 
 
-class CostStop(RuntimeError):
-    """A spending limit was reached: the run stops as interrupted; a rerun with a higher limit resumes."""
-
-    def __init__(self, why: str, run_id: str):
-        super().__init__(f"stopped: {why}; rerun with run_id={run_id} and a higher limit to resume")
+def stopped(out: dict) -> CostCapReached:
+    """The cap a worker's answer says stopped its episode or learning."""
+    return CostCapReached(
+        out["cost_limit"], float(out.get("spent") or 0.0), float(out.get("cap") or 0.0), out["stopped"]
+    )
 
 
 def interrupted(out: dict, run: RunConfig, spec: EpisodeSpec, attempt: int, capped: list[str]) -> bool:
     """An episode a cost limit interrupted (no row; final for this launch): its partial record is
-    kept where a rerun sets it aside. The run's limit stops the run (:class:`CostStop`); an
-    episode's lets the others go on, and ``capped`` keeps why for the end of the run."""
+    kept where a rerun sets it aside. The run's limit stops the run; an episode's lets the others
+    go on, and ``capped`` keeps why for the end of the run."""
     if out["files"] is not None:
         land(out["files"], spec.record_dir(run.run_dir) / f"attempt{attempt}")
     if out.get("cost_limit") == CostLimit.RUN:
-        raise CostStop(out["stopped"], run.run_id)
+        raise stopped(out)
     capped.append(out["stopped"])
     return True
 
 
-def learning_stopped(out: dict, run: RunConfig) -> None:
+def learning_stopped(out: dict) -> None:
     """Summary learning reached model.max_cost_usd: the run stops."""
     if out.get("stopped"):
-        raise CostStop(out["stopped"], run.run_id)
+        raise stopped(out)
 
 
 def after_run(capped: list[str], run: RunConfig, rows: pd.DataFrame) -> pd.DataFrame:
     """The run's rows; but episodes that harness.max_episode_cost_usd interrupted have no row yet:
-    then the run says so and stops (:class:`CostStop`)."""
+    then the run says so and stops."""
     if capped:
-        raise CostStop(f"{len(capped)} episode(s) interrupted at {capped[-1]}", run.run_id)
+        cap = run.harness.max_episode_cost_usd or 0.0
+        raise CostCapReached(CostLimit.EPISODE, 0.0, cap, f"{len(capped)} episode(s) interrupted at {capped[-1]}")
     return rows
 
 

@@ -16,13 +16,12 @@ from collections import deque
 from functools import partial
 
 from vabench.actors.backstop import load_factor
-from vabench.actors.pool import ClusterStarved
 from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
 from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
+from vabench.errors import ClusterStarved, RunLocked
 from vabench.run.spend import learning_stopped
 from vabench.runfolder.learnlock import learn_once
-from vabench.runfolder.lock import RunLocked
 from vabench.runfolder.state import infra_row
 from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, SummaryKind
@@ -47,16 +46,16 @@ class SummaryPhase:
             return todo
         if mode.kind == SummaryKind.SHARED:
             for base in sorted({s.base_task for s, _ in todo}):
-                resolve_summary(self.store, mode, run.model_name, base)  # raises SummaryError naming the file
+                resolve_summary(self.store, mode, run.condition.model, base)  # raises SummaryError naming the file
             return todo
         bases = {s.base_task for s, _ in todo}
-        missing = sorted(b for b in bases if not self.store.has(run.model_name, b))
+        missing = sorted(b for b in bases if not self.store.has(run.condition.model, b))
         if len(missing) < len(bases):
             self.log(f"reusing {len(bases) - len(missing)} stored summary(ies) from {run.summary_root}")
         if not missing:
             return todo
         learn = partial(self._learn, backend)
-        failed = learn_once(self.store, run.model_name, missing, learn, self.writer.hold, self.log)
+        failed = learn_once(self.store, run.condition.model, missing, learn, self.writer.hold, self.log)
         keep = []
         for spec, attempt in todo:
             if spec.base_task in failed:  # no summary because of infrastructure: retry on rerun
@@ -69,9 +68,11 @@ class SummaryPhase:
 
     def summary(self, spec: EpisodeSpec) -> Summary | None:
         """The summary an episode is given, read once per (source, task) from the store."""
-        key = (spec.summary_source, spec.task)
+        key = (spec.condition.summary_source, spec.task)
         if key not in self._told:
-            self._told[key] = resolve_summary(self.store, spec.summary_source, self.run.model_name, spec.task)
+            self._told[key] = resolve_summary(
+                self.store, spec.condition.summary_source, self.run.condition.model, spec.task
+            )
         return self._told[key]
 
     def _learn(self, backend, tasks: list[str]) -> dict[str, str]:
@@ -95,7 +96,7 @@ class SummaryPhase:
                 raise
             except Exception as e:  # the learner crashed, or sent a summary that fails validation: infra
                 out = {"end_reason": EndReason.INFRA_ERROR, "error": f"{type(e).__name__}: {e}"}
-            learning_stopped(out, self.run)  # model.max_cost_usd reached: the run stops
+            learning_stopped(out)  # model.max_cost_usd reached: the run stops
             self.log(f"summary {task}: {out['end_reason']}" + (f" ({out['error']})" if out.get("error") else ""))
             if out["end_reason"] == EndReason.INFRA_ERROR:
                 failed[task] = out.get("error") or "summary learning failed"
@@ -122,5 +123,5 @@ class SummaryPhase:
         self.writer.files(out.pop("files"), f"_learning/{task}/{time.strftime('%Y%m%d-%H%M%S')}")
         text = out.pop("summary")
         if text is not None:
-            self.store.adopt(self.run.model_name, task, text)
+            self.store.adopt(self.run.condition.model, task, text)
         return out

@@ -23,13 +23,11 @@ import time
 import uuid
 from pathlib import Path
 
+from vabench.errors import RunLocked
+
 LOCK_NAME = "_driver.lock"
 HEARTBEAT_S = 2.0
 STALE_S = 30.0  # a heartbeat unchanged for this long (observer's clock) belongs to a dead driver
-
-
-class RunLocked(RuntimeError):
-    """Another live driver works on this run folder (or took it over from this one)."""
 
 
 def _read(path: str) -> str | None:

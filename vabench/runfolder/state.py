@@ -15,7 +15,7 @@ from vabench.agents import prompts
 from vabench.agents.cache import CACHE
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
-from vabench.config.specs import expand, summary_source
+from vabench.config.specs import expand
 from vabench.episodes import EpisodeSpec
 from vabench.interventions import in_force
 from vabench.outcomes import OutcomeRow, set_aside
@@ -46,7 +46,7 @@ def todo(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]
         state = known.get(spec.outcome_path(run.run_dir).relative_to(outdir).as_posix())
         if state is None:
             todo.append((spec, 1))
-        elif state[0] == Status.OK or not run.retry_infra:
+        elif state[0] == Status.OK or not run.options.retry_infra:
             done += 1
         else:
             todo.append((spec, state[1] + 1))
@@ -74,8 +74,8 @@ PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every mani
 
 def run_manifest(run: RunConfig) -> dict:
     """The run's provenance manifest (:mod:`vabench.runfolder.provenance`)."""
-    learns = not is_offline(run.model.model) and run.summary.kind == SummaryKind.OWN
-    return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.robot)
+    learns = not is_offline(run.model.id) and run.summary.kind == SummaryKind.OWN
+    return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.condition.robot)
 
 
 def write_run_info(run: RunConfig, log=print) -> str:
@@ -103,7 +103,7 @@ def write_run_info(run: RunConfig, log=print) -> str:
         "prompt_version": prompts.PROMPT_VERSION,
         "prompt_digest": prompts.prompt_digest(),
         # every intervention in force, with its input manifest (empty: the paper's boundary)
-        "interventions": [m.record() for m in in_force(run.harness.intervention, summary_source(run))],
+        "interventions": [m.record() for m in in_force(run.condition.intervention, run.condition.summary_source)],
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     info["provenance"] = run_manifest(run)

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.offline import ReplayAgent
-from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.perturb import parse
+from vabench.condition import Condition
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.episodes import EpisodeSpec
 from vabench.verify.compare import plain
-from vabench.vocab import Robot
 
 NO_RECORDING = RecordingConfig(enabled=False, video=False)  # verify needs no reviewer views
 
@@ -38,22 +37,20 @@ class Job:
 
 def spec_of(row: dict) -> EpisodeSpec:
     """The episode spec a row names (its identity columns). A column the row's schema lacks (NaN
-    where rows of two schema versions are read together) is None: the spec's default."""
-    return EpisodeSpec(**{f.name: plain(row[f.name]) for f in fields(EpisodeSpec)})
+    where rows of two schema versions are read together) takes the paper's value."""
+    return EpisodeSpec.of_row({k: plain(v) for k, v in row.items()})
 
 
 class Resimulator:
-    """Envs (one per render preset, recording setting, robot and perturbation) that re-run episodes
-    one at a time. Rows before schema 9 name no robot or perturbation: the Panda, unperturbed."""
+    """Envs (one per condition look and recording setting) that re-run episodes one at a time."""
 
     def __init__(self):
         self.envs: dict[tuple, VABenchEnv] = {}
 
-    def env(self, render: str, recording: RecordingConfig, robot=None, perturbation=None) -> VABenchEnv:
-        key = (render, recording, robot, perturbation)
+    def env(self, condition: Condition, recording: RecordingConfig) -> VABenchEnv:
+        key = (condition.look, recording)
         if key not in self.envs:
-            look = {"robot": robot or Robot.PANDA, "perturbation": parse(perturbation)}
-            self.envs[key] = VABenchEnv(EnvConfig(preset=RENDER_PRESETS[render], recording=recording, **look))
+            self.envs[key] = VABenchEnv(EnvConfig.of(condition, recording=recording))
         return self.envs[key]
 
     def run(self, job: Job) -> dict:
@@ -61,7 +58,7 @@ class Resimulator:
         spec = spec_of(job.row)
         part = {k: job.row[k] for k in ("run_id", "experiment")}
         episode = Episode(spec, int(job.row["attempt"]), None, part)
-        env = self.env(spec.render, job.recording, spec.robot, spec.perturbation)
+        env = self.env(spec.condition, job.recording)
         return run_episode(
             env, ReplayAgent(Path(job.events), then_stop=job.then_stop), episode, Path(job.out), job.harness
         ).row()

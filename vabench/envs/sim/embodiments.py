@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.registry import Registry
 from vabench.vocab import Robot
 
 from . import assets
@@ -100,17 +101,12 @@ UR5 = Embodiment(
     home_reach=0.36,  # at 0.26 m its wrist offsets leave no exact IK for the Panda's home pose
     omit=("ee_link",),  # a 1 cm collision cube at the flange, where the hand sits
 )
-EMBODIMENTS: dict[str, Embodiment] = {e.name: e for e in (PANDA, XARM7, UR5)}
+EMBODIMENTS: Registry[Embodiment] = Registry("robot", ((e.name, e) for e in (PANDA, XARM7, UR5)), "robot=NAME")
 
 
 def embodiment(name: str | Embodiment) -> Embodiment:
-    """The robot called ``name``; ValueError names the allowed values."""
-    if isinstance(name, Embodiment):
-        return name
-    try:
-        return EMBODIMENTS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"robot must be one of {', '.join(EMBODIMENTS)}, got {name!r}") from None
+    """The robot called ``name``; UnknownName (a ValueError) names the allowed values."""
+    return name if isinstance(name, Embodiment) else EMBODIMENTS[name]
 
 
 def robot_files(name: str | Embodiment) -> assets.RobotFiles:

@@ -13,10 +13,11 @@ file plus its seed manifest (``envs/seed_manifests/<name>.json``).
 
 from __future__ import annotations
 
+from vabench.registry import Registry
 from vabench.vocab import Track
 from vabench.vocab import track as check_track
 
-TASKS: dict[str, type] = {}
+TASKS: Registry[type] = Registry("task", how="python -m vabench.tasks lists them")
 
 
 def register_task(track: str = Track.BASE, summary_task: str | None = None, demos: tuple[str, ...] | None = None):
@@ -34,18 +35,14 @@ def register_task(track: str = Track.BASE, summary_task: str | None = None, demo
             raise ValueError(f"{name}: summary_task {base!r} is not registered (register the base family first)")
         cls.track, cls.summary_task = track, base
         cls.demos = tuple(demos) if demos else (TASKS[base].demos if base != name else (name,))
-        TASKS[name] = cls
-        return cls
+        return TASKS.add(name, cls)
 
     return add
 
 
 def task_class(name: str) -> type:
-    """The registered class of task ``name``; KeyError lists the registered names."""
-    try:
-        return TASKS[name]
-    except (KeyError, TypeError):
-        raise KeyError(f"unknown task {name!r}; registered: {', '.join(sorted(TASKS))}") from None
+    """The registered class of task ``name``; UnknownName (a ValueError) names the closest one."""
+    return TASKS[name]
 
 
 def tasks_of_track(track: str) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The scene side of visual perturbations (vabench.envs.perturb): lighting, table and background
+"""The scene side of visual perturbations (:mod:`vabench.envs.perturb`): lighting, table and background
 textures, object colours and distractors. Only render state is touched: lights, render materials
 and visual-only entities (a render body and no PhysX component), so the physics of a perturbed
 episode is the unperturbed one, step for step.
@@ -153,7 +153,7 @@ def free_spots(world, arms) -> list[np.ndarray]:
     """Table spots at least DISTRACTOR_CLEARANCE from every task body's footprint and from the
     straight line between each controlled arm's base and each body (where the arm reaches), and
     clear of each controlled arm's home gripper position."""
-    from .robot import BASE_X, BASE_Y
+    from vabench.envs.sim.robot import BASE_X, BASE_Y
 
     bases = [np.array([BASE_X[a], BASE_Y]) for a in arms]
     bodies = _body_xy(world) + [(world.arms[a].gc()[:2], 0.06) for a in arms]  # the gripper at home
@@ -170,7 +170,7 @@ def free_spots(world, arms) -> list[np.ndarray]:
 
 
 def _distractors(world, level: int, rng, guards: list[float], arms) -> None:
-    from .scene import TABLE_TOP_Z
+    from vabench.envs.sim.scene import TABLE_TOP_Z
 
     taken = [
         _hsv(shape.material.base_color)[0] for b in world.bodies.values() for shape in _shapes(b.entity)

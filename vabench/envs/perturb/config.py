@@ -1,4 +1,4 @@
-"""Visual perturbations (``perturbation.name=<kind>:<level>``, e.g. ``lighting:2``): named, seeded
+"""Visual perturbations (``perturbation=<kind>:<level>``, e.g. ``perturbation=lighting:2``): named, seeded
 levels of the scene's look and of the model-facing images, for the robustness track
 (``+experiment=robustness``).
 
@@ -8,9 +8,9 @@ the pixels a model is sent. Every manifest seed therefore stays valid and the or
 is bitwise the same under every perturbation (tests/test_perturb.py). Each episode draws its
 perturbation from its own generator, seeded by the episode seed, the kind and the level (never the
 task's layout generator), so a perturbed scene is reproducible and its layout is the unperturbed
-one. The scene side lives in :mod:`vabench.envs.sim.look`.
+one. The scene side lives in :mod:`vabench.envs.perturb.scene`; the image side (noise, blur) here.
 
-Levels: 1 mild, 2 moderate, 3 strong (the numbers are in :data:`STRENGTH` and sim.look).
+Levels: 1 mild, 2 moderate, 3 strong (the numbers are here and in the scene module).
 """
 
 from __future__ import annotations
@@ -21,8 +21,24 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageFilter
 
+from vabench.condition import default
+from vabench.errors import ConfigError
+from vabench.registry import Registry
 from vabench.vocab import PERTURBATION_LEVELS, Perturbation
 
+FORM = "perturbation=<kind>:<level>, e.g. perturbation=blur:2; levels " + ", ".join(map(str, PERTURBATION_LEVELS))
+KINDS: Registry[str] = Registry(
+    "perturbation kind",
+    (
+        (Perturbation.LIGHTING, "ambient and key-light intensity, colour and direction"),
+        (Perturbation.TEXTURE, "table, wall and floor colour and pattern"),
+        (Perturbation.COLOUR, "task parts whose colour the instruction does not name"),
+        (Perturbation.DISTRACTORS, "visual-only objects on free table areas, off the robot's way"),
+        (Perturbation.NOISE, "Gaussian pixel noise on every model-facing image"),
+        (Perturbation.BLUR, "Gaussian blur on every model-facing image"),
+    ),
+    FORM,
+)
 IMAGE_KINDS = (Perturbation.NOISE, Perturbation.BLUR)
 NOISE_SIGMA = 6.0  # pixel noise SD (0-255 scale) per level
 BLUR_RADIUS = 1.0  # Gaussian blur radius in pixels per level, at 640 px wide (scaled with the width)
@@ -30,21 +46,19 @@ BLUR_RADIUS = 1.0  # Gaussian blur radius in pixels per level, at 640 px wide (s
 
 @dataclass(frozen=True)
 class PerturbationConfig:
-    """One named perturbation at one level: ``perturbation.name`` is ``none`` or ``<kind>:<level>``
+    """One named perturbation at one level: ``perturbation`` is ``none`` or ``<kind>:<level>``
     (``lighting:2``), recorded as it is in every outcome row and, when not ``none``, in the
     condition label. One key, so a sweep lists the baseline and every level side by side."""
 
-    name: str = Perturbation.NONE
+    name: str = default("perturbation")
 
     def __post_init__(self):
-        kind, _, level = self.name.partition(":")
-        kinds = [str(k) for k in Perturbation if k != Perturbation.NONE]
-        form = f"'perturbation.name' must be none or <kind>:<level> with kind one of {', '.join(kinds)} and level"
         if self.name == Perturbation.NONE:
             return
-        if kind not in kinds or not level.isdigit() or int(level) not in PERTURBATION_LEVELS:
-            levels = ", ".join(map(str, PERTURBATION_LEVELS))
-            raise ValueError(f"{form} one of {levels} (e.g. lighting:2), got {self.name!r}")
+        kind, colon, level = str(self.name).partition(":")
+        KINDS.check(kind)  # UnknownName: the kinds and the closest one
+        if not colon or not level.isdigit() or int(level) not in PERTURBATION_LEVELS:
+            raise ConfigError(f"perturbation {self.name!r} needs a level: {FORM}")
 
     @classmethod
     def of(cls, kind: str, level: int) -> PerturbationConfig:

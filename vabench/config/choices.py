@@ -1,0 +1,186 @@
+"""The checks of a composed config's choices, each naming the key, what is allowed and the
+closest allowed value: tasks and seeds, what an agent can play, the condition's keys, and where
+summaries are kept. :func:`vabench.config.run.from_config` calls them in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vabench.agents.models import Model
+from vabench.checks import bound
+from vabench.condition import Condition, default
+from vabench.config.sections import typed
+from vabench.errors import ConfigError, UnknownName
+from vabench.interventions import MANIFESTS, check_composes
+from vabench.registry import Registry
+from vabench.vocab import Intervention, ObservationProfile, SummaryKind, SummaryMode
+
+CONDITION_KEYS = ("observation", "render", "intervention", "robot", "perturbation")  # top-level; defaults: Condition's
+# Keys of configs written before they moved (a run folder's _run.json), and where they live now.
+MOVED = {
+    "harness.observation": "observation",
+    "harness.intervention": "intervention",
+    "render.preset": "render",
+    "robot.name": "robot",
+    "perturbation.name": "perturbation",
+}
+
+
+def need(cfg: dict, key: str, where: str = ""):
+    """``cfg[key]``, or a ConfigError naming the missing key."""
+    if key not in cfg:
+        raise ConfigError(f"missing config key '{where}{key}'")
+    return cfg[key]
+
+
+def moved(cfg: dict) -> dict:
+    """``cfg`` with the keys of older configs (:data:`MOVED`) where they live now (verify reads a
+    run folder's ``_run.json``); a config of today comes back as it is."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in cfg.items()}
+    for old, new in MOVED.items():
+        section, key = old.split(".")
+        node = out.get(section)
+        if isinstance(node, dict) and key in node:
+            value = node.pop(key)
+            if section == new or not node:
+                del out[section]
+            out[new] = value
+    return out
+
+
+def _checked(key: str, value, check) -> str:
+    """``value`` of top-level ``key`` as ``check`` accepts it; its complaint names the key."""
+    try:
+        check(typed(value, str, key))
+    except ValueError as e:  # UnknownName, a bad level: one line with the choices
+        raise ConfigError(f"'{key}': {e}") from None
+    return str(value)
+
+
+def condition_keys(cfg: dict) -> dict[str, str]:
+    """The condition's keys, each checked against its registry."""
+    from vabench.envs.perturb import PerturbationConfig
+    from vabench.envs.render import RENDER_PRESETS
+    from vabench.envs.sim.embodiments import EMBODIMENTS
+
+    profiles = Registry("observation profile", ((p, p) for p in ObservationProfile), "observation=NAME")
+    checks = {
+        "observation": profiles.check,
+        "render": RENDER_PRESETS.check,
+        "intervention": MANIFESTS.check,
+        "robot": EMBODIMENTS.check,
+        "perturbation": PerturbationConfig,
+    }
+    return {k: _checked(k, cfg.get(k, default(k)), checks[k]) for k in CONDITION_KEYS}
+
+
+def conditions(cfg: dict, agent: Model, protocols: tuple[str, ...], summary: SummaryMode, offline: bool, log):
+    """One :class:`Condition` per protocol. ``intervention=expert_summary`` is the summary source
+    ``expert``; a view intervention keeps the protocols it changes (one line says so); an offline
+    agent reads no summary (one line says so when another was asked)."""
+    keys = condition_keys(cfg)
+    if keys["intervention"] == Intervention.EXPERT_SUMMARY:
+        keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
+    kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)
+    if kept and kept != protocols:
+        log(f"intervention={keys['intervention']} changes the {'/'.join(kept)} observation only: protocol {kept[0]}")
+        protocols = kept
+    try:
+        check_composes(keys["intervention"], protocols, str(summary), offline)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if offline and summary.kind != SummaryKind.NONE:
+        log(f"{agent.name} is an offline agent and reads no summary: summary {summary} -> none")
+        summary = SummaryMode(SummaryKind.NONE)
+    return tuple(Condition(agent.name, p, str(summary), **keys) for p in protocols)
+
+
+def tasks_of(raw, track: str) -> tuple[str, ...]:
+    """``all`` = every registered task of the track; a list must name tasks of that track."""
+    from vabench.envs.tasks import TASKS, tasks_of_track
+
+    names = list(tasks_of_track(track)) if raw == "all" else raw
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"'tasks' must be 'all' or a non-empty list of task names, got {raw!r}")
+    unknown = [n for n in names if n not in TASKS]
+    if unknown:
+        raise ConfigError(f"'tasks': {UnknownName('task', unknown[0], TASKS, 'python -m vabench.tasks lists them')}")
+    other = [f"{n} (track {TASKS[n].track})" for n in names if TASKS[n].track != track]
+    if other:
+        raise ConfigError(
+            f"'tasks': {', '.join(other)} not on track {track}; set track= to the task's track, or list tasks "
+            f"of track {track}: {', '.join(tasks_of_track(track))}"
+        )
+    if len(set(names)) != len(names):
+        raise ConfigError(f"'tasks' lists a task twice: {names}")
+    return tuple(names)
+
+
+def playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str):
+    """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
+    one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
+    outside a task's manifest are played with a warning: their scenes were never screened."""
+    from vabench.envs.seeds import eval_seeds
+    from vabench.envs.tasks import task_class
+
+    keep = []
+    for task in tasks:
+        try:
+            verified = eval_seeds(task, robot)
+        except FileNotFoundError as e:
+            if not every:
+                raise ConfigError(f"'robot' = {robot}: {e}") from None
+            log(f"tasks=all: {task} left out ({e})")  # another robot's task not yet screened
+            continue
+        if not verified and (seeds is None or isinstance(seeds, int)):  # explicit seeds are played as named
+            why = f"{robot} cannot do it (vabench/envs/seed_manifests/{robot}/{task}.json, 'declared')"
+            if not every:
+                raise ConfigError(f"'tasks': {task}: {why}")
+            log(f"tasks=all: {task} left out ({why})")
+            continue
+        chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
+        arms = tuple(task_class(task).arms)
+        refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
+        if refused and every and len(refused) == len(chosen) * len(protocols):
+            log(f"tasks=all: {task} left out ({refused[0]})")
+            continue
+        if refused:
+            raise ConfigError(f"'model' = {agent.name}: {refused[0]}")
+        outside = sorted(set(chosen) - set(verified))
+        if outside:
+            log(
+                f"warning: seeds {', '.join(map(str, outside))} of {task} are not among its {len(verified)} verified "
+                f"seeds (vabench/envs/seed_manifests/{task}.json): their scenes were never screened; rows of them "
+                "do not compare with the paper's"
+            )
+        keep.append(task)
+    if not keep:
+        raise ConfigError(f"'tasks': {agent.name} can play none of the tasks of this track")
+    return tuple(keep)
+
+
+def seeds_of(raw) -> int | tuple[int, ...] | None:
+    if raw == "all" or raw is None:
+        return None
+    try:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return bound(raw, "seeds", 1)
+        if isinstance(raw, (list, tuple)) and raw:
+            return tuple(bound(typed(s, int, "seeds[]"), "seeds[]", 0) for s in raw)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    raise ConfigError(f"'seeds' must be 'all', a positive count, or a list of non-negative seeds, got {raw!r}")
+
+
+def summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
+    """The summary store, by default ``<results_dir>/_summaries/<render preset>``: one store per
+    results folder, so a passive, transfer or long-horizon run (and every job of a multirun) reuses
+    the summaries a base run learned (paper 5.1: "its own demonstration summary") instead of
+    learning new ones; one per render preset, because a summary is learned from demos recorded at
+    the preset's size (``summary_root=<path>`` names another results folder's ``_summaries``).
+    Absolute: workers may run in another working directory."""
+    if cfg.get("summary_root"):
+        return (Path(cfg["summary_root"]) / render).absolute()
+    if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
+        return (run_dir / "_summaries").absolute()
+    return (Path(str(need(cfg, "results_dir"))) / "_summaries" / render).absolute()

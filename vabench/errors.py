@@ -1,0 +1,107 @@
+"""Every exception vabench raises on purpose, in one tree under :class:`VabenchError`.
+
+Two families matter to callers:
+
+- :class:`UnknownName` (a ``ValueError``): a name no registry holds (a task, robot, model kind,
+  render preset, perturbation kind, intervention, protocol, track), in one line with the choices
+  and the closest one;
+- :class:`RunStopped`: every reason a run stops early and stays resumable (a spending cap, the
+  first episodes all refused by the provider, another driver holding the folder, a cluster that
+  cannot place the work, Ctrl-C). The driver catches this family once; its message is the one
+  line the user reads. A stop is never a crash: the episode code lets it through every
+  ``except Exception`` (an episode a cap stops ends as interrupted, with no row).
+
+The other classes live beside the code that raises them, each under :class:`VabenchError` and
+the builtin it has always been (``ValueError`` for bad input, ``RuntimeError`` for a failure), so
+``except ValueError`` keeps working. This module imports nothing from vabench.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class VabenchError(Exception):
+    """The project's base: ``except VabenchError`` catches what vabench raises on purpose."""
+
+
+def closest(name: object, choices: Iterable[object]) -> str | None:
+    """The choice a misspelt ``name`` most likely meant, if any is close."""
+    found = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return found[0] if found else None
+
+
+class UnknownName(VabenchError, ValueError):
+    """``name`` is not one of ``choices`` (of the kind ``what``): one line with the closest one and
+    the choices; ``how`` says how the user names one (``robot=NAME``)."""
+
+    def __init__(self, what: str, name: object, choices: Iterable[object], how: str = ""):
+        self.what, self.name, self.choices = what, name, sorted(map(str, choices))
+        near = closest(name, self.choices)
+        hint = f"; did you mean {near!r}?" if near else ""
+        shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
+        super().__init__(f"unknown {what} {shown}{hint} choices: {', '.join(self.choices)}{how and f' ({how})'}")
+
+
+class ConfigError(VabenchError, ValueError):
+    """A configuration mistake, found before any episode runs; the message names the key."""
+
+
+class RunStopped(VabenchError):
+    """The run stopped early; finished episodes are saved and a rerun of the same run_id resumes.
+    :meth:`line` is the one line the launcher prints."""
+
+    headline = "stopped"  # what the line starts with
+    resume = "rerun with run_id={run_id} to resume"  # how to go on ("" where a rerun is not the fix)
+    exit_status = 2  # the launcher's exit status for this stop (vabench.launch)
+
+    def line(self, run_id: str) -> str:
+        """``<headline>: <why>; <how to resume>``."""
+        head = f"{self.headline}: " if self.headline else ""
+        tail = f"; {self.resume.format(run_id=run_id)}" if self.resume else ""
+        return f"{head}{self}{tail}"
+
+
+class CostCapReached(RunStopped):
+    """A spending cap (``limit``: a :class:`~vabench.vocab.CostLimit`, the key that sets it) is
+    reached: no request is sent past it. Raised where a request would leave (an episode's
+    dialogue, the run's limiter) and, by the driver, for the run."""
+
+    resume = "rerun with run_id={run_id} and a higher limit to resume"
+
+    def __init__(self, limit: str, spent: float, cap: float, why: str | None = None):
+        self.limit, self.spent, self.cap = limit, spent, cap
+        super().__init__(why or f"{limit} = {cap:g} reached (${spent:.4f} spent); raise it to go on")
+
+
+class RunAborted(RunStopped):
+    """The first episodes all hit a permanent provider error (bad key, unknown model, ...)."""
+
+    headline = "run stopped: the first episodes all failed with a permanent provider error"
+
+
+class RunLocked(RunStopped):
+    """Another live driver holds the run folder (or took it over from this one)."""
+
+    headline, resume = "", ""  # the message says which folder; waiting for the other driver is the fix
+
+
+class ClusterStarved(RunStopped):
+    """No worker of the run could be placed within ``ray.starve_timeout_s``: the run stops as
+    interrupted and resumes on rerun."""
+
+    headline = "interrupted: the cluster cannot place this run's work"
+
+
+class SummaryUnavailable(RunStopped):
+    """A summary the run's episodes need cannot be had (a shared or expert one missing or invalid)."""
+
+    headline, resume = "summary", ""
+
+
+class Interrupted(RunStopped):
+    """Ctrl-C: the run stopped at once; what finished is saved."""
+
+    headline = "interrupted"
+    exit_status = 130
