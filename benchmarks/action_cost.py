@@ -22,7 +22,7 @@ import logging
 import statistics
 import time
 
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS, RenderPreset
 from vabench.envs.seeds import eval_seeds
 from vabench.vocab import PROTOCOLS

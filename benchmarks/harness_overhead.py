@@ -37,7 +37,7 @@ def per_step_harness(env: VABenchEnv, task: str, seed: int, protocol: str, out: 
     env.reset(task, seed, protocol)
     reset = time.perf_counter() - t
     t = time.perf_counter()
-    r = run_episode(env, OracleAgent(), Episode.of(task, seed, protocol), out)
+    r = run_episode(env, OracleAgent(), Episode.of(task, seed, protocol, env=env), out)
     total = time.perf_counter() - t
     assert r.success, r
     return (total - reset) / r.steps

@@ -33,7 +33,7 @@ from vabench.agents.servo import ServoAgent
 from vabench.analysis import attribution, attribution_bars, recovers_most, to_markdown
 from vabench.analysis.stats import wilson_interval
 from vabench.condition import condition_label
-from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.render import render_preset
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import task_class, tasks_of_track
@@ -59,7 +59,9 @@ def _read(path: Path) -> list[dict]:
 def _episode(env, agent, intervention: str, task: str, protocol: str, seed: int, folder: Path) -> dict:
     if folder.exists():  # an episode interrupted before its row was written
         shutil.rmtree(folder)
-    r = run_episode(env, agent, Episode.of(task, seed, protocol), folder, HarnessConfig(intervention=intervention))
+    r = run_episode(
+        env, agent, Episode.of(task, seed, protocol, env=env, intervention=intervention), folder, HarnessConfig()
+    )
     row = {**r.row(), "experiment": EXPERIMENT, "run_id": "bench"}
     return {**row, "condition": _label(row)}
 

@@ -70,7 +70,7 @@ def episode(provider: str, protocol: str, steps: int, env: VABenchEnv, out: Path
     with ScriptedServer(default=cache) as server:
         api = server.url if provider == OPENAI else server.base
         model = LiteLLMModel(ModelConfig(MODELS[provider], api_base=api, api_key_env=KEY, extra={}))
-        row = run_episode(env, model, Episode.of(TASK, eval_seeds(TASK)[0], protocol), out)
+        row = run_episode(env, model, Episode.of(TASK, eval_seeds(TASK)[0], protocol, env=env), out)
     price = prices(MODELS[provider])
     share = [u.repeated / u.input_tokens for u in cache.log[1:]]
     billed = without = 0.0

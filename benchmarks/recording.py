@@ -28,7 +28,7 @@ from vabench.agents.harness import Episode, run_episode
 from vabench.agents.models import ModelConfig
 from vabench.agents.records import EpisodeRecord
 from vabench.agents.registry import make_model
-from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
@@ -69,7 +69,7 @@ def episodes(env: VABenchEnv, protocol: str, seeds: int, scratch: Path, tag: str
         for seed in eval_seeds(task)[:seeds]:
             folder = scratch / tag / protocol / task / str(seed)
             t = time.perf_counter()
-            row = run_episode(env, oracle, Episode.of(task, seed, protocol), folder)
+            row = run_episode(env, oracle, Episode.of(task, seed, protocol, env=env), folder)
             wall = time.perf_counter() - t  # the row's wall_s stops before the video is encoded
             assert row.success, (task, seed, row.end_reason)
             out[(task, seed)] = (wall, row.steps, size_mb(folder))

@@ -27,7 +27,7 @@ from pathlib import Path
 from vabench.agents.harness import Episode, run_episode
 from vabench.agents.servo import ServoAgent
 from vabench.analysis.stats import wilson_interval
-from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig
 from vabench.envs.seeds import eval_seeds, load_manifest
 from vabench.envs.tasks import task_class, tasks_of_track
@@ -75,7 +75,7 @@ def run(
                     folder = out / task / protocol / str(seed)
                     if folder.exists():  # an episode interrupted before its row was written
                         shutil.rmtree(folder)
-                    r = run_episode(env, agent, Episode.of(task, seed, protocol), folder)
+                    r = run_episode(env, agent, Episode.of(task, seed, protocol, env=env), folder)
                     row = {k: getattr(r, k) for k in FIELDS}
                     row["success"] = bool(row["success"])
                     rows.append(row)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, VABenchEnv
+from vabench.envs.render import RENDER_PRESETS
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 
@@ -25,7 +26,8 @@ def physics_env():
 
 @pytest.fixture(scope="session")
 def render_env():
-    env = VABenchEnv(EnvConfig())
+    """An env rendering at render=fast (640x480): the tests' images, cheaper than the paper's."""
+    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["fast"]))
     yield env
     env.close()
 

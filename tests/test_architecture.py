@@ -14,13 +14,16 @@ import pytest
 from vabench import paper
 from vabench.envs.seeds import FORMAT, MANIFEST_DIR
 from vabench.envs.tasks import TASKS, demo_tasks, registry, task_class, tasks_of_track
+from vabench.errors import UnknownName
 from vabench.vocab import SEEDS_PER_TASK, TRACKS, arms_label
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
 
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
+    ("vabench.errors", "vabench.registry"),
     ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
+    ("vabench.condition",),
     ("vabench.outcomes", "vabench.outcometable", "vabench.recordfile", "vabench.media", "vabench.episodes"),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
@@ -67,7 +70,7 @@ ISOLATED = {
 # third-party frameworks that only these modules may import
 CONFINED = {
     "ray": ("vabench.actors.backends",),
-    "hydra": ("vabench.launch", "vabench.config.sections"),
+    "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.config.sections"),
     "litellm": ("vabench.agents.llm",),
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
@@ -202,7 +205,7 @@ def test_held_out_variants_and_the_basket_take_their_demos_from_the_registry():
 
 
 def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
-    monkeypatch.setattr(registry, "TASKS", dict(registry.TASKS))
+    monkeypatch.setattr(registry, "TASKS", registry.TASKS.copy())
 
     class Extra:
         name = "extra_family"
@@ -227,10 +230,10 @@ def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
         registry.register_task("transfer", summary_task="nowhere")(Orphan)
     with pytest.raises(TypeError, match="must set its own class attribute 'name'"):
         registry.register_task()(Nameless)
-    with pytest.raises(ValueError, match="track must be one of base, transfer, long_horizon"):
+    with pytest.raises(UnknownName, match="unknown track 'heldout' choices: base, long_horizon, transfer"):
         registry.register_task("heldout")
-    with pytest.raises(KeyError, match="unknown task 'nope'; registered: beat_block_hammer_right"):
-        registry.task_class("nope")
+    with pytest.raises(UnknownName, match="unknown task 'grasp_single_cub'; did you mean 'grasp_single_cube'"):
+        registry.task_class("grasp_single_cub")
 
 
 # -- one source for every default, word and function size ----------------------------------------------
@@ -283,6 +286,10 @@ OTHER_MEANINGS = {
     ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.common", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.condition", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.config.choices", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.envs.config", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.envs.cli.tasks", "robot"): "the condition key robot (the embodiment)",
 }
 
 
@@ -323,27 +330,35 @@ def test_vocabulary_words_are_written_only_in_vocab_py():
     assert {(m, w) for m, w, _ in found} == set(OTHER_MEANINGS), "an OTHER_MEANINGS entry is gone: drop it"
 
 
-def test_no_yaml_restates_a_config_dataclass_default():
-    """harness.*, ray.*, recording.*, model.* and top-level (RunOptions) defaults live in their dataclasses; a YAML file
-    (config.yaml, an experiment, a model template) states only what differs."""
-    import dataclasses
-
-    from omegaconf import OmegaConf
-
+def _declared_defaults() -> dict:
+    """Every config default as its dataclass declares it, by section ("": the top level)."""
     from vabench.agents.harness_config import HarnessConfig
     from vabench.agents.models import ModelConfig
-    from vabench.config.run import MODEL_KEYS, RayConfig, RunOptions
+    from vabench.condition import Condition
+    from vabench.config.choices import CONDITION_KEYS
+    from vabench.config.run import PlanConfig, RayConfig, RunOptions
     from vabench.config.sections import defaults
-    from vabench.envs.env import RecordingConfig
+    from vabench.envs import RecordingConfig
 
-    sections = {
+    condition = {k: v for k, v in defaults(Condition).items() if k in CONDITION_KEYS}
+    return {
         "harness": defaults(HarnessConfig),
         "ray": defaults(RayConfig),
         "recording": defaults(RecordingConfig),
-        "model": defaults(ModelConfig, MODEL_KEYS),
-        "": defaults(RunOptions),  # the top-level keys
+        "model": defaults(ModelConfig),
+        "plan": defaults(PlanConfig),
+        "": {**defaults(RunOptions), **condition},  # the top-level keys
     }
-    assert dataclasses.is_dataclass(RayConfig) and sections["model"]["max_tokens"] == ModelConfig.max_tokens
+
+
+def test_no_yaml_restates_a_config_dataclass_default():
+    """harness.*, ray.*, recording.*, model.*, plan.*, the run's options and the condition's keys have
+    their defaults in dataclasses; a YAML file (config.yaml, an experiment, a model template) states
+    only what differs."""
+    from omegaconf import OmegaConf
+
+    sections = _declared_defaults()
+    assert sections["model"]["max_tokens"] == 4096 and sections[""]["render"] == "paper"
     conf = ROOT.parent / "conf"
     restated = []
     for path in sorted(conf.rglob("*.yaml")):
@@ -354,3 +369,16 @@ def test_no_yaml_restates_a_config_dataclass_default():
                 if key in sections[section] and sections[section][key] == value:
                     restated.append(f"{path.relative_to(conf)}: {section or '(top level)'}.{key}: {value!r}")
     assert restated == []
+
+
+def test_the_composed_config_has_every_dataclass_default_and_no_other_value():
+    """What Hydra composes with no override is, key for key, what the dataclasses declare."""
+    from vabench.launch.words import composed
+
+    node = composed(["model=openai"])
+    found = {s: (node if not s else node[s]) for s in _declared_defaults()}
+    for section, declared in _declared_defaults().items():
+        for key, value in declared.items():
+            if section == "model" and key in ("id", "api_key_env", "extra"):
+                continue  # the model template's own: what the template is for
+            assert found[section][key] == value, f"{section or '(top level)'}.{key}"

@@ -19,7 +19,7 @@ import pytest
 from tests.openai_server import RateLimit, ScriptedServer
 from tests.test_driver import KEY, _worker_pids, smoke, table
 from vabench.actors.worker import EpisodeWorker, _SeatSim
-from vabench.actors.workerconfig import spread, worker_args
+from vabench.actors.workerconfig import WorkerConfig, spread
 from vabench.config.run import ConfigError
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.run.driver import Driver
@@ -212,7 +212,7 @@ def test_a_worker_reports_an_episode_stuck_inside_one_simulator_call(tmp_path):
     """stuck() names only an episode holding the simulator lock for too long, not one waiting for
     its model: the backstop never kills a worker for a slow provider."""
     run = smoke(tmp_path, "stuck", "ray.address=none")
-    worker = EpisodeWorker(*worker_args(run, slots=2))
+    worker = EpisodeWorker(WorkerConfig.of(run, slots=2))
     try:
         a, b = worker.seats
         a.key, b.key = "waiting/for/model", "inside/simulator"

@@ -80,7 +80,7 @@ def test_the_episode_limit_ends_the_episode_as_interrupted(render_env, tmp_path,
         harness = HarnessConfig(max_episode_cost_usd=2.5 * per_call())
         task = "grasp_single_cube"
         with pytest.raises(CostCapReached) as stop:
-            run_episode(render_env, model, Episode.of(task, eval_seeds(task)[0]), tmp_path, harness)
+            run_episode(render_env, model, Episode.of(task, eval_seeds(task)[0], env=render_env), tmp_path, harness)
         assert len(server.requests) == 3 and stop.value.limit == CostLimit.EPISODE
     events = read_events(tmp_path / "events.jsonl")
     assert events[-1]["type"] == "interrupted" and not any(e["type"] == "result" for e in events)

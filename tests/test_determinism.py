@@ -25,7 +25,7 @@ print(h.hexdigest())
 DETOUR_MOVES = [("z", "-", 100), ("y", "+", 100), ("x", "-", 100)]
 DETOUR_SCRIPT = """
 import hashlib, sys
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, VABenchEnv
 env = VABenchEnv(EnvConfig(render=False))
 env.reset("grasp_single_cube", 1002)
 fb = [env.step({"action": "gripper.move_world", "axis": a, "sign": s, "distance_mm": d}).feedback
@@ -114,7 +114,7 @@ def test_detours_do_not_depend_on_how_busy_the_machine_is(monkeypatch):
     budget) must play the same episode; on the UR5's hammer seed 1014 a 0.5 s budget did not (a
     first padded try timed out, the next padding found another path, and the seed passed under
     load but failed on an idle machine)."""
-    from vabench.envs.env import EnvConfig, VABenchEnv
+    from vabench.envs import EnvConfig, VABenchEnv
     from vabench.envs.sim import planner
 
     env = VABenchEnv(EnvConfig(render=False, robot="ur5"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds, load_manifest, manifest_path
 from vabench.envs.sim.embodiments import EMBODIMENTS, embodiment
 from vabench.envs.tasks import TASKS, tasks_of_track

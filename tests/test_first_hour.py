@@ -23,7 +23,9 @@ from vabench.analysis.load import load_runs
 from vabench.analysis.paired import condition_named
 from vabench.config.run import ConfigError, from_config
 from vabench.config.specs import expand
-from vabench.launch import Exit, help_text, misspelt
+from vabench.launch import Exit
+from vabench.launch.cli import help_text
+from vabench.launch.words import misspelt
 from vabench.outcomes import OutcomeRow, read_rows, write_row
 from vabench.run.probe import EndpointError, _probed, probe
 from vabench.runfolder.state import todo, unjudged_summary
@@ -368,9 +370,11 @@ def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(phys
     record = tmp_path / "events.jsonl"
     start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1001, "protocol": "active"}
     record.write_text(json.dumps(start) + "\n")
-    replay = run_episode(physics_env, ReplayAgent(record), Episode.of("grasp_single_cube", 1000), tmp_path / "a")
+    replay = run_episode(
+        physics_env, ReplayAgent(record), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path / "a"
+    )
     assert (replay.status, replay.error_kind) == ("infra_error", "permanent") and "seeds=[1001]" in replay.error
-    one_arm = run_episode(physics_env, PosetextAgent(), Episode.of("place_shoe", 1000), tmp_path / "b")
+    one_arm = run_episode(physics_env, PosetextAgent(), Episode.of("place_shoe", 1000, env=physics_env), tmp_path / "b")
     assert (one_arm.status, one_arm.error_kind) == ("infra_error", "permanent") and "one arm" in one_arm.error
 
 

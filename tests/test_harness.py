@@ -72,7 +72,7 @@ def test_fenced_and_bare_json_dispatch_and_errors_come_back_as_repairs(render_en
         json.dumps({**MOVE_UP, "distance_mm": 500}),
         STOP,
     )
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path)
     assert (r.end_reason, r.steps, r.robot_actions, r.repairs, r.model_calls) == ("stop", 2, 2, 2, 5)
     assert not r.success and r.status == "ok"
     assert "no JSON object" in last_user_text(server.requests[3])
@@ -85,20 +85,20 @@ def test_fenced_and_bare_json_dispatch_and_errors_come_back_as_repairs(render_en
 
 def test_third_bad_reply_in_a_step_ends_the_episode(render_env, server, tmp_path):
     server.script("{bad", json.dumps({"action": "gripper.twist"}), json.dumps({**MOVE_UP, "axis": "q"}))
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path)
     assert (r.end_reason, r.steps, r.repairs, len(server.requests)) == ("repairs_exhausted", 0, 2, 3)
     assert r.status == "ok" and not r.success  # the model's failure, scored as such
 
 
 def test_repairs_are_counted_per_step(render_env, server, tmp_path):
     server.script("x", "y", json.dumps(MOVE_UP), "x", "y", STOP)
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path)
     assert (r.end_reason, r.steps, r.repairs) == ("stop", 1, 4)  # repair prompts sent
 
 
 def test_twenty_model_calls_per_step_at_most(physics_env, tmp_path):
     with ScriptedServer(default=json.dumps({"tool": "geometry.verify", "args": {}})) as server:
-        r = run_episode(physics_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+        r = run_episode(physics_env, llm(server), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path)
     assert (r.end_reason, r.steps, r.tool_calls, len(server.requests)) == ("call_limit", 0, 20, 20)
 
 
@@ -110,8 +110,8 @@ def test_seven_camera_actions_in_a_row_all_execute_and_two_are_counted_over_the_
     executes and costs a step, no repair is spent, and the row counts the ones beyond five."""
     side = json.dumps({"action": "camera.view_side"})
     server.script(*[side] * 7, json.dumps({"action": "gripper.open"}), side, STOP)
-    cfg = HarnessConfig(observation=observation)
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path, cfg)
+    episode = Episode.of("grasp_single_cube", 1000, env=render_env, observation=observation)
+    r = run_episode(render_env, llm(server), episode, tmp_path)
     assert (r.camera_actions, r.robot_actions, r.repairs, r.steps, r.camera_chain_over) == (8, 1, 0, 9, 2)
     assert not any("camera chain limit" in json.dumps(q) for q in server.requests)
     assert "At most 5 camera actions in a row" in server.requests[0]["messages"][0]["content"]  # the instruction
@@ -126,14 +126,14 @@ def test_enforced_camera_chain_rejects_the_sixth_as_a_repair(render_env, server,
     side = json.dumps({"action": "camera.view_side"})
     server.script(*[side] * 6, json.dumps({"action": "gripper.open"}), side, STOP)
     cfg = HarnessConfig(enforce_camera_chain=True)
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path, cfg)
+    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path, cfg)
     assert (r.camera_actions, r.robot_actions, r.repairs, r.steps, r.camera_chain_over) == (6, 1, 1, 7, 0)
     assert "camera chain limit" in last_user_text(server.requests[6])
 
 
 def test_budget_runs_out(physics_env, tmp_path):
     with ScriptedServer(default=json.dumps({"action": "gripper.open"})) as server, registered(ShortBudgetProbe):
-        r = run_episode(physics_env, llm(server), Episode.of("short_probe", 7), tmp_path)
+        r = run_episode(physics_env, llm(server), Episode.of("short_probe", 7, env=physics_env), tmp_path)
     assert (r.end_reason, r.steps, r.budget, len(server.requests), r.success) == ("budget", 3, 3, 3, False)
 
 
@@ -144,7 +144,7 @@ def test_tool_calls_do_not_advance_the_simulator(render_env, server, tmp_path):
         json.dumps({"action": "camera.history", "args": {"step": 99}}),
         STOP,
     )
-    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path)
     after = scene_digest(render_env)
     assert (r.steps, r.tool_calls, r.end_reason) == (0, 3, "stop")
     geometry = last_user_text(server.requests[1])
@@ -165,7 +165,7 @@ def test_tool_calls_do_not_advance_the_simulator(render_env, server, tmp_path):
 )
 def test_provider_failures_are_retried_then_infra_error(physics_env, server, tmp_path, replies, kw):
     server.script(*replies)
-    r = run_episode(physics_env, llm(server, **kw), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(physics_env, llm(server, **kw), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path)
     assert (r.status, r.end_reason, r.success, len(server.requests)) == ("infra_error", "infra_error", False, 3)
     assert "after 3 attempts" in r.error
     assert (r.model_calls, r.provider_attempts, r.provider_retries) == (0, 3, 2)  # the call was never answered
@@ -174,7 +174,9 @@ def test_provider_failures_are_retried_then_infra_error(physics_env, server, tmp
 def test_provider_retries_and_backoff_are_counted_in_the_row(physics_env, server, tmp_path):
     move = json.dumps({"action": "gripper.open"})
     server.script({"status": 429, "headers": {"Retry-After": "0.3"}}, move, {"status": 500}, {"status": 503}, STOP)
-    r = run_episode(physics_env, llm(server, backoff_max_s=1.0), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(
+        physics_env, llm(server, backoff_max_s=1.0), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path
+    )
     assert (r.status, r.end_reason, len(server.requests)) == ("ok", "stop", 5)
     assert (r.model_calls, r.provider_attempts, r.provider_retries) == (2, 5, 3)
     assert 0.3 <= r.backoff_s < 1.0  # the Retry-After was honoured, and the jittered waits are small
@@ -184,7 +186,7 @@ def test_provider_retries_and_backoff_are_counted_in_the_row(physics_env, server
 
 def test_retry_then_success_keeps_the_episode(physics_env, server, tmp_path):
     server.script({"status": 429}, {"status": 500}, STOP)
-    r = run_episode(physics_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(physics_env, llm(server), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path)
     assert (r.status, r.end_reason, len(server.requests)) == ("ok", "stop", 3)
 
 
@@ -194,12 +196,19 @@ def test_usage_and_cost_are_summed(physics_env, server, tmp_path):
     usage = {"prompt_tokens": 1000, "completion_tokens": 500}
     move = json.dumps({"action": "gripper.open"})
     server.script({"content": move, "usage": usage}, {"content": STOP, "usage": usage})
-    r = run_episode(physics_env, llm(server, model="openai/gpt-4o"), Episode.of("grasp_single_cube", 1000), tmp_path)
+    r = run_episode(
+        physics_env,
+        llm(server, model="openai/gpt-4o"),
+        Episode.of("grasp_single_cube", 1000, env=physics_env),
+        tmp_path,
+    )
     price = litellm.model_cost["gpt-4o"]
     assert (r.prompt_tokens, r.completion_tokens) == (2000, 1000)
     assert r.cost_usd == pytest.approx(2000 * price["input_cost_per_token"] + 1000 * price["output_cost_per_token"])
     server.script({"content": STOP, "usage": usage})
-    r = run_episode(physics_env, llm(server), Episode.of("grasp_single_cube", 1000), tmp_path / "unmapped")
+    r = run_episode(
+        physics_env, llm(server), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path / "unmapped"
+    )
     assert r.prompt_tokens == 1000 and r.cost_usd is None
 
 
@@ -221,7 +230,11 @@ def _oracle_server(env):
 def test_passive_requests_carry_exactly_the_five_current_views_in_order(render_env, tmp_path):
     with _oracle_server(render_env) as server:
         r = run_episode(
-            render_env, llm(server), Episode.of("grasp_single_cube", 1000, "passive"), tmp_path, HarnessConfig()
+            render_env,
+            llm(server),
+            Episode.of("grasp_single_cube", 1000, "passive", env=render_env),
+            tmp_path,
+            HarnessConfig(),
         )
     assert r.success and r.steps >= 5
     requests = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "request"]
@@ -239,9 +252,9 @@ def test_passive_requests_carry_exactly_the_five_current_views_in_order(render_e
 
 @pytest.mark.parametrize("observation", ["paper", "explained"])
 def test_active_requests_send_jpeg_within_the_image_cap(render_env, tmp_path, observation):
-    cfg = HarnessConfig(observation=observation)
+    episode = Episode.of("grasp_single_cube", 1000, "active", env=render_env, observation=observation)
     with _oracle_server(render_env) as server:
-        r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, "active"), tmp_path, cfg)
+        r = run_episode(render_env, llm(server), episode, tmp_path)
     assert r.success
     counts = [len(image_urls(req)) for req in server.requests]
     if observation == "paper":  # D.1: only the current image; earlier ones through camera.history
@@ -281,7 +294,7 @@ def test_no_request_carries_an_object_position(render_env, tmp_path, task, proto
 
         render_env.step = step_and_watch
         try:
-            r = run_episode(render_env, llm(server), Episode.of(task, 1001, protocol), tmp_path)
+            r = run_episode(render_env, llm(server), Episode.of(task, 1001, protocol, env=render_env), tmp_path)
         finally:
             del render_env.step
     assert r.success
@@ -299,7 +312,7 @@ def test_a_two_arm_episode_over_http_sends_both_arms_and_the_task_profile(render
     """lift_pot through LiteLLM: the oracle's replies (synchronised dual_gripper moves included)
     succeed; every request states both arms and the system prompt carries the pot profile."""
     with _oracle_server(render_env) as server:
-        r = run_episode(render_env, llm(server), Episode.of("lift_pot", 1000, "active"), tmp_path)
+        r = run_episode(render_env, llm(server), Episode.of("lift_pot", 1000, "active", env=render_env), tmp_path)
     assert r.success and r.status == "ok" and r.repairs == 0
     events = read_events(tmp_path / "events.jsonl")
     actions = [e["payload"]["action"] for e in events if e["type"] == "action"]
@@ -342,7 +355,9 @@ def test_no_object_position_in_tool_outputs_or_failure_feedback(render_env, tmp_
         return agent.complete([]).text
 
     with ScriptedServer(default=reply) as server:
-        r = run_episode(render_env, llm(server), Episode.of("place_cube_in_bowl", 1004, protocol), tmp_path)
+        r = run_episode(
+            render_env, llm(server), Episode.of("place_cube_in_bowl", 1004, protocol, env=render_env), tmp_path
+        )
     assert r.tool_calls >= 10 and r.steps == r.budget and r.planner_failures + r.robot_actions > 0
     s = render_env.privileged()
     secrets = {f"{v:.3f}" for name in render_env.world.bodies for v in s.position(name)[:2]}
@@ -354,9 +369,13 @@ def test_no_object_position_in_tool_outputs_or_failure_feedback(render_env, tmp_
 
 
 def test_oracle_record_replays_to_the_same_outcome(render_env, tmp_path):
-    first = run_episode(render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1002), tmp_path / "oracle")
+    first = run_episode(
+        render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1002, env=render_env), tmp_path / "oracle"
+    )
     replay = ReplayAgent(tmp_path / "oracle" / "events.jsonl")
-    second = run_episode(render_env, replay, Episode.of("place_cube_in_bowl", 1002), tmp_path / "replay")
+    second = run_episode(
+        render_env, replay, Episode.of("place_cube_in_bowl", 1002, env=render_env), tmp_path / "replay"
+    )
     assert first.success and second.success and replay.privileged and second.privileged
     labels = [
         [e["label"] for e in read_events(tmp_path / d / "events.jsonl") if e["type"] == "action"]
@@ -368,7 +387,7 @@ def test_oracle_record_replays_to_the_same_outcome(render_env, tmp_path):
 def test_basket_record_keeps_per_object_placement_and_the_row_counts_objects(physics_env, tmp_path):
     """The long-horizon track: each action event carries every object's kind, lifted and
     contained state; objects_placed in the row is the final count."""
-    r = run_episode(physics_env, OracleAgent(), Episode.of("put_everything_in_basket", 1000), tmp_path)
+    r = run_episode(physics_env, OracleAgent(), Episode.of("put_everything_in_basket", 1000, env=physics_env), tmp_path)
     assert r.success and r.objects_placed == 5
     actions = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "action"]
     task = physics_env.task
@@ -384,7 +403,7 @@ def test_basket_record_keeps_per_object_placement_and_the_row_counts_objects(phy
 
 
 def test_random_agent_sends_only_valid_decisions_and_fails(render_env, tmp_path):
-    r = run_episode(render_env, RandomAgent(seed=3), Episode.of("grasp_single_cube", 1003), tmp_path)
+    r = run_episode(render_env, RandomAgent(seed=3), Episode.of("grasp_single_cube", 1003, env=render_env), tmp_path)
     assert (r.end_reason, r.repairs, r.steps, r.invalid_actions) == ("budget", 0, 50, 0)
     assert r.camera_actions > 0 and r.robot_actions > 0 and not r.privileged
 
@@ -431,7 +450,7 @@ _REPLY = st.one_of(
 @given(replies=st.lists(_REPLY, max_size=12))
 def test_arbitrary_replies_never_crash_the_harness(physics_env, replies):
     with tempfile.TemporaryDirectory() as tmp, registered(ShortBudgetProbe):
-        r = run_episode(physics_env, _Scripted(replies), Episode.of("short_probe", 5), Path(tmp))
+        r = run_episode(physics_env, _Scripted(replies), Episode.of("short_probe", 5, env=physics_env), Path(tmp))
         events = read_events(Path(tmp) / "events.jsonl")
     assert r.status == "ok", r.error
     assert r.end_reason in ("stop", "budget", "repairs_exhausted", "call_limit")
@@ -442,7 +461,7 @@ def test_arbitrary_replies_never_crash_the_harness(physics_env, replies):
 
 def test_long_episodes_are_compacted_and_the_record_stays_complete(render_env, tmp_path):
     cfg = HarnessConfig(context_tokens=3500, keep_turns=3)
-    r = run_episode(render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1000), tmp_path, cfg)
+    r = run_episode(render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1000, env=render_env), tmp_path, cfg)
     events = read_events(tmp_path / "events.jsonl")
     requests = [e for e in events if e["type"] == "request"]
     assert r.success and r.compactions >= 1
@@ -456,7 +475,7 @@ def test_hosted_vllm_provider_string_and_no_key_in_the_record(physics_env, serve
     r = run_episode(
         physics_env,
         llm(server, model="hosted_vllm/Qwen/Qwen2.5-VL-7B"),
-        Episode.of("grasp_single_cube", 1000),
+        Episode.of("grasp_single_cube", 1000, env=physics_env),
         tmp_path,
     )
     assert (r.end_reason, r.steps, r.model) == ("stop", 1, "hosted_vllm/Qwen/Qwen2.5-VL-7B")
@@ -476,6 +495,6 @@ class _Interrupted(Model):
 
 def test_an_interrupted_episode_says_so_in_its_record_and_leaves_no_result(physics_env, tmp_path):
     with pytest.raises(KeyboardInterrupt):
-        run_episode(physics_env, _Interrupted(), Episode.of("grasp_single_cube", 1000), tmp_path)
+        run_episode(physics_env, _Interrupted(), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path)
     types = [e["type"] for e in read_events(tmp_path / "events.jsonl")]
     assert types[-1] == "interrupted" and "result" not in types

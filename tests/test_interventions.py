@@ -16,6 +16,7 @@ from tests.test_observation import _images, _is_observation, _texts, script
 from vabench.agents import prompts
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
 from vabench.agents.summary_store import SummaryStore, resolve_summary
+from vabench.condition import Condition
 from vabench.episodes import EpisodeSpec
 from vabench.interventions import MANIFESTS, check_composes, in_force, manifest
 
@@ -35,9 +36,9 @@ def _requests(env, tmp_path, protocol: str, intervention: str, decisions, task="
         row = run_episode(
             env,
             llm(server),
-            Episode.of(task, 1000, protocol),
+            Episode.of(task, 1000, protocol, env=env, intervention=intervention),
             tmp_path / intervention,
-            HarnessConfig(intervention=intervention),
+            HarnessConfig(),
         )
         return row, list(server.requests)
 
@@ -130,16 +131,17 @@ def test_what_does_not_compose_is_a_config_error_naming_it():
         check_composes("views_5", ["passive"], "own", offline=False)
     with pytest.raises(ValueError, match=r"summary=expert does not compose with an offline agent"):
         check_composes("none", ["active"], "expert", offline=True)
-    with pytest.raises(ValueError, match=r"'harness.intervention' must be one of none, object_poses"):
-        HarnessConfig(intervention="expert_summary")  # a summary mode, not a harness intervention
+    with pytest.raises(ValueError, match=r"unknown intervention 'object_pose'; did you mean 'object_poses'\?"):
+        manifest("object_pose")
     check_composes("object_poses", ["active", "passive"], "expert", offline=False)
 
 
 def test_names_reach_the_label_the_folder_and_the_manifest_list():
-    spec = EpisodeSpec("m", "active", "expert", "base", "grasp_single_cube", "grasp_single_cube", 1000)
-    both = EpisodeSpec(**{**spec.__dict__, "intervention": "expert_summary+object_poses"})
-    assert "intervention" not in EpisodeSpec("m", "active", "own", "base", "t", "t", 1).condition
-    assert both.condition == "m | active | summary expert | intervention expert_summary+object_poses"
+    both = EpisodeSpec(Condition("m", "active", "expert", intervention="object_poses"), "grasp_single_cube", 1000)
+    assert "intervention" not in EpisodeSpec(Condition("m", "active", "own"), "t", 1).condition.label
+    assert both.condition.label == "m | active | summary expert | intervention expert_summary+object_poses"
+    assert both.identity()["intervention"] == "expert_summary+object_poses"
+    assert Condition.of_row(both.identity()) == both.condition  # the row names its condition
     assert "/intervention_expert_summary+object_poses/" in both.key
     assert [m.name for m in in_force("object_poses", "expert")] == ["expert_summary", "object_poses"]
     assert in_force("none", "own") == []
@@ -164,9 +166,10 @@ def test_expert_summaries_are_the_learned_schema_procedure_only_and_reused_by_va
 def test_posetext_solves_from_the_stated_poses_and_stops_without_them(render_env, tmp_path):
     from vabench.agents.posetext import NO_POSES, PosetextAgent
 
-    run = Episode.of("place_single_cube", 1003, "passive")
-    row = run_episode(render_env, PosetextAgent(), run, tmp_path / "poses", HarnessConfig(intervention="object_poses"))
+    run = Episode.of("place_single_cube", 1003, "passive", env=render_env, intervention="object_poses")
+    row = run_episode(render_env, PosetextAgent(), run, tmp_path / "poses")
     assert (row.success, row.intervention, row.privileged) == (True, "object_poses", False)
+    run = Episode.of("place_single_cube", 1003, "passive", env=render_env)
     paper = run_episode(render_env, PosetextAgent(), run, tmp_path / "paper", HarnessConfig())
     assert (paper.success, paper.end_reason, paper.steps) == (False, "stop", 0)
     assert NO_POSES in (tmp_path / "paper" / "events.jsonl").read_text()
@@ -176,8 +179,8 @@ def test_servo_measures_with_the_depth_tool_instead_of_probe_moves(render_env, t
     from vabench.agents.records import read_events
     from vabench.agents.servo import ServoAgent
 
-    run = Episode.of("grasp_single_cube", 1002, "active")
-    row = run_episode(render_env, ServoAgent(), run, tmp_path, HarnessConfig(intervention="depth_point"))
+    run = Episode.of("grasp_single_cube", 1002, "active", env=render_env, intervention="depth_point")
+    row = run_episode(render_env, ServoAgent(), run, tmp_path)
     events = read_events(tmp_path / "events.jsonl")
     tools = [e for e in events if e["type"] == "tool_result"]
     assert row.success and row.tool_calls == len(tools) >= 2 and row.intervention == "depth_point"

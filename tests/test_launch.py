@@ -44,7 +44,7 @@ def test_every_experiment_composes(name):
 
 def test_smoke_validates_with_the_oracle_on_two_tasks():
     run = validate("+experiment=smoke", "run_id=r1")
-    assert (run.model.id, run.tasks, run.seeds, run.runs, run.protocols) == (
+    assert (run.model.id, run.tasks, run.seeds, run.options.runs, run.protocols) == (
         "oracle",
         ("grasp_single_cube", "place_cube_in_bowl"),
         2,
@@ -64,8 +64,10 @@ def test_base_track_experiments_cover_the_fourteen_families(name):
 
 
 def test_long_horizon_is_the_basket_track_with_own_summaries():
-    run = validate("+experiment=long_horizon", "run_id=x")
+    run = validate("+experiment=long_horizon", "run_id=x", "model=openai")
     assert (run.track, run.tasks, str(run.summary)) == ("long_horizon", ("put_everything_in_basket",), "own")
+    offline = validate("+experiment=long_horizon", "run_id=x")  # the oracle reads no summary, whatever was asked
+    assert str(offline.summary) == "none" and offline.resolved["summary"]["mode"] == "own"
 
 
 def test_transfer_covers_the_seven_held_out_variants():
@@ -74,13 +76,13 @@ def test_transfer_covers_the_seven_held_out_variants():
 
 
 def test_passive_ablation_runs_both_protocols_on_the_same_seeds():
-    run = validate("+experiment=passive_ablation", "tasks=[grasp_single_cube]", "seeds=3")
+    run = validate("+experiment=passive_ablation", "tasks=[grasp_single_cube]", "seeds=3", "model=openai")
     assert run.protocols == ("active", "passive") and str(run.summary) == "own"
 
 
 def test_summary_modes_compose_for_multirun_grids():
     assert str(validate("+experiment=summary_sources", "summary=none", "tasks=[place_cube_in_bowl]").summary) == "none"
-    run = validate("summary=shared", "summary.source=openai/gpt-4o", "tasks=[place_cube_in_bowl]")
+    run = validate("summary=shared", "summary.source=openai/gpt-4o", "tasks=[place_cube_in_bowl]", "model=openai")
     assert (run.summary.kind, run.summary.source) == ("shared", "openai/gpt-4o")
     with pytest.raises(Exception, match="source"):  # ??? left unset
         from_config(composed("summary=shared"), Path("/tmp/x"))
@@ -92,7 +94,11 @@ def test_summary_modes_compose_for_multirun_grids():
         (["seeds=-3"], "'seeds' must be >= 1"),
         (["seeds=[1000,-1]"], "'seeds\\[\\]' must be >= 0"),
         (["runs=0"], "'runs' must be >= 1"),
-        (["tasks=[grasp_single_cube,nope]"], "nope not registered; registered tasks: beat_block_hammer_right"),
+        (["tasks=[grasp_single_cube,nope]"], "'tasks': unknown task 'nope' choices: beat_block_hammer_right"),
+        (["tasks=[grasp_single_cub]"], "'tasks': unknown task 'grasp_single_cub'; did you mean 'grasp_single_cube'\\?"),
+        (["robot=ur6"], "'robot': unknown robot 'ur6'; did you mean 'ur5'\\? choices: panda, ur5, xarm7"),
+        (["intervention=object_pose"], "'intervention': unknown intervention 'object_pose'; did you mean"),
+        (["perturbation=blurr:2"], "'perturbation': unknown perturbation kind 'blurr'; did you mean 'blur'"),
         (["run_id=../escape"], "'run_id'"),
         (["ray.env_actors=0"], "'ray.env_actors' must be >= 1"),
         (["+ray.gpus=1"], "unknown key\\(s\\) ray.gpus"),
@@ -113,7 +119,7 @@ def test_summary_modes_compose_for_multirun_grids():
         (["tasks=[grasp_single_cube_heldout]"], "grasp_single_cube_heldout \\(track transfer\\) not on track base"),
         (["protocols=[active,active]"], "lists a protocol twice"),
         (["+model.api_key=sk-123"], "looks like a secret"),
-        (["render.preset=huge"], "'render.preset' must be one of paper, fast, small"),
+        (["render=huge"], "'render': unknown render preset 'huge' choices: fast, paper, small"),
     ],
 )
 def test_config_errors_name_the_key(overrides, message):
@@ -147,7 +153,7 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     openai = composed("model=openai", "model.timeout_s=30")["model"]
     assert openai["timeout_s"] == 30 and openai["max_tokens"] == defaults["max_tokens"] == 4096
     run = validate("+experiment=smoke", "model=openai", "model.id=openai/gpt-4o-mini")
-    assert (run.model.id, run.model_name, run.privileged, run.model.max_concurrency) == (
+    assert (run.model.id, run.condition.model, run.privileged, run.model.max_concurrency) == (
         "openai/gpt-4o-mini",
         "openai/gpt-4o-mini",
         False,

@@ -82,7 +82,9 @@ def test_learned_summary_is_injected_into_evaluation(render_env, tmp_path, demo_
         learn_summary(model, "grasp_single_cube", store, tmp_path / "learn", demo_root)
         summary = resolve_summary(store, "own", model.name, "grasp_single_cube")
         told = summary_identity(summary, "own")
-        episode = dataclasses.replace(Episode.of("grasp_single_cube", 1000, summary_source="own"), summary=summary)
+        episode = dataclasses.replace(
+            Episode.of("grasp_single_cube", 1000, summary_source="own", env=render_env), summary=summary
+        )
         r = run_episode(render_env, model, episode, tmp_path / "ep")
         system = server.requests[-1]["messages"][0]["content"]
     assert "the middle band of two opposite side faces" in system and "openai/learner" not in system  # no author

@@ -68,7 +68,9 @@ def test_paper_requests_carry_the_current_images_two_booleans_and_nothing_the_en
     render_env, tmp_path, task, protocol, decisions
 ):
     with ScriptedServer(default=script(*decisions, STOP)) as server:
-        r = run_episode(render_env, llm(server), Episode.of(task, 1000, protocol), tmp_path, HarnessConfig())
+        r = run_episode(
+            render_env, llm(server), Episode.of(task, 1000, protocol, env=render_env), tmp_path, HarnessConfig()
+        )
         requests = list(server.requests)
     assert (r.status, r.end_reason, r.observation) == ("ok", "stop", "paper") and r.tool_calls == 1
     events = read_events(tmp_path / "events.jsonl")
@@ -115,16 +117,20 @@ def test_paper_requests_carry_the_current_images_two_booleans_and_nothing_the_en
 def test_under_paper_only_the_newest_tool_image_joins_the_current_one(render_env, tmp_path):
     with ScriptedServer(default=script(HISTORY, HISTORY, HISTORY, STOP)) as server:
         r = run_episode(
-            render_env, llm(server), Episode.of("grasp_single_cube", 1000, "active"), tmp_path, HarnessConfig()
+            render_env,
+            llm(server),
+            Episode.of("grasp_single_cube", 1000, "active", env=render_env),
+            tmp_path,
+            HarnessConfig(),
         )
         counts = [sum(len(_images(m)) for m in q["messages"]) for q in server.requests]
     assert r.tool_calls == 3 and counts == [1, 2, 2, 2]
 
 
 def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_images(render_env, tmp_path):
-    cfg = HarnessConfig(observation="explained")
+    episode = Episode.of("grasp_single_cube", 1000, "active", env=render_env, observation="explained")
     with ScriptedServer(default=script({"action": "camera.view_side"}, DOWN, STOP)) as server:
-        r = run_episode(render_env, llm(server), Episode.of("grasp_single_cube", 1000, "active"), tmp_path, cfg)
+        r = run_episode(render_env, llm(server), episode, tmp_path)
         last = server.requests[-1]
     assert r.observation == "explained"
     events = read_events(tmp_path / "events.jsonl")
@@ -137,16 +143,18 @@ def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_ima
 
 
 def test_condition_labels_and_folders_keep_the_two_profiles_apart():
+    from tests.test_launch import validate
+    from vabench.condition import Condition
     from vabench.episodes import EpisodeSpec
 
-    paper = EpisodeSpec("m", "active", "own", "base", "grasp_single_cube", "grasp_single_cube", 1, 1)
-    explained = EpisodeSpec("m", "active", "own", "base", "grasp_single_cube", "grasp_single_cube", 1, 1, "explained")
-    assert paper.condition == "m | active | summary own"  # the paper profile keeps the labels of earlier runs
-    assert explained.condition == "m | active | summary own | observation explained"
+    paper = EpisodeSpec(Condition("m", "active", "own"), "grasp_single_cube", 1, 1)
+    explained = EpisodeSpec(Condition("m", "active", "own", observation="explained"), "grasp_single_cube", 1, 1)
+    assert paper.condition.label == "m | active | summary own"  # the paper profile keeps the labels of earlier runs
+    assert explained.condition.label == "m | active | summary own | observation explained"
     assert paper.key != explained.key and "observation_explained" in explained.key
     assert paper.identity()["observation"] == "paper" and explained.identity()["observation"] == "explained"
-    with pytest.raises(ValueError, match="'harness.observation' must be one of paper, explained"):
-        HarnessConfig(observation="rich")
+    with pytest.raises(ValueError, match="'observation': unknown observation profile 'rich'"):
+        validate("run_id=x", "observation=rich")
 
 
 def test_the_feedback_ablation_runs_end_to_end_and_the_analysis_pairs_it(tmp_path):

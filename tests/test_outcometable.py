@@ -13,6 +13,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from vabench.condition import Condition
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, write_row
 from vabench.outcometable import TABLE_NAME, UnreadableOutcomes, gather, landed, load, refresh
@@ -20,7 +21,7 @@ from vabench.runfolder import state as runfolder
 
 
 def spec(seed: int, task: str = "lift_cube", run_index: int = 1) -> EpisodeSpec:
-    return EpisodeSpec("m", "active", "none", "base", task, task, seed, run_index)
+    return EpisodeSpec(Condition("m", "active", "none"), task, seed, run_index)
 
 
 def write(run, seed: int, success: bool = True, steps: int = 10, **more) -> str:
@@ -89,7 +90,8 @@ def test_resume_sets_a_corrupt_episode_file_aside_and_runs_its_episode_again(run
     bad = spec(3).outcome_path(run)
     bad.write_bytes(b"not parquet at all")
     said = []
-    todo, done = runfolder.plan(SimpleNamespace(run_dir=run, retry_infra=True, max_attempts=3), said.append)
+    options = SimpleNamespace(retry_infra=True, max_attempts=3)
+    todo, done = runfolder.todo(SimpleNamespace(run_dir=run, options=options), said.append)
     assert done == 3 and [(s.seed, a) for s, a in todo] == [(3, 1)]
     assert len(said) == 1 and "seed3_run1.parquet" in said[0] and "set aside as _unreadable-" in said[0]
     assert not bad.exists() and len(list(bad.parent.glob("_unreadable-*seed3_run1.parquet"))) == 1
@@ -105,7 +107,7 @@ def test_a_damaged_or_foreign_table_is_rebuilt_from_the_files(run):
 def test_resume_planning_reads_the_table(run, monkeypatch):
     monkeypatch.setattr(runfolder, "expand", lambda r: [spec(s) for s in range(6)])
     spec(1).outcome_path(run).unlink()
-    todo, done = runfolder.plan(SimpleNamespace(run_dir=run, retry_infra=True))
+    todo, done = runfolder.todo(SimpleNamespace(run_dir=run, options=SimpleNamespace(retry_infra=True)))
     assert done == 3 and [(s.seed, a) for s, a in todo] == [(1, 1), (4, 1), (5, 1)]
 
 

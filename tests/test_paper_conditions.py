@@ -19,7 +19,7 @@ from tests.test_launch import EXPERIMENTS, composed, validate
 from tests.test_observation import _images, _is_observation, script
 from vabench.agents.records import read_events
 from vabench.config.run import ConfigError, from_config
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS, Encoding
 from vabench.envs.sim.geometry import look_at
 from vabench.outcomes import read_rows

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from vabench.envs.env import EnvConfig, VABenchEnv
+from vabench.condition import Condition
+from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig, every_level, parse
 from vabench.envs.perturb import scene as look
 from vabench.envs.render import RENDER_PRESETS
@@ -101,13 +102,15 @@ def test_distractors_keep_clear_of_bodies_and_robot_paths():
 def test_config_checks_and_labels():
     assert parse("lighting:2") == PerturbationConfig.of("lighting", 2) and parse("none").label == "none"
     assert (parse("blur:3").kind, parse("blur:3").level) == ("blur", 3)
-    for bad in ("fog:1", "blur:4", "blur", "none:2"):
-        with pytest.raises(ValueError, match="'perturbation.name' must be none or <kind>:<level>"):
+    with pytest.raises(ValueError, match="unknown perturbation kind 'fog'"):
+        PerturbationConfig("fog:1")
+    for bad in ("blur:4", "blur", "blur:x"):
+        with pytest.raises(ValueError, match="needs a level: perturbation=<kind>:<level>"):
             PerturbationConfig(bad)
-    spec = EpisodeSpec("m", "active", "none", "base", "grasp_single_cube", "grasp_single_cube", 1000)
-    assert spec.condition == "m | active | summary none"
-    other = EpisodeSpec(**{**spec.__dict__, "perturbation": "blur:2", "robot": "ur5"})
-    assert other.condition == "m | active | summary none | robot ur5 | perturbation blur:2"
+    spec = EpisodeSpec(Condition("m", "active", "none"), "grasp_single_cube", 1000)
+    assert spec.condition.label == "m | active | summary none"
+    other = EpisodeSpec(spec.condition.but(perturbation="blur:2", robot="ur5"), "grasp_single_cube", 1000)
+    assert other.condition.label == "m | active | summary none | robot ur5 | perturbation blur:2"
     assert "robot_ur5/perturbation_blur_2/" in other.key
     assert OutcomeRow(**other.identity()).row()["perturbation"] == "blur:2"
 
@@ -118,12 +121,12 @@ def test_the_robustness_experiment_sweeps_none_and_every_level():
     sweep = composed("+experiment=robustness", "run_id=x")  # compose keeps the sweep list as its string
     assert sweep["experiment"] == "robustness"
     conf = Path(__file__).parents[1] / "conf/experiment/robustness.yaml"
-    listed = yaml.safe_load(conf.read_text())["hydra"]["sweeper"]["params"]["perturbation.name"].split(",")
+    listed = yaml.safe_load(conf.read_text())["hydra"]["sweeper"]["params"]["perturbation"].split(",")
     assert listed == ["none"] + [p.name for p in every_level()]
-    run = validate("+experiment=robustness", "run_id=x", "perturbation.name=texture:3")
-    assert run.perturbation == PerturbationConfig("texture:3") and run.render == "paper"
-    with pytest.raises(ValueError, match="'perturbation.name' must be none or <kind>:<level>"):
-        validate("run_id=x", "perturbation.name=fog:1")
+    run = validate("+experiment=robustness", "run_id=x", "perturbation=texture:3")
+    assert run.condition.perturbation == "texture:3" and run.render == "paper"
+    with pytest.raises(ValueError, match="'perturbation': unknown perturbation kind 'fog'"):
+        validate("run_id=x", "perturbation=fog:1")
 
 
 def test_the_robustness_table_pairs_each_episode_with_its_unperturbed_twin():

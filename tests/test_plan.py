@@ -12,11 +12,10 @@ import pytest
 
 from tests.test_launch import composed
 from vabench.agents.prefix import image_tokens_for
-from vabench.config.run import from_config
+from vabench.config.run import PlanConfig, from_config
 from vabench.envs.tasks import task_class
-from vabench.launch import plan_args
+from vabench.launch.words import canonical, misspelt
 from vabench.outcomes import OutcomeRow, write_row
-from vabench.config.run import PlanConfig
 from vabench.plan.estimate import prior_episode
 from vabench.plan.report import plan_text
 from vabench.vocab import EndReason, Status
@@ -45,14 +44,17 @@ def test_the_launcher_plans_without_a_key_and_writes_nothing(tmp_path):
 
 
 def test_plan_keys_need_plan_true_and_are_checked():
-    assert plan_args(["seeds=2", "plan=true", "plan.difference=0.1"]) == (["seeds=2"], {"difference": 0.1})
-    assert plan_args(["seeds=2"]) == (["seeds=2"], None)
-    with pytest.raises(SystemExit):
-        plan_args(["plan.calibrate=results/x"])
+    assert canonical(["seeds=2", "plan=true", "plan.difference=0.1"]) == [
+        "seeds=2",
+        "plan.enabled=true",
+        "plan.difference=0.1",
+    ]
+    with pytest.raises(ValueError, match="'plan.difference' needs plan=true"):
+        PlanConfig(difference=0.1)
     with pytest.raises(ValueError, match="'plan.difference' must be in"):
-        PlanConfig(difference=2)
+        PlanConfig(enabled=True, difference=2)
     with pytest.raises(ValueError, match="'plan.calibrate' = nowhere: not a run folder"):
-        PlanConfig(calibrate="nowhere")
+        PlanConfig(enabled=True, calibrate="nowhere")
 
 
 def test_the_prior_follows_the_budget_the_conversation_and_the_provider_image_rule(tmp_path):
@@ -80,18 +82,14 @@ def test_a_calibration_run_replaces_the_priors(tmp_path):
         )  # fmt: skip
         write_row(folder / "outcomes" / f"seed{seed}.parquet", row)
     run = _run(tmp_path, "model=openai", "tasks=[grasp_single_cube]", "seeds=2", "ray.address=none")
-    text = plan_text(run, PlanConfig(calibrate=str(folder), difference=0.2))
+    text = plan_text(run, PlanConfig(enabled=True, calibrate=str(folder), difference=0.2))
     assert "expected figures from: calibrated" in text
     assert "model calls per episode: expected 20.0" in text
     assert "tokens per call: input 5,000" in text and "read from the prompt cache 4,000" in text
     assert "from 0.50" in text  # the calibration run's success rate is the baseline
 
 
-def test_a_misspelt_or_out_of_range_plan_key_is_one_line_naming_the_fix(capsys):
-    from vabench.launch import Exit, plan
-
-    for keys, said in (({"diference": 0.1}, "plan.diference (did you mean 'difference'?)"),
-                       ({"difference": 3}, "'plan.difference' must be in [-1, 1], got 3.0")):  # fmt: skip
-        with pytest.raises(SystemExit) as stop:
-            plan(["model=oracle"], keys)
-        assert stop.value.code == Exit.REFUSED and said in capsys.readouterr().err
+def test_a_misspelt_or_out_of_range_plan_key_is_one_line_naming_the_fix(tmp_path):
+    assert misspelt(["plan.diference=0.1"]) == "unknown config key 'plan.diference'; did you mean 'plan.difference'?"
+    with pytest.raises(ValueError, match=r"'plan.difference' must be in \[-1, 1\], got 3.0"):
+        _run(tmp_path, "plan.enabled=true", "plan.difference=3")

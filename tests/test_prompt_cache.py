@@ -44,7 +44,9 @@ def _episode(render_env, tmp_path, provider: str, protocol: str, steps: int = 5,
     with ScriptedServer(default=cache) as server:
         base = server.url if provider == OPENAI else server.base
         model = LiteLLMModel(ModelConfig(model_id, api_base=base, api_key_env=KEY_VAR, **cfg))
-        row = run_episode(render_env, model, Episode.of(TASK, eval_seeds(TASK)[0], protocol), tmp_path / protocol)
+        row = run_episode(
+            render_env, model, Episode.of(TASK, eval_seeds(TASK)[0], protocol, env=render_env), tmp_path / protocol
+        )
         return row, list(server.requests), cache, model_id
 
 

@@ -14,7 +14,7 @@ from vabench.agents.models import ModelConfig
 from vabench.agents.records import read_events
 from vabench.agents.registry import make_model
 from vabench.config.sections import ConfigError, build
-from vabench.envs.env import EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.sim import overlay
 from vabench.media import VIDEO_NAME, demo_video, video_info, write_video
 
@@ -23,7 +23,9 @@ from vabench.media import VIDEO_NAME, demo_video, video_info, write_video
 def episode(render_env, tmp_path_factory):
     """One oracle episode with recording views on (the default)."""
     out = tmp_path_factory.mktemp("rec")
-    row = run_episode(render_env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000), out)
+    row = run_episode(
+        render_env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000, env=render_env), out
+    )
     return row, out, read_events(out / "events.jsonl")
 
 
@@ -84,7 +86,9 @@ def test_the_overlay_marks_the_gripper_where_the_camera_sees_it():
 def test_recording_off_means_no_views_and_no_video(tmp_path):
     env = VABenchEnv(EnvConfig(recording=RecordingConfig(enabled=False)))
     try:
-        row = run_episode(env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000), tmp_path)
+        row = run_episode(
+            env, make_model(ModelConfig(id="oracle")), Episode.of("grasp_single_cube", 1000, env=env), tmp_path
+        )
     finally:
         env.close()
     states = [e for e in read_events(tmp_path / "events.jsonl") if e["type"] == "state"]

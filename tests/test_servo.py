@@ -378,7 +378,7 @@ class Guard:
 def test_servo_episode_without_privilege(render_env, tmp_path, monkeypatch, task, protocol):
     agent = ServoAgent()
     guard = Guard(render_env, agent, monkeypatch)
-    row = run_episode(render_env, agent, Episode.of(task, eval_seeds(task)[0], protocol), tmp_path)
+    row = run_episode(render_env, agent, Episode.of(task, eval_seeds(task)[0], protocol, env=render_env), tmp_path)
     assert guard.violations == [] and guard.calls > 0  # the harness itself did read the evaluator state
     assert row.status == "ok" and row.privileged is False and row.model == "servo"
     assert row.success, (row.end_reason, row.error)
@@ -397,7 +397,9 @@ def test_guard_catches_a_cheating_agent(render_env, tmp_path, monkeypatch):
 
     agent = Cheat("cheat")
     guard = Guard(render_env, agent, monkeypatch)
-    row = run_episode(render_env, agent, Episode.of("grasp_single_cube", eval_seeds("grasp_single_cube")[0]), tmp_path)
+    row = run_episode(
+        render_env, agent, Episode.of("grasp_single_cube", eval_seeds("grasp_single_cube")[0], env=render_env), tmp_path
+    )
     assert guard.violations and not row.success
 
 
@@ -425,7 +427,9 @@ def test_noise_bound_is_binomial():
 def test_servo_rates_do_not_drift(render_env, tmp_path, task, protocol):
     seeds = eval_seeds(task)
     agent = ServoAgent()
-    rows = [run_episode(render_env, agent, Episode.of(task, s, protocol), tmp_path / str(s)) for s in seeds]
+    rows = [
+        run_episode(render_env, agent, Episode.of(task, s, protocol, env=render_env), tmp_path / str(s)) for s in seeds
+    ]
     wins = sum(r.success for r in rows)
     assert _within_noise(wins, len(seeds), EXPECTED[(task, protocol)]), (task, protocol, wins, EXPECTED)
     if (task, protocol) in PLACED:  # the basket: objects placed per episode, not only all five

@@ -88,7 +88,9 @@ class Condition:
         """The condition a row (or any mapping with its columns) was run under; columns a row
         written before they existed lacks take the paper's value."""
         given = {f.name: row.get(f.name) for f in fields(cls) if f.name != "intervention"}
-        named = [p for p in str(row.get("intervention") or Intervention.NONE).split("+") if p != "expert_summary"]
+        named = [
+            p for p in str(row.get("intervention") or Intervention.NONE).split("+") if p != Intervention.EXPERT_SUMMARY
+        ]
         values = {k: str(v) for k, v in given.items() if v is not None and v == v}  # NaN: a missing column
         return cls(**values, intervention=named[0] if named else Intervention.NONE)
 

@@ -98,6 +98,9 @@ class PlanConfig:
         within(self, "plan", -1.0, 1.0, *(k for k in ("difference",) if self.difference is not None))
         within(self, "plan", 0.0, 1.0, *(k for k in ("baseline",) if self.baseline is not None))
         at_least(self, "plan", 0, "run_sd")
+        asked = [k for k in ("calibrate", "difference", "baseline") if getattr(self, k) is not None]
+        if asked and not self.enabled:
+            raise ValueError(f"'plan.{asked[0]}' needs plan=true")
         if self.calibrate is not None and not (Path(self.calibrate) / "outcomes").is_dir():
             raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.checks import within
-from vabench.condition import DEFAULT_RENDER, Condition, default
 from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
 
 from . import interventions
@@ -35,11 +33,11 @@ from .actions import (
     RotateLocal,
     parse_action,
 )
-from .perturb import PerturbationConfig, perturb_image
+from .config import EnvConfig
+from .perturb import perturb_image
 from .perturb import rng as perturbation_rng
 from .perturb import scene as look
 from .privileged import PrivilegedState
-from .render import RENDER_PRESETS, RenderPreset, render_preset
 from .sim import overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
 from .sim.embodiments import embodiment, robot_files
@@ -50,9 +48,7 @@ from .sim.robot import ARMS, ArmProprio
 from .sim.scene import World
 from .tasks import Task, make_task
 
-SETTLE_STEPS = 2000  # RoboTwin's stability check: settle 2000 steps ...
-STABILITY_WINDOW = 500  # ... then watch 500 more ...
-STABILITY_TAIL = 200  # ... and compare the last 200 poses with the final one
+STABILITY_TAIL = 200  # RoboTwin's stability check (config.SETTLE_STEPS): compare the last 200 poses with the final one
 STABILITY_MAX_DEG = 3.0
 
 
@@ -86,54 +82,6 @@ class StepResult:
     step: int
     budget_left: int
     kind: str = ""  # camera | robot | invalid
-
-
-@dataclass(frozen=True)
-class RecordingConfig:
-    """The evaluator's recording view (D.4, reference notes 4.4 ``gripper_follow``): rendered at
-    reset and after every action for reviewers and videos, stored apart from the model's frames,
-    never in an Observation. ``fps`` is the episode video's frame rate (one frame per step)."""
-
-    enabled: bool = True
-    width: int = 320
-    height: int = 240
-    overlay: bool = True  # GC and end-effector markers, gripper axes, the step's action
-    video: bool = True  # an mp4 per episode from its recording views, when the episode ends
-    fps: float = 2.0
-
-    def __post_init__(self):
-        within(self, "recording", 16, 1920, "width")
-        within(self, "recording", 16, 1080, "height")
-        if self.width % 2 or self.height % 2:
-            size = f"{self.width}x{self.height}"
-            raise ValueError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
-        within(self, "recording", 0.1, 60, "fps")
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    """What an env is built for: a condition's look (render preset, robot, perturbation: :meth:`of`)
-    and the simulator's own settings."""
-
-    preset: RenderPreset = RENDER_PRESETS[DEFAULT_RENDER]  # image sizes and lenses per protocol (vabench.envs.render)
-    recording: RecordingConfig = field(default_factory=RecordingConfig)
-    render: bool = True  # False: no images at all (physics-only screening and tests)
-    hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
-    settle_steps: int = SETTLE_STEPS
-    stability_window: int = STABILITY_WINDOW
-    robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
-    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
-
-    @classmethod
-    def of(cls, condition: Condition, **settings) -> EnvConfig:
-        """An env built for ``condition``'s look; ``settings``: the simulator's own (recording, ...)."""
-        look = {"preset": render_preset(condition.render), "robot": condition.robot}
-        return cls(**look, perturbation=PerturbationConfig(condition.perturbation), **settings)
-
-    @property
-    def look(self) -> tuple[str, str, str]:
-        """(render preset, robot, perturbation), as :attr:`vabench.condition.Condition.look` says them."""
-        return str(self.preset.name), str(self.robot), str(self.perturbation.label)
 
 
 @dataclass

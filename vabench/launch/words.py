@@ -11,7 +11,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from vabench.config.choices import CONDITION_KEYS, condition_keys
+from vabench.config.choices import CONDITION_KEYS, MOVED, condition_keys
 from vabench.errors import ConfigError, UnknownName, closest
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -71,6 +71,8 @@ def misspelt(args: list[str]) -> str | None:
     chosen = [a for a in args if a.split("=", 1)[0].lstrip("+") in GROUPS and "," not in a]
     node = composed(chosen)  # the groups chosen: summary=shared has keys summary=none lacks
     for key in keys:
+        if key in MOVED:
+            return f"'{key}' is now '{MOVED[key]}': {MOVED[key]}={_value(args, key)}"
         where = node
         for depth, part in enumerate(key.split(".")):
             if not isinstance(where, dict):
@@ -79,6 +81,10 @@ def misspelt(args: list[str]) -> str | None:
                 return _unknown_key(key, depth, where)
             where = where[part]
     return None
+
+
+def _value(args: list[str], key: str) -> str:
+    return next(a.partition("=")[2] for a in args if a.partition("=")[0] == key)
 
 
 def _unknown_key(key: str, depth: int, where: dict) -> str:

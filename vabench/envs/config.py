@@ -1,0 +1,64 @@
+"""What an env is built for (:class:`EnvConfig`): a condition's look (its render preset, robot and
+perturbation) and the simulator's own settings; and the evaluator's recording view
+(:class:`RecordingConfig`, ``recording.*`` in the config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vabench.checks import within
+from vabench.condition import DEFAULT_RENDER, Condition, default
+
+from .perturb import PerturbationConfig
+from .render import RENDER_PRESETS, RenderPreset, render_preset
+
+SETTLE_STEPS = 2000  # RoboTwin's stability check: settle 2000 steps ...
+STABILITY_WINDOW = 500  # ... then watch 500 more ...
+
+
+@dataclass(frozen=True)
+class RecordingConfig:
+    """The evaluator's recording view (D.4, reference notes 4.4 ``gripper_follow``): rendered at
+    reset and after every action for reviewers and videos, stored apart from the model's frames,
+    never in an Observation. ``fps`` is the episode video's frame rate (one frame per step)."""
+
+    enabled: bool = True
+    width: int = 320
+    height: int = 240
+    overlay: bool = True  # GC and end-effector markers, gripper axes, the step's action
+    video: bool = True  # an mp4 per episode from its recording views, when the episode ends
+    fps: float = 2.0
+
+    def __post_init__(self):
+        within(self, "recording", 16, 1920, "width")
+        within(self, "recording", 16, 1080, "height")
+        if self.width % 2 or self.height % 2:
+            size = f"{self.width}x{self.height}"
+            raise ValueError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
+        within(self, "recording", 0.1, 60, "fps")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """What an env is built for: a condition's look (render preset, robot, perturbation: :meth:`of`)
+    and the simulator's own settings."""
+
+    preset: RenderPreset = RENDER_PRESETS[DEFAULT_RENDER]  # image sizes and lenses per protocol (vabench.envs.render)
+    recording: RecordingConfig = field(default_factory=RecordingConfig)
+    render: bool = True  # False: no images at all (physics-only screening and tests)
+    hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
+    settle_steps: int = SETTLE_STEPS
+    stability_window: int = STABILITY_WINDOW
+    robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
+    perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
+
+    @classmethod
+    def of(cls, condition: Condition, **settings) -> EnvConfig:
+        """An env built for ``condition``'s look; ``settings``: the simulator's own (recording, ...)."""
+        look = {"preset": render_preset(condition.render), "robot": condition.robot}
+        return cls(**look, perturbation=PerturbationConfig(condition.perturbation), **settings)
+
+    @property
+    def look(self) -> tuple[str, str, str]:
+        """(render preset, robot, perturbation), as :attr:`vabench.condition.Condition.look` says them."""
+        return str(self.preset.name), str(self.robot), str(self.perturbation.label)
