@@ -382,3 +382,26 @@ def test_the_composed_config_has_every_dataclass_default_and_no_other_value():
             if section == "model" and key in ("id", "api_key_env", "extra"):
                 continue  # the model template's own: what the template is for
             assert found[section][key] == value, f"{section or '(top level)'}.{key}"
+
+
+def test_every_exception_class_is_under_the_project_base():
+    """One exception tree: every exception class vabench defines derives from VabenchError, and the
+    reasons a run stops early from RunStopped (the driver catches that family once)."""
+    import importlib
+    import inspect
+
+    from vabench.errors import RunStopped, VabenchError
+
+    found, strays = [], []
+    for name in sorted(MODULES):
+        if name.endswith("__main__") or name == "vabench.tasks":
+            continue
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name and issubclass(cls, BaseException):
+                found.append(cls)
+                if not issubclass(cls, VabenchError):
+                    strays.append(f"{name}.{cls.__qualname__}")
+    assert strays == [] and len(found) >= 25
+    stops = {c.__name__ for c in found if issubclass(c, RunStopped)}
+    assert {"CostCapReached", "RunAborted", "RunLocked", "ClusterStarved", "Interrupted", "NodeCheckFailed"} <= stops

@@ -46,6 +46,26 @@ def dead_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.parametrize(
+    "refused",
+    [
+        ["seeds=-1"],
+        ["tasks=[no_such_task]"],
+        ["perturbation=fog:1"],
+        ["model=vllm", "model.id=hosted_vllm/x", "model.api_base=http://127.0.0.1:9/v1"],
+        ["-m", "seeds=1,-1", "tasks=[grasp_single_cube]", "ray.address=none", "summary=expert"],
+    ],
+)
+def test_a_refused_launch_with_the_default_results_dir_writes_nothing(tmp_path, refused):
+    """Launched from a fresh folder with the default results_dir (relative) and run_id (a
+    timestamp): a refusal leaves no results/ folder behind (it once left results/<timestamp>/)."""
+    env = {**ENV, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "vabench.launch", *refused]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == Exit.REFUSED, done.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- the endpoint probe -----------------------------------------------------------------------------
 def test_a_dead_endpoint_is_one_line_in_seconds_and_no_run_folder(tmp_path):
     base = f"http://127.0.0.1:{dead_port()}/v1"
