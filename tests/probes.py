@@ -64,4 +64,4 @@ def registered(*tasks: type[Task]):
         yield
     finally:
         for cls in tasks:
-            TASKS.pop(cls.name, None)
+            TASKS.remove(cls.name)

@@ -145,6 +145,7 @@ def learner_run(tmp_path, server, demo_root, run_id: str, *more: str, root: str 
     cfg = composed(
         *LEARNER,
         f"model.api_base={server.url}",
+        "render=fast",
         "summary=own",
         "tasks=[grasp_single_cube]",
         "seeds=1",

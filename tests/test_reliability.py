@@ -58,14 +58,14 @@ def test_stale_record_folders_of_interrupted_attempts_are_set_aside_and_cost_no_
 def test_a_rerun_gives_exhausted_infra_rows_a_fresh_budget_unless_told_not_to(tmp_path):
     run = smoke(tmp_path, "outage", *ONE)
     spec = expand(run)[0]
-    write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, run.max_attempts, "model: provider down"))
+    write_row(spec.outcome_path(run.run_dir), infra_row(run, spec, run.options.max_attempts, "model: provider down"))
     skip = smoke(tmp_path, "outage", *ONE, "retry_infra=false")
     assert todo(skip) == ([], 1)
-    assert todo(run) == ([(spec, run.max_attempts + 1)], 0)
+    assert todo(run) == ([(spec, run.options.max_attempts + 1)], 0)
     said = []
     df = quiet(run, said).execute()
     assert "1 infra_error row(s) retried" in said[0]
-    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("ok", run.max_attempts + 1)
+    assert (df.iloc[0]["status"], int(df.iloc[0]["attempt"])) == ("ok", run.options.max_attempts + 1)
 
 
 def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_attempt(tmp_path, monkeypatch):

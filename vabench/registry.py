@@ -59,6 +59,10 @@ class Registry(Mapping[str, T], Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def remove(self, name: str) -> None:
+        """Take ``name`` out again: for a test that registers a probe for the length of a block."""
+        self._items.pop(name, None)
+
     def copy(self) -> Registry[T]:
         """A registry with the same entries (a test registers into it, not into the real one)."""
         return Registry(self.what, self._items.items(), self.how)

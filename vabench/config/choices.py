@@ -76,8 +76,8 @@ def condition_keys(cfg: dict) -> dict[str, str]:
 
 def conditions(cfg: dict, agent: Model, protocols: tuple[str, ...], summary: SummaryMode, offline: bool, log):
     """One :class:`Condition` per protocol. ``intervention=expert_summary`` is the summary source
-    ``expert``; a view intervention keeps the protocols it changes (one line says so); an offline
-    agent reads no summary (one line says so when another was asked)."""
+    ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
+    summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
     keys = condition_keys(cfg)
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)

@@ -219,16 +219,17 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
     model, agent = _model(need(cfg, "model"))
     protocols, mode, track = _choices(cfg)
-    conds = conditions(cfg, agent, protocols, mode, is_offline(model.id), log)
+    notes: list[str] = []  # said once the whole config is accepted: a refusal is one line
+    conds = conditions(cfg, agent, protocols, mode, is_offline(model.id), notes.append)
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
     seeds = seeds_of(need(cfg, "seeds"))
     every = need(cfg, "tasks") == "all"
     tasks = playable(
-        agent, tasks_of(cfg["tasks"], track), every, seeds, [c.protocol for c in conds], log, conds[0].robot
+        agent, tasks_of(cfg["tasks"], track), every, seeds, [c.protocol for c in conds], notes.append, conds[0].robot
     )
-    return RunConfig(
+    run = RunConfig(
         experiment=str(need(cfg, "experiment")),
         run_id=run_id,
         run_dir=Path(run_dir),
@@ -247,3 +248,6 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         privileged=bool(agent.privileged),
         resolved=cfg,
     )
+    for note in notes:
+        log(note)
+    return run

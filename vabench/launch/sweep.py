@@ -1,8 +1,8 @@
 """A sweep folder's files. Hydra's ``multirun.yaml`` becomes ``_multirun.yaml`` (Parquet readers
-skip ``_`` names, so ``pandas.read_parquet(sweep_folder)`` reads every job's outcomes), and each job
+skip ``_`` names, so ``pandas.read_parquet(sweep_folder)`` reads every job's outcomes). Each job
 leaves its exit status in ``_jobs/job<N>.json``, in whichever process it ran (a parallel sweep's
-jobs run in joblib's): when the sweep ends the launcher takes the worst as its own exit status. A
-refused or stopped job never stops the others."""
+jobs run in joblib's); when the sweep ends the launcher reads them, takes the worst as its own exit
+status and removes them. A refused or stopped job never stops the others."""
 
 from __future__ import annotations
 
@@ -60,6 +60,5 @@ class SweepFiles(Callback):
         _hide(folder)
         codes = [json.loads(p.read_text())["exit"] for p in sorted((folder / JOBS).glob("job*.json"))]
         worst[str(folder)] = max(codes, default=int(Exit.JUDGED))
-        if not any(p.is_dir() and p.name.startswith("job") for p in folder.iterdir()):  # every job refused
-            shutil.rmtree(folder / JOBS, ignore_errors=True)
-            discard(folder)
+        shutil.rmtree(folder / JOBS, ignore_errors=True)  # read: the sweep folder holds the jobs' folders only
+        discard(folder)  # every job refused: no folder is left

@@ -73,7 +73,7 @@ def misspelt(args: list[str]) -> str | None:
     for key in keys:
         if key in MOVED:
             return f"'{key}' is now '{MOVED[key]}': {MOVED[key]}={_value(args, key)}"
-        where = node
+        where = {**dict.fromkeys(GROUPS), **node}  # a group is a word too (protocol=, model=)
         for depth, part in enumerate(key.split(".")):
             if not isinstance(where, dict):
                 break

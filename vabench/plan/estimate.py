@@ -181,7 +181,7 @@ def episode_counts(run: RunConfig) -> dict[tuple[str, str], int]:
     """Episodes per (condition, task, protocol) of the run's design."""
     counts: dict[tuple[str, str, str], int] = {}
     for spec in expand(run):
-        key = (spec.condition, spec.task, spec.protocol)
+        key = (spec.condition.label, spec.task, spec.protocol)
         counts[key] = counts.get(key, 0) + 1
     return counts
 
