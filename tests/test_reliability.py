@@ -16,6 +16,7 @@ from subprocess import DEVNULL, PIPE
 
 import pytest
 
+from tests.fakeclock import FakeClock
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
 from vabench.actors import runlock
@@ -278,7 +279,8 @@ def test_a_lock_from_another_host_is_judged_by_its_heartbeat_on_the_observers_cl
     monkeypatch.setattr(runlock, "HEARTBEAT_S", 0.1)
     path = _lock_file(tmp_path, host="elsewhere", pid=1)
     os.utime(path, (0, 0))  # an mtime from a clock far behind ours means nothing by itself
-    watch = DriverWatch(path, "theirs")
+    clock = FakeClock()  # the watch's own clock
+    watch = DriverWatch(path, "theirs", clock=clock)
     assert watch.gone() is None
     stop = threading.Event()
 
@@ -290,13 +292,15 @@ def test_a_lock_from_another_host_is_judged_by_its_heartbeat_on_the_observers_cl
     beating.start()
     with pytest.raises(RunLocked, match="host elsewhere"):
         RunLock(tmp_path).acquire()  # it watched the heartbeat move for longer than STALE_S
+    clock.t += 1.0  # longer than STALE_S since the watch first looked
     assert watch.gone() is None  # it saw the heartbeat move
     stop.set()
     beating.join()
-    stopped = time.monotonic()
-    while (why := watch.gone()) is None and time.monotonic() - stopped < 10:
-        time.sleep(0.05)
-    assert "has not refreshed its lock for 0.6 s" in why and time.monotonic() - stopped >= 0.6
+    assert watch.gone() is None  # the last beat, first seen now
+    clock.t += 0.5
+    assert watch.gone() is None  # unchanged for less than STALE_S
+    clock.t += 0.2
+    assert watch.gone() == "the driver on elsewhere has not refreshed its lock for 0.6 s"
     said = []
     with RunLock(tmp_path, said.append) as lock:  # the heartbeat stopped: taken over after STALE_S
         assert lock.held()
