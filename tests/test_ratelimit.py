@@ -198,7 +198,9 @@ def make(server: ScriptedServer, clock: FakeClock | None = None, **kw) -> LiteLL
 
 def test_concurrent_callers_stay_under_a_sliding_window_limit(key):
     """8 threads, 24 requests at once: the server takes 12 in any 1 s window; the client (600/min =
-    10/s, 9.8/s with headroom) spaces them evenly so none is refused (a burst would see 12 refused)."""
+    10/s, 9.8/s with headroom) spaces them so none is refused (a burst would see 12 refused). The
+    server's window is real time, so this is the one test here whose outcome rests on the wall
+    clock; how evenly the slots are spaced is asserted on a fake clock above."""
     limit = RateLimit("ok", rpm=12, window_s=1.0)
     n_threads, each = 8, 3
     with ScriptedServer(default=limit, keep_bodies=False) as server:
@@ -216,11 +218,7 @@ def test_concurrent_callers_stay_under_a_sliding_window_limit(key):
     assert limit.rejected == [] and server.statuses == [200] * (n + 1)
     assert server.requests == [] and server.raw_bodies == [] and len(server.times) == n + 1  # keep_bodies=False
     assert all(r.text == "ok" and r.usage.provider_attempts == 1 and r.usage.backoff_s == 0 for r in replies)
-    gap = spacing(600)
-    offsets = [t - i * gap for i, t in enumerate(limit.accepted[1:])]  # on one line when evenly spaced
-    assert max(offsets) - min(offsets) < 0.8, offsets  # a burst would spread them over n * gap = 2.4 s
     assert sum(r.usage.limit_wait_s > 0 for r in replies) >= n - 1  # all but the first wait for a slot
-    assert max(r.usage.limit_wait_s for r in replies) > 0.5 * n_threads * gap
     assert model.limiter.stats()["requests"] == n + 1
 
 
