@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -49,15 +50,23 @@ class ScriptedServer:
     """Context manager: starts on enter, stops on exit. ``url`` ends in ``/v1``.
 
     ``keep_bodies=False`` (long benchmarks): ``requests``, ``raw_bodies``, ``headers`` and
-    ``responses`` stay empty, whose images would fill memory; ``times`` and ``statuses`` are kept."""
+    ``responses`` stay empty, whose images would fill memory; ``times`` and ``statuses`` are kept.
+    ``clock``: what ``times`` are read from (a test's fake clock, shared with the client)."""
 
-    def __init__(self, default: Any = None, host: str = "127.0.0.1", port: int = 0, keep_bodies: bool = True):
+    def __init__(
+        self,
+        default: Any = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keep_bodies: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self.default = default
-        self.keep_bodies = keep_bodies
+        self.keep_bodies, self.clock = keep_bodies, clock
         self.requests: list[dict] = []  # parsed JSON bodies of /v1/chat/completions, in arrival order
         self.raw_bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []  # request headers (lower-cased names), same order
-        self.times: list[float] = []  # time.perf_counter() at each request's arrival
+        self.times: list[float] = []  # clock() at each request's arrival
         self.paths: list[str] = []  # the request path of each recorded request, same order
         self.responses: list[tuple[int, dict]] = []  # (status, JSON body) sent for each chat request
         self.statuses: list[int] = []  # the status sent for each chat request, in the order they were sent
@@ -113,7 +122,7 @@ class ScriptedServer:
         except json.JSONDecodeError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         with self._lock:
-            self.times.append(time.perf_counter())
+            self.times.append(self.clock())
             if self.keep_bodies:
                 self.raw_bodies.append(raw)
                 self.requests.append(body)

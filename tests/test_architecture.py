@@ -114,13 +114,15 @@ def imports_of(name: str) -> set[str]:
 EDGES = {(m, i) for m in MODULES for i in imports_of(m)}
 
 
-def layer(name: str) -> int:
-    best = max(((len(p), k) for k, group in enumerate(LAYERS) for p in group if name == p or name.startswith(p + ".")))
-    return best[1]
+def layer(name: str) -> int | None:
+    """The layer of module ``name`` (its longest prefix in LAYERS), or None where LAYERS names none."""
+    found = [(len(p), k) for k, group in enumerate(LAYERS) for p in group if name == p or name.startswith(p + ".")]
+    return max(found)[1] if found else None
 
 
 def test_every_module_has_a_layer():
-    assert all(isinstance(layer(m), int) for m in MODULES if m != "vabench")
+    unplaced = sorted(m for m in MODULES if m != "vabench" and layer(m) is None)
+    assert unplaced == [], f"add each to LAYERS, at the place its imports allow: {unplaced}"
 
 
 def test_the_import_graph_has_no_circle():
@@ -134,7 +136,8 @@ def test_the_import_graph_has_no_circle():
 
 
 def test_no_module_imports_a_layer_above_its_own():
-    upward = [(a, b) for a, b in EDGES if a != "vabench" and b != "vabench" and layer(b) > layer(a)]
+    placed = {m for m in MODULES if m != "vabench" and layer(m) is not None}  # the others fail the test above
+    upward = [(a, b) for a, b in EDGES if a in placed and b in placed and layer(b) > layer(a)]
     assert upward == []
 
 
@@ -241,8 +244,6 @@ def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
 # Functions over MAX_FUNCTION_LINES, each with why it stays whole.
 LONG_FUNCTIONS = {
     "vabench.review.app:create_app": "the FastAPI factory: its routes are closures over one app's run list",
-    "vabench.analysis.load:_prepare": "one pass deriving the analysis columns, in the order each depends on",
-    "vabench.analysis.paired:paired_comparison": "one statistical procedure, each step used once (paper 5.4)",
 }
 MAX_FUNCTION_LINES = 60
 

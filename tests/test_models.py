@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import socket
-import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 
@@ -23,6 +22,7 @@ from vabench.agents.llm import LiteLLMModel  # noqa: E402
 from vabench.agents.models import Model, ModelConfig, ModelError, Reply, image_media_type, image_part  # noqa: E402
 from vabench.agents.registry import OFFLINE_AGENTS, OfflineAgent, check_model_id, is_offline, make_model  # noqa: E402
 
+from .fakeclock import FakeClock  # noqa: E402
 from .openai_server import ScriptedServer  # noqa: E402
 
 KEY_VAR = "VABENCH_TEST_KEY"
@@ -42,7 +42,8 @@ def key(monkeypatch):
     return KEY
 
 
-def make(server: ScriptedServer, **kw) -> LiteLLMModel:
+def make(server: ScriptedServer, clock: FakeClock | None = None, **kw) -> LiteLLMModel:
+    """A client of ``server``; with ``clock``, it waits and times on that fake clock."""
     base = dict(
         id="openai/test-model",
         api_base=server.url,
@@ -52,7 +53,10 @@ def make(server: ScriptedServer, **kw) -> LiteLLMModel:
         backoff_initial_s=0.01,
         backoff_max_s=0.05,
     )
-    return LiteLLMModel(ModelConfig(**{**base, **kw}))
+    model = LiteLLMModel(ModelConfig(**{**base, **kw}))
+    if clock is not None:
+        model.clock, model.sleep = clock, clock.sleep
+    return model
 
 
 def png_bytes(color=(200, 30, 30)) -> bytes:
@@ -168,11 +172,11 @@ def test_missing_credentials_without_key_env_is_not_retried(server, monkeypatch)
     # LiteLLM reports the OpenAI SDK's "Missing credentials" as an InternalServerError (500);
     # the client must not spend its retries (and backoff) on a config error.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    m = make(server, api_key_env=None, backoff_initial_s=5.0, backoff_max_s=5.0)
-    t0 = time.perf_counter()
-    with pytest.raises(ModelError, match="not retryable"):
+    clock = FakeClock()
+    m = make(server, clock, api_key_env=None, backoff_initial_s=5.0, backoff_max_s=5.0)
+    with pytest.raises(ModelError, match="not retryable") as err:
         m.complete(USER)
-    assert time.perf_counter() - t0 < 2.0
+    assert clock.sleeps == [] and err.value.usage.provider_attempts == 1  # no backoff, no second attempt
     assert server.requests == []
 
 
@@ -181,16 +185,14 @@ def test_missing_credentials_without_key_env_is_not_retried(server, monkeypatch)
 
 def test_rate_limits_are_retried_with_backoff(server, key):
     server.script({"status": 429}, {"status": 429}, "ok")
-    t0 = time.perf_counter()
-    reply = make(server).complete(USER)
-    elapsed = time.perf_counter() - t0
+    clock = FakeClock()
+    reply = make(server, clock).complete(USER)
     assert reply.text == "ok"
     assert reply.usage.provider_attempts == 3
     assert len(server.requests) == 3
-    gaps = [b - a for a, b in zip(server.times, server.times[1:], strict=False)]
-    assert all(g > 0 for g in gaps)
-    # jittered waits are at most 0.01 s then 0.02 s: well under a second with HTTP included
-    assert elapsed < 1.5
+    # a wait before each retry, each within its jittered window (0.01 s, then 0.02 s), and all of them counted
+    assert len(clock.sleeps) == 2 and clock.sleeps[0] <= 0.01 and clock.sleeps[1] <= 0.02
+    assert reply.usage.backoff_s == pytest.approx(sum(clock.sleeps))
 
 
 def test_backoff_windows_grow_exponentially_with_full_jitter():
@@ -210,16 +212,18 @@ def test_backoff_windows_grow_exponentially_with_full_jitter():
 
 def test_retry_after_header_raises_the_wait(server, key):
     server.script({"status": 429, "headers": {"Retry-After": "1"}}, "ok")
-    reply = make(server, backoff_max_s=5.0).complete(USER)
+    clock = FakeClock()
+    reply = make(server, clock, backoff_max_s=5.0).complete(USER)
     assert reply.usage.provider_attempts == 2
-    assert server.times[1] - server.times[0] >= 0.95
+    assert clock.sleeps == [1.0]  # the provider's 1 s, not a jittered wait of at most 0.01 s
 
 
 def test_retry_after_is_capped_by_backoff_max(server, key):
     server.script({"status": 429, "headers": {"Retry-After": "30"}}, "ok")
-    reply = make(server, backoff_max_s=0.2).complete(USER)
+    clock = FakeClock()
+    reply = make(server, clock, backoff_max_s=0.2).complete(USER)
     assert reply.usage.provider_attempts == 2
-    assert server.times[1] - server.times[0] < 1.0
+    assert clock.sleeps == [0.2]
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
@@ -276,20 +280,25 @@ def test_connection_refused_is_retried(key):
 
 def test_timeout_is_retried(server, key):
     server.script({"delay": 1.0, "then": "late"}, "quick")
-    reply = make(server, timeout_s=0.3).complete(USER)
+    clock = FakeClock(step=1.0)  # each reading 1 s after the one before
+    reply = make(server, clock, timeout_s=0.3).complete(USER)
     assert reply.text == "quick"
     assert reply.usage.provider_attempts == 2
-    assert reply.latency_s < 0.3  # the successful attempt only
+    # the successful attempt only: read just before and just after it, one step apart (from the timed-out
+    # attempt's start it would be two steps and the backoff)
+    assert reply.latency_s == 1.0 and len(clock.sleeps) == 1
     assert len(server.requests) == 2
 
 
 def test_all_attempts_time_out(server, key):
     server.script(*[{"delay": 1.0, "then": "late"}] * 3)
-    t0 = time.perf_counter()
-    with pytest.raises(ModelError, match=r"after 3 attempts: Timeout"):
-        make(server, timeout_s=0.3, max_retries=2).complete(USER)
-    assert len(server.requests) == 3
-    assert time.perf_counter() - t0 < 3.0
+    clock = FakeClock()
+    with pytest.raises(ModelError, match=r"after 3 attempts: Timeout") as err:
+        make(server, clock, timeout_s=0.3, max_retries=2).complete(USER)
+    assert len(server.requests) == 3 and err.value.usage.provider_attempts == 3  # no retries below ours
+    # between the attempts only the short jittered backoff (0.01 s, then 0.02 s), all of it counted
+    assert len(clock.sleeps) == 2 and clock.sleeps[0] <= 0.01 and clock.sleeps[1] <= 0.02
+    assert err.value.usage.backoff_s == pytest.approx(sum(clock.sleeps))
 
 
 # -- cost -----------------------------------------------------------------------------------------

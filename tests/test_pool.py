@@ -5,7 +5,6 @@ a real local Ray where one worker cannot be placed and where none can."""
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 
@@ -261,23 +260,39 @@ def test_on_ray_a_worker_the_cluster_cannot_hold_is_given_up_and_its_slot_goes_t
     assert len(said) == 1 and "(ray.place_timeout_s=1 x load 1.0)" in said[0] and "CPU in use" in said[0], lines
 
 
-@RAY
-def test_on_ray_a_run_no_worker_of_which_can_be_placed_stops_as_interrupted_and_resumes(ray_two_cpus, tmp_path):
-    """A blocker holds one of the two CPUs: no 2-CPU worker fits, the run says what the cluster has
-    in use and stops within starve_timeout_s (which counts a worker's start too: shaders compile);
-    freed, the same run folder resumes to completion."""
-    import time
+class Ticks:
+    """A clock each reading of which is ``step`` s after the one before; read ``most`` times, it fails
+    the test (a run that never stops)."""
 
+    def __init__(self, step: float, most: int = 100):
+        self.now, self.step, self.most, self.reads = 0.0, step, most, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        assert self.reads <= self.most, f"the pool's clock was read {self.most} times and the run did not stop"
+        self.now += self.step
+        return self.now - self.step
+
+
+@RAY
+def test_on_ray_a_run_no_worker_of_which_can_be_placed_stops_as_interrupted_and_resumes(
+    ray_two_cpus, tmp_path, monkeypatch
+):
+    """A blocker holds one of the two CPUs: no 2-CPU worker fits, the run says what the cluster has
+    in use and stops at the pool's first look past starve_timeout_s (which counts a worker's start
+    too: shaders compile); freed, the same run folder resumes to completion."""
+    monkeypatch.setattr(pool_mod, "load_factor", lambda: 1.0)  # the bound exact: 45 s on the pool's clock
     ray = ray_two_cpus
     blocker = ray.remote(num_cpus=1)(Blocker).remote()
     ray.get(blocker.ready.remote())
     lines: list[str] = []
-    run = smoke(tmp_path, "starved", *FULL, "ray.starve_timeout_s=4")
-    began = time.monotonic()
-    with pytest.raises(ClusterStarved, match=r"pending for \d+ s and none live .*/2.0 CPU in use") as stop:
-        quiet(run, lines).execute()
-    load = float(re.search(r"x load (\d+\.\d)", str(stop.value)).group(1))
-    assert time.monotonic() - began < 4 * (load + 0.5) + 60  # the bound x load (which moves a little), + setup
+    run = smoke(tmp_path, "starved", *FULL, "ray.starve_timeout_s=45")
+    driver = quiet(run, lines)
+    driver.clock = Ticks(10.0)  # the pool reads it when made (0), at each worker it asks for (10, 20), at each look
+    # its first look (30 s) keeps its fair share, the worker pending since 10 s; the look at 60 s is past the bound
+    stopped = r"1 worker\(s\) pending for 50 s and none live \(ray.starve_timeout_s=45 x load 1.0\): .*/2.0 CPU in use"
+    with pytest.raises(ClusterStarved, match=stopped):
+        driver.execute()
     assert any(f"rerun with run_id={run.run_id} to resume" in line for line in lines)
     ray.kill(blocker)
     df = quiet(smoke(tmp_path, "starved", *FULL)).execute()  # the default bound outlasts a worker's start

@@ -199,6 +199,8 @@ class LiteLLMModel(Model):
     pauses the limiter, so every caller of the run waits, not only the one that was refused.
     """
 
+    clock, sleep = staticmethod(time.perf_counter), staticmethod(time.sleep)  # a test's fake clock goes here
+
     def __init__(self, cfg: ModelConfig):
         for key in cfg.extra:
             if key in _RESERVED_EXTRA:
@@ -270,7 +272,7 @@ class LiteLLMModel(Model):
         if self.limiter is None and (self.cfg.rpm or self.cfg.tpm or self.cfg.max_cost_usd is not None):
             with _LAZY:
                 if self.limiter is None:
-                    self.limiter = RateLimiter(self.cfg.rpm, self.cfg.tpm)
+                    self.limiter = RateLimiter(self.cfg.rpm, self.cfg.tpm, clock=self.clock)
         return self.limiter
 
     def _limit(self, limiter: Any, method: str, *args: Any) -> float:
@@ -298,8 +300,7 @@ class _Call:
         self.kwargs = model._kwargs(messages, key)
         self.limiter = model._limiter()
         self.est = message_tokens(messages) + model.cfg.max_tokens if self.limiter is not None else 0  # booked on tpm
-        self.attempts = 0
-        self.latency = self.backoff = self.limit_wait = 0.0
+        self.attempts, self.latency, self.backoff, self.limit_wait = 0, 0.0, 0.0, 0.0
 
     def usage(self, answered: bool = False, **tokens) -> Usage:
         return Usage.of_call(self.attempts, answered, self.backoff, self.limit_wait, **tokens)
@@ -317,10 +318,10 @@ class _Call:
         if self.limiter is not None:
             wait = self.model._limit(self.limiter, "acquire", self.est)
             if wait > 0:
-                time.sleep(wait)
+                self.model.sleep(wait)
                 self.limit_wait += wait
         self.attempts += 1
-        t0 = time.perf_counter()
+        t0 = self.model.clock()
         try:
             response = _litellm().completion(**self.kwargs)
         except Exception as exc:
@@ -334,19 +335,18 @@ class _Call:
                 short = self.model._short(exc, self.key)
                 raise self._failed(f"not retryable (status {status}): {type(exc).__name__}: {short}", True) from None
             raise  # a bug on our side (bad arguments, ...): let it surface as itself
-        self.latency = time.perf_counter() - t0
+        self.latency = self.model.clock() - t0
         return response
 
     def _before_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
         self.backoff += wait
-        cfg = self.model.cfg
         log.warning(
             "%s: attempt %d/%d failed with %s; retrying in %.2f s",
             self.model.name,
             state.attempt_number,
-            cfg.max_retries + 1,
+            self.model.cfg.max_retries + 1,
             type(exc).__name__,
             wait,
         )
@@ -358,6 +358,7 @@ class _Call:
             wait=_Backoff(cfg.backoff_initial_s, cfg.backoff_max_s),
             stop=tenacity.stop_after_attempt(cfg.max_retries + 1),
             before_sleep=self._before_retry,
+            sleep=self.model.sleep,
             reraise=True,
         )
         try:

@@ -120,12 +120,26 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
     Adds ``state`` (judged | infra_error | unjudged | superseded), ``y`` (1.0/0.0 success for judged
     rows), ``model_raw`` (the model name as written), and ``recovered`` (an infra_error row whose
-    episode was later judged). Works on hand-built frames with only some columns."""
+    episode was later judged). Works on hand-built frames with only some columns. Each step reads
+    the columns the steps before it made, and adds its notes in that order."""
     notes: list[str] = [
         f"unreadable outcome file {path} ({why}) left out; rerunning its run_id sets it aside and runs the "
         "episode again."
         for path, why in df.attrs.get("unreadable", [])
     ]
+    p = _every_column(df)
+    _fill_defaults(p, notes)
+    _label_conditions(p)
+    _judge(p, notes)
+    _supersede_earlier_attempts(p, notes)
+    _note_episodes_of_two_experiments(p, notes)
+    _mark_recovered(p)
+    _assign_arms(p, notes)
+    return p, notes
+
+
+def _every_column(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy with every outcome column (missing ones empty), plain object strings and a fresh index."""
     p = df.copy()
     for c in COLUMNS:
         if c not in p.columns:
@@ -136,12 +150,26 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p = p.reset_index(drop=True)
     for c in _STRINGS:
         p[c] = _strings(p[c])
+    return p
+
+
+def _fill_defaults(p: pd.DataFrame, notes: list[str]) -> None:
+    """What older or hand-built rows leave out: the base track, "?" names, prompts v1, the paper's
+    observation, the Panda unperturbed."""
     if p["track"].isna().any():
         notes.append(f"{int(p['track'].isna().sum())} row(s) had no track; read as base.")
         p["track"] = p["track"].fillna(Track.BASE)
     p["base_task"] = p["base_task"].where(p["base_task"].notna() | (p["track"] != Track.BASE), p["task"])
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
+    _mark_prompts_v1(p, notes)
+    p["observation"] = p["observation"].fillna(ObservationProfile.PAPER)
+    p["robot"] = p["robot"].fillna(Robot.PANDA)  # rows before schema 9: the Panda, unperturbed
+    p["perturbation"] = p["perturbation"].fillna(Perturbation.NONE)
+
+
+def _mark_prompts_v1(p: pd.DataFrame, notes: list[str]) -> None:
+    """Rows from before observation profiles form their own conditions."""
     old = p["observation"].isna() & (p["prompt_version"] == "vabench-prompts-v1")
     if old.any():  # before observation profiles the model also saw the budget, reasons and earlier images
         notes.append(
@@ -153,9 +181,11 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         p.loc[old & p["condition"].notna(), "condition"] = (
             p.loc[old & p["condition"].notna(), "condition"] + " | observation prompts-v1"
         )
-    p["observation"] = p["observation"].fillna(ObservationProfile.PAPER)
-    p["robot"] = p["robot"].fillna(Robot.PANDA)  # rows before schema 9: the Panda, unperturbed
-    p["perturbation"] = p["perturbation"].fillna(Perturbation.NONE)
+
+
+def _label_conditions(p: pd.DataFrame) -> None:
+    """A condition label for rows without one, whole-number run and attempt, and the visible
+    privileged suffix on model and condition (``model_raw`` keeps the name as written)."""
     no_cond = p["condition"].isna()
     cols = ["model", "protocol", "summary_source", "observation", "render", "robot", "perturbation"]
     p.loc[no_cond, "condition"] = [condition_label(*x) for x in p.loc[no_cond, cols].itertuples(index=False)]
@@ -168,6 +198,9 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p.loc[priv, "model"] = p.loc[priv, "model"] + PRIVILEGED
     p.loc[priv, "condition"] = p.loc[priv, "condition"] + PRIVILEGED
 
+
+def _judge(p: pd.DataFrame, notes: list[str]) -> None:
+    """Each row's ``state`` and, for judged rows, ``y``."""
     success = p["success"].astype("boolean")
     infra = p["status"] == Status.INFRA_ERROR
     judged = ~infra & (p["status"].isna() | (p["status"] == Status.OK)) & success.notna()
@@ -182,13 +215,19 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             "were excluded from every rate."
         )
 
-    # one judged row per episode: the latest attempt wins
+
+def _supersede_earlier_attempts(p: pd.DataFrame, notes: list[str]) -> None:
+    """One judged row per episode: the latest attempt wins."""
     order = p.sort_values("attempt", kind="stable").index
     dup = p.loc[order].loc[lambda x: x["state"] == "judged"].duplicated(EPISODE_KEY, keep="last")
     dup_idx = dup[dup].index
     if len(dup_idx):
         p.loc[dup_idx, "state"] = "superseded"
         notes.append(f"{len(dup_idx)} judged row(s) superseded by a later attempt of the same episode.")
+
+
+def _note_episodes_of_two_experiments(p: pd.DataFrame, notes: list[str]) -> None:
+    """Judged rows of different experiments on the same condition and episode are all counted: say so."""
     same = ["condition", "track", "task", "seed", "run_index"]
     judged_rows = p[p["state"] == "judged"]
     twice = judged_rows.duplicated(same, keep=False)
@@ -198,18 +237,23 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             f"{int(twice.sum())} judged rows share condition, track, task, seed and run with a row of another "
             f"experiment ({names}) and are all counted; filter by experiment to avoid counting an episode twice."
         )
+
+
+def _mark_recovered(p: pd.DataFrame) -> None:
+    """``recovered``: an infra_error row whose episode has a judged row."""
     judged_keys = set(map(tuple, p.loc[p["state"] == "judged", EPISODE_KEY].astype(object).values.tolist()))
     keys = map(tuple, p[EPISODE_KEY].astype(object).values.tolist())
     p["recovered"] = [s == Status.INFRA_ERROR and k in judged_keys for s, k in zip(p["state"], keys, strict=True)]
 
-    # a task's arms from its judged rows (an infra row may predate the scene reset)
+
+def _assign_arms(p: pd.DataFrame, notes: list[str]) -> None:
+    """A task's arms from its judged rows (an infra row may predate the scene reset)."""
     arms = _arms_map(p)
     p["arms"] = p["task"].map(arms).where(p["task"].isin(arms.keys()), p["arms"])
     no_arms = (p["state"] == "judged") & ~p["arms"].isin(list(Arms))
     if no_arms.any():
         tasks = ", ".join(sorted(set(p.loc[no_arms, "task"])))
         notes.append(f"No single/dual arms for task(s) {tasks}: counted in 'all' only.")
-    return p, notes
 
 
 def _arms_map(p: pd.DataFrame) -> dict[str, str]:

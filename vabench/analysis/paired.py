@@ -79,6 +79,10 @@ def _bootstrap(pairs: pd.DataFrame, tasks: list[str], rng: np.random.Generator, 
     return out
 
 
+_COLUMNS = ["scope", "task", "arms", "families", "seeds", "pairs", "a_k", "b_k", "a_only", "b_only", "delta_pp"]
+_COLUMNS += ["ci_low_pp", "ci_high_pp", "mcnemar_p"]
+
+
 def paired_comparison(
     df: pd.DataFrame,
     a: str,
@@ -101,35 +105,45 @@ def paired_comparison(
     tasks = _order(pairs["task"].unique(), arms)
     rng = np.random.default_rng(seed)
     boot = _bootstrap(pairs, tasks, rng, n_boot) if tasks else np.empty((n_boot, 0))
-    rows = []
-    for t in tasks:
-        x = pairs[pairs["task"] == t]
-        a_only, b_only = int(((x["ya"] == 1) & (x["yb"] == 0)).sum()), int(((x["ya"] == 0) & (x["yb"] == 1)).sum())
-        n, ka, kb = len(x), int(x["ya"].sum()), int(x["yb"].sum())
-        delta = 100.0 * (kb - ka) / n
-        rows.append(["task", t, arms.get(t), 1, x["seed"].nunique(), n, ka, kb, a_only, b_only, delta,
-                     math.nan, math.nan, mcnemar_exact(a_only, b_only)])  # fmt: skip
-    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
-    for s in SUBSETS:
-        cols = [i for i, t in enumerate(tasks) if s == "all" or arms.get(t) == s]
-        sub = pairs[pairs["task"].isin([tasks[i] for i in cols])]
-        if not cols:
-            rows.append(["subset", s, s, 0, 0, 0, 0, 0, 0, 0, math.nan, math.nan, math.nan, math.nan])
-            continue
-        task_rows = [r for r in rows if r[0] == "task" and r[1] in {tasks[i] for i in cols}]
-        macro = float(np.mean([r[10] for r in task_rows]))
-        dist = 100.0 * boot[:, cols].mean(axis=1)
-        lo, hi = np.quantile(dist, [lo_q, hi_q])
-        a_only = sum(r[8] for r in task_rows)
-        b_only = sum(r[9] for r in task_rows)
-        rows.append(["subset", s, s, len(cols), int(sub.groupby("task")["seed"].nunique().sum()), len(sub),
-                     int(sub["ya"].sum()), int(sub["yb"].sum()), a_only, b_only, macro, float(lo), float(hi),
-                     math.nan])  # fmt: skip
-    cols = ["scope", "task", "arms", "families", "seeds", "pairs", "a_k", "b_k", "a_only", "b_only", "delta_pp"]
-    cols += ["ci_low_pp", "ci_high_pp", "mcnemar_p"]
-    out = pd.DataFrame(rows, columns=cols)
-    unmatched = pairs.attrs["unmatched"]
-    notes += [
+    rows = [_task_row(pairs[pairs["task"] == t], t, arms.get(t)) for t in tasks]
+    rows += [_subset_row(s, rows, pairs, tasks, arms, boot, level) for s in SUBSETS]
+    out = pd.DataFrame(rows, columns=_COLUMNS)
+    notes += _notes(a, b, pairs.attrs["unmatched"], n_boot, seed, level, p)
+    out.attrs = {
+        "kind": "paired",
+        "title": f"Paired difference on shared seeds: {b} vs {a}",
+        "notes": [n for n in notes if n],
+    }
+    return out
+
+
+def _task_row(x: pd.DataFrame, task: str, arms: str | None) -> list:
+    """One task's pairs: successes of each side, discordant pairs, B - A (pp) and the exact McNemar p."""
+    a_only, b_only = int(((x["ya"] == 1) & (x["yb"] == 0)).sum()), int(((x["ya"] == 0) & (x["yb"] == 1)).sum())
+    n, ka, kb = len(x), int(x["ya"].sum()), int(x["yb"].sum())
+    delta = 100.0 * (kb - ka) / n
+    return ["task", task, arms, 1, x["seed"].nunique(), n, ka, kb, a_only, b_only, delta,
+            math.nan, math.nan, mcnemar_exact(a_only, b_only)]  # fmt: skip
+
+
+def _subset_row(subset: str, task_rows: list[list], pairs, tasks: list[str], arms: dict, boot, level: float) -> list:
+    """A subset's macro-average of its tasks' differences (pp), with the bootstrap's percentile interval."""
+    cols = [i for i, t in enumerate(tasks) if subset == "all" or arms.get(t) == subset]
+    sub = pairs[pairs["task"].isin([tasks[i] for i in cols])]
+    if not cols:
+        return ["subset", subset, subset, 0, 0, 0, 0, 0, 0, 0, math.nan, math.nan, math.nan, math.nan]
+    mine = [r for r in task_rows if r[1] in {tasks[i] for i in cols}]
+    macro = float(np.mean([r[10] for r in mine]))
+    lo, hi = np.quantile(100.0 * boot[:, cols].mean(axis=1), [(1 - level) / 2, 1 - (1 - level) / 2])
+    a_only, b_only = sum(r[8] for r in mine), sum(r[9] for r in mine)
+    return ["subset", subset, subset, len(cols), int(sub.groupby("task")["seed"].nunique().sum()), len(sub),
+            int(sub["ya"].sum()), int(sub["yb"].sum()), a_only, b_only, macro, float(lo), float(hi),
+            math.nan]  # fmt: skip
+
+
+def _notes(a: str, b: str, unmatched: dict, n_boot: int, seed: int, level: float, p: pd.DataFrame) -> list:
+    """What the table compares and how (None where there is nothing to say)."""
+    return [
         f"A = {a}; B = {b}; delta = B - A (pp). Pairs share track, task, seed and run_index.",
         f"Judged episodes without a partner left out: A {unmatched[a]}, B {unmatched[b]}."
         if any(unmatched.values())
@@ -140,9 +154,3 @@ def paired_comparison(
         exclusion_note(p),
         *privileged_note([a, b]),
     ]
-    out.attrs = {
-        "kind": "paired",
-        "title": f"Paired difference on shared seeds: {b} vs {a}",
-        "notes": [n for n in notes if n],
-    }
-    return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -59,6 +60,8 @@ COUNTS = ("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "per
 
 
 class Driver:
+    clock = staticmethod(time.monotonic)  # what the worker pool's bounds are judged on; a test's fake clock goes here
+
     def __init__(self, run: RunConfig, log=print, progress: bool = True, line: int | None = None):
         """``line``: the terminal line of this driver's progress bar when several run at once (a
         parallel sweep's job number); its bar then names the run folder."""
@@ -116,7 +119,7 @@ class Driver:
         slots = max(1, min(backend.slots, run.model.max_concurrency, len(todo)))
         queue = deque(todo)
         ray_cfg = run.ray
-        self.pool = pool = WorkerPool(backend, ray_cfg.place_timeout_s, ray_cfg.starve_timeout_s, self.log)
+        self.pool = pool = WorkerPool(backend, ray_cfg.place_timeout_s, ray_cfg.starve_timeout_s, self.log, self.clock)
         limits = Limits(ray_cfg.check_every_s, ray_cfg.hang_s, ray_cfg.stuck_s)
         self.backstop = backstop = Backstop(backend, limits) if backend.watched else None
         inflight: dict = {}  # ref -> (worker, spec, attempt)

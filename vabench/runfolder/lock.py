@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from vabench.errors import RunLocked
@@ -93,11 +94,12 @@ def _snapshot(path: Path) -> tuple[dict | None, float] | None:
 
 
 class DriverWatch:
-    """A worker's view of its driver's lock: :meth:`gone` says why to stop, or None."""
+    """A worker's view of its driver's lock: :meth:`gone` says why to stop, or None. ``clock``: the
+    observer's monotonic clock, on which a heartbeat's age is judged."""
 
-    def __init__(self, path: Path | str, token: str):
-        self.path, self.token = Path(path), token
-        self._seen: tuple[float, float] | None = None  # (lock mtime, monotonic time it was first seen)
+    def __init__(self, path: Path | str, token: str, clock: Callable[[], float] = time.monotonic):
+        self.path, self.token, self.clock = Path(path), token, clock
+        self._seen: tuple[float, float] | None = None  # (lock mtime, clock() when it was first seen)
 
     def gone(self) -> str | None:
         snap = _snapshot(self.path)
@@ -111,7 +113,7 @@ class DriverWatch:
         if _pid_checkable(info):
             alive = _pid_alive(int(info.get("pid", -1)), info.get("start_ticks"))
             return None if alive else f"the driver (pid {info.get('pid')}) has ended"
-        now = time.monotonic()
+        now = self.clock()
         if self._seen is None or self._seen[0] != mtime:
             self._seen = (mtime, now)
         elif now - self._seen[1] > STALE_S:
