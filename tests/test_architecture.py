@@ -215,7 +215,6 @@ def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
 
 # Functions over MAX_FUNCTION_LINES, each with why it stays whole.
 LONG_FUNCTIONS = {
-    "vabench.review.app:create_app": "the FastAPI factory: its routes are closures over one app's run list",
     "vabench.analysis.load:_prepare": "one pass deriving the analysis columns, in the order each depends on",
     "vabench.analysis.paired:paired_comparison": "one statistical procedure, each step used once (paper 5.4)",
 }

@@ -78,14 +78,29 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     another host are refused, so a web page cannot reach the app by DNS rebinding."""
     app = FastAPI(title="vabench review", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts or LOCAL_HOSTS)
-    store = RunFolders(folders)
-    templates = Jinja2Templates(directory=HERE / "templates")
-    templates.env.globals.update(
+    app.state.store = store = RunFolders(folders)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    answer_errors(app)
+    pages = templates()
+    serve_pages(app, store, pages)
+    serve_table(app, store)
+    serve_files(app, store)
+    serve_labels(app, store)
+    return app
+
+
+def templates() -> Jinja2Templates:
+    """The page templates, with the rubric and the view-name filter they use."""
+    pages = Jinja2Templates(directory=HERE / "templates")
+    pages.env.globals.update(
         RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=ObservationProfile.PAPER
     )
-    templates.env.filters["view_name"] = runs.view_name
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    app.state.store = store
+    pages.env.filters["view_name"] = runs.view_name
+    return pages
+
+
+def answer_errors(app: FastAPI) -> None:
+    """A path outside the run, a bad query or a bad label: a JSON error naming it, never a trace."""
 
     @app.exception_handler(runs.NotInRun)
     async def not_in_run(request: Request, exc: runs.NotInRun):
@@ -99,22 +114,38 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     async def bad_label(request: Request, exc: L.LabelError):
         return JSONResponse({"error": f"label not saved: {exc}"}, status_code=400)
 
+
+def serve_pages(app: FastAPI, store: RunFolders, pages: Jinja2Templates) -> None:
+    """The HTML pages: the index of runs, a run's outcome table, an episode's timeline."""
+
     @app.get("/")
     def index(request: Request):
         if len(store.roots) == 1:
             return RedirectResponse("/run/0")
         listing = [{"i": i, **runs.overview(r, *store.read(i))} for i, r in enumerate(store.roots)]
-        return templates.TemplateResponse(request, "index.html", {"runs": listing})
+        return pages.TemplateResponse(request, "index.html", {"runs": listing})
 
     @app.get("/run/{i}")
     def run_page(request: Request, i: int):
         root, (df, unreadable) = store.root(i), store.read(i)
         first = Q.page(df, _labelled(root), Q.Query())
-        return templates.TemplateResponse(
+        return pages.TemplateResponse(
             request,
             "run.html",
             {"i": i, "name": root.name, "path": str(root), "first": first, "unreadable": unreadable},
         )
+
+    @app.get("/run/{i}/episode")
+    def episode_page(request: Request, i: int, record: str):
+        root = store.root(i)
+        store.known(i, record)
+        ep, table = runs.episode(root, record), store.table(i)
+        row = runs.jsonable_rows(table[table["record"] == record])[0]
+        return pages.TemplateResponse(request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row})
+
+
+def serve_table(app: FastAPI, store: RunFolders) -> None:
+    """The run page's questions: one page of rows (filtered, sorted, counted), an episode's neighbours."""
 
     @app.get("/run/{i}/api/rows")
     def rows(request: Request, i: int):
@@ -125,13 +156,10 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         df, root = store.table(i), store.root(i)
         return {"record": Q.neighbour(df, _labelled(root), Q.Query.parse(request.query_params), record, step)}
 
-    @app.get("/run/{i}/episode")
-    def episode_page(request: Request, i: int, record: str):
-        root = store.root(i)
-        store.known(i, record)
-        ep, table = runs.episode(root, record), store.table(i)
-        row = runs.jsonable_rows(table[table["record"] == record])[0]
-        return templates.TemplateResponse(request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row})
+
+def serve_files(app: FastAPI, store: RunFolders) -> None:
+    """Files of a run folder (images, videos, records; only kinds in SERVED, only inside the run)
+    and the labels export."""
 
     @app.get("/run/{i}/file/{rel:path}")
     def file(i: int, rel: str):
@@ -139,6 +167,20 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         if path.suffix.lower() not in SERVED or not path.is_file():
             raise runs.NotInRun(f"no file to show at {rel!r}")
         return FileResponse(path)
+
+    @app.get("/run/{i}/labels.csv")
+    def labels_csv(i: int):
+        root = store.root(i)
+        text = export(root, store.table(i))
+        return PlainTextResponse(
+            text,
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{root.name}-labels.csv"'},
+        )
+
+
+def serve_labels(app: FastAPI, store: RunFolders) -> None:
+    """Annotators' labels: read them, save one (the app's only write)."""
 
     @app.get("/run/{i}/api/labels")
     def get_labels(i: int, record: str | None = None, annotator: str | None = None):
@@ -166,18 +208,6 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         L.validate(body, now=datetime.now(UTC))  # refused before anything is looked up or written
         store.known(i, body["record"])
         return L.append(root, body)
-
-    @app.get("/run/{i}/labels.csv")
-    def labels_csv(i: int):
-        root = store.root(i)
-        text = export(root, store.table(i))
-        return PlainTextResponse(
-            text,
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{root.name}-labels.csv"'},
-        )
-
-    return app
 
 
 def _latest(root: Path) -> pd.DataFrame:
