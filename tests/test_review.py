@@ -522,3 +522,54 @@ def test_a_folder_of_runs_is_its_runs_and_an_unreadable_outcome_file_is_named(ru
     assert "could not be read" in page.text
     assert client.get(f"/run/{i}/api/rows").json()["total"] == 2
     assert "1 unreadable" in client.get("/").text
+
+
+# -- no sideways scrolling at 800 to 1920 px -----------------------------------------------------
+
+SIDEWAYS = """
+const page = document.documentElement, box = document.querySelector('.scroll');
+return {page: [page.scrollWidth, page.clientWidth], table: box ? [box.scrollWidth, box.clientWidth] : [0, 0]};
+"""
+
+
+@pytest.mark.parametrize("width", [800, 1280, 1920])
+def test_the_run_and_episode_pages_fit_the_window_without_sideways_scrolling(server, run_folder, sized, width):
+    from selenium.webdriver.common.by import By
+
+    d = sized
+    d.set_window_size(width, 1000)
+    d.get(f"{server}/run/1")  # the replayed run: its model name (replay:oracle) is the longer one
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#rows tr"), "the rows")
+    fit = js(d, SIDEWAYS)
+    assert fit["page"][0] <= fit["page"][1], f"the run page scrolls sideways at {width} px: {fit}"
+    assert fit["table"][0] <= fit["table"][1], f"the run table scrolls sideways at {width} px: {fit}"
+    assert js(d, "return document.querySelector('#rows td[data-key=task]').getClientRects().length")  # still shown
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(records(run_folder)['oracle/passive'])}")
+    fit = js(d, SIDEWAYS)
+    assert fit["page"][0] <= fit["page"][1], f"the episode page scrolls sideways at {width} px: {fit}"
+
+
+# -- the episode video's poster ------------------------------------------------------------------
+
+
+def test_the_episode_video_shows_its_first_frame_as_a_poster_that_is_not_black(server, run_folder, sized):
+    """Without a poster a browser shows the video's black background until it has decoded a frame,
+    which ``preload=metadata`` does not oblige it to do (and a 1920 px recording takes longest)."""
+    import numpy as np
+    from PIL import Image
+
+    d = sized
+    d.set_window_size(1920, 1080)
+    rec = records(run_folder)["oracle/active"]
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(rec)}")
+    poster = js(d, "return document.getElementById('video').poster")
+    assert poster.startswith(f"{server}/run/0/file/"), f"no poster: {poster!r}"
+    got = requests.get(poster, timeout=10)
+    assert got.status_code == 200 and got.headers["content-type"] == "image/jpeg"
+    pixels = np.asarray(Image.open(io.BytesIO(got.content)).convert("L"))
+    assert pixels.mean() > 40 and (pixels > 100).mean() > 0.25, "the poster is (nearly) black"
+    first = sorted((run_folder / Path(rec).parent / "recording").glob("step_*.jpg"))[0]
+    assert got.content == first.read_bytes()  # the frame the video starts on
+    wait_for(d, lambda d: js(d, "return document.getElementById('video').readyState") >= 1, "video metadata")
+    size = js(d, "const v = document.getElementById('video'); return [v.videoWidth, v.videoHeight]")
+    assert list(pixels.shape[::-1]) == size  # the poster has the video's size: no jump when it plays
