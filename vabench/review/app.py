@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pandas as pd
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from vabench.analysis import labels as L
 from vabench.outcometable import scan
@@ -28,6 +26,7 @@ from vabench.vocab import ObservationProfile
 
 from . import query as Q
 from . import runs
+from .access import TOKEN_PARAM, Access, given_token, refusal, without_token
 
 HERE = Path(__file__).parent
 SERVED = {".jpg", ".jpeg", ".png", ".mp4", ".jsonl", ".json", ".md", ".txt"}
@@ -70,15 +69,13 @@ class RunFolders:
             raise runs.NotInRun(f"{record!r} is not the record of an episode of this run")
 
 
-LOCAL_HOSTS = ["127.0.0.1", "localhost"]
-
-
-def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
-    """``hosts``: the host names the app answers to (default: this machine only). Requests naming
-    another host are refused, so a web page cannot reach the app by DNS rebinding."""
+def create_app(folders: list[Path], rules: Access | None = None) -> FastAPI:
+    """The app over ``folders``. ``rules``: who may use it (default: this machine, no token): a
+    request naming another host, without the token or writing from another site is refused
+    (:mod:`.access`)."""
     app = FastAPI(title="vabench review", docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts or LOCAL_HOSTS)
     app.state.store = store = RunFolders(folders)
+    guard(app, rules or Access())
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     answer_errors(app)
     pages = templates()
@@ -97,6 +94,25 @@ def templates() -> Jinja2Templates:
     )
     pages.env.filters["view_name"] = runs.view_name
     return pages
+
+
+def guard(app: FastAPI, rules: Access) -> None:
+    """Every request passes :func:`.access.refusal` first; a page opened with ``?token=`` gets the
+    token as a cookie and is sent to the same address without it (it leaves the address bar and
+    the browser's history, as in Jupyter)."""
+
+    @app.middleware("http")
+    async def check(request: Request, call_next):
+        token = given_token(request.url.query, request.cookies, request.headers.get("authorization"), rules)
+        refused = refusal(rules, request.method, request.headers, token)
+        if refused is not None:
+            challenge = {"WWW-Authenticate": 'Bearer realm="vabench review"'} if refused.status == 401 else None
+            return JSONResponse({"error": refused.error}, status_code=refused.status, headers=challenge)
+        if rules.token and request.method in ("GET", "HEAD") and TOKEN_PARAM in request.query_params:
+            moved = RedirectResponse(without_token(request.url.path, request.url.query), status_code=303)
+            moved.set_cookie(rules.cookie, rules.token, httponly=True, samesite="lax")
+            return moved
+        return await call_next(request)
 
 
 def answer_errors(app: FastAPI) -> None:
@@ -194,13 +210,10 @@ def serve_labels(app: FastAPI, store: RunFolders) -> None:
     @app.post("/run/{i}/api/labels")
     async def post_label(request: Request, i: int):
         root = store.root(i)
-        # only this app's own pages may save: a JSON body (a form or text/plain POST from another
-        # site is refused before it is read) and, when the browser names one, this app's origin
+        # a JSON body only: a form or text/plain POST (which another site can send without asking)
+        # is refused before it is read; the guard has already refused another site's Origin
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "label not saved: send Content-Type: application/json"}, status_code=415)
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            return JSONResponse({"error": f"label not saved: requests from {origin} are refused"}, status_code=403)
         try:
             body = await request.json()
         except ValueError:
