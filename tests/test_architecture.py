@@ -241,14 +241,10 @@ def test_registration_mistakes_are_refused_with_the_reason(monkeypatch):
 
 # -- one source for every default, word and function size ----------------------------------------------
 
-# Functions over MAX_FUNCTION_LINES, each with why it stays whole.
-LONG_FUNCTIONS = {
-    "vabench.review.app:create_app": "the FastAPI factory: its routes are closures over one app's run list",
-}
 MAX_FUNCTION_LINES = 60
 
 
-def test_no_function_is_longer_than_60_lines_outside_the_allow_list():
+def test_no_function_is_longer_than_60_lines():
     long = {}
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -256,8 +252,7 @@ def test_no_function_is_longer_than_60_lines_outside_the_allow_list():
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{name}:{node.name}"] = lines
-    assert set(long) <= set(LONG_FUNCTIONS), {k: v for k, v in long.items() if k not in LONG_FUNCTIONS}
-    assert set(LONG_FUNCTIONS) <= set(long), "an allow-listed function is short now: drop it from the list"
+    assert long == {}
 
 
 def vocabulary() -> dict[str, str]:

@@ -9,10 +9,11 @@ import csv
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
-import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,29 +67,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def serving(*args: str, lines: int = 1):
+    """``python -m vabench.review ARGS`` running, with the first ``lines`` it printed. The app
+    prints its URL once its port is bound (connections wait in the listen queue): no polling."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vabench.review", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=ENV,
+    )  # fmt: skip
+    try:
+        yield proc, [proc.stdout.readline().strip() for _ in range(lines)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+URL = re.compile(r"http://(?P<host>[^/:]+|\[[^]]+\]):(?P<port>\d+)(?P<rest>/\S*)")
+
+
 @pytest.fixture(scope="module")
 def server(run_folder, hostile_run):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vabench.review", str(run_folder), str(hostile_run), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=ENV,
-    )
-    url = f"http://127.0.0.1:{port}"
-    assert proc.stdout.readline().strip().startswith(f"vabench review: {url}/")  # it says where it listens
-    deadline = time.monotonic() + 60
-    while True:  # the URL is printed before uvicorn binds: poll until it answers
-        try:
-            requests.get(f"{url}/run/0", timeout=2).raise_for_status()
-            break
-        except requests.ConnectionError:
-            assert proc.poll() is None and time.monotonic() < deadline, "the review server did not come up"
-            time.sleep(0.1)  # polling interval while uvicorn binds (not synchronisation)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serving(str(run_folder), str(hostile_run), "--port", "0") as (proc, (line,)):
+        assert line.startswith("vabench review: http://127.0.0.1:"), line  # it says where it listens
+        port = int(URL.search(line)["port"])
+        assert port != 0  # --port 0: the system picked a free port, and the line names it
+        yield f"http://127.0.0.1:{port}"
 
 
 def tree(root: Path) -> dict[str, tuple[int, int]]:
@@ -522,3 +525,204 @@ def test_a_folder_of_runs_is_its_runs_and_an_unreadable_outcome_file_is_named(ru
     assert "could not be read" in page.text
     assert client.get(f"/run/{i}/api/rows").json()["total"] == 2
     assert "1 unreadable" in client.get("/").text
+
+
+# -- starting: the port ------------------------------------------------------------------------
+
+
+def test_a_busy_port_gets_one_line_naming_it_and_the_fix(run_folder):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "vabench.review", str(run_folder), "--port", str(port)],
+                             capture_output=True, text=True, env=ENV, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "http://" not in out.stdout  # no URL printed for a server that never ran
+    assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr
+    assert f"port {port}" in out.stderr and "--port 0" in out.stderr
+
+
+# -- no sideways scrolling at 800 to 1920 px -----------------------------------------------------
+
+SIDEWAYS = """
+const page = document.documentElement, box = document.querySelector('.scroll');
+return {page: [page.scrollWidth, page.clientWidth], table: box ? [box.scrollWidth, box.clientWidth] : [0, 0]};
+"""
+
+
+@pytest.mark.parametrize("width", [800, 1280, 1920])
+def test_the_run_and_episode_pages_fit_the_window_without_sideways_scrolling(server, run_folder, sized, width):
+    from selenium.webdriver.common.by import By
+
+    d = sized
+    d.set_window_size(width, 1000)
+    d.get(f"{server}/run/1")  # the replayed run: its model name (replay:oracle) is the longer one
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#rows tr"), "the rows")
+    fit = js(d, SIDEWAYS)
+    assert fit["page"][0] <= fit["page"][1], f"the run page scrolls sideways at {width} px: {fit}"
+    assert fit["table"][0] <= fit["table"][1], f"the run table scrolls sideways at {width} px: {fit}"
+    assert js(d, "return document.querySelector('#rows td[data-key=task]').getClientRects().length")  # still shown
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(records(run_folder)['oracle/passive'])}")
+    fit = js(d, SIDEWAYS)
+    assert fit["page"][0] <= fit["page"][1], f"the episode page scrolls sideways at {width} px: {fit}"
+
+
+# -- the episode video's poster ------------------------------------------------------------------
+
+
+def test_the_episode_video_shows_its_first_frame_as_a_poster_that_is_not_black(server, run_folder, sized):
+    """Without a poster a browser shows the video's black background until it has decoded a frame,
+    which ``preload=metadata`` does not oblige it to do (and a 1920 px recording takes longest)."""
+    import numpy as np
+    from PIL import Image
+
+    d = sized
+    d.set_window_size(1920, 1080)
+    rec = records(run_folder)["oracle/active"]
+    d.get(f"{server}/run/0/episode?record={requests.utils.quote(rec)}")
+    poster = js(d, "return document.getElementById('video').poster")
+    assert poster.startswith(f"{server}/run/0/file/"), f"no poster: {poster!r}"
+    got = requests.get(poster, timeout=10)
+    assert got.status_code == 200 and got.headers["content-type"] == "image/jpeg"
+    pixels = np.asarray(Image.open(io.BytesIO(got.content)).convert("L"))
+    assert pixels.mean() > 40 and (pixels > 100).mean() > 0.25, "the poster is (nearly) black"
+    first = sorted((run_folder / Path(rec).parent / "recording").glob("step_*.jpg"))[0]
+    assert got.content == first.read_bytes()  # the frame the video starts on
+    wait_for(d, lambda d: js(d, "return document.getElementById('video').readyState") >= 1, "video metadata")
+    size = js(d, "const v = document.getElementById('video'); return [v.videoWidth, v.videoHeight]")
+    assert list(pixels.shape[::-1]) == size  # the poster has the video's size: no jump when it plays
+
+
+# -- shared on a network: token, Host, Origin -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(run_folder):
+    """The app listening on every interface, as ``--host 0.0.0.0`` shares it: (base URL through
+    127.0.0.1, its token, the lines it printed). Asked through loopback here, answered the same."""
+    with serving(str(run_folder), "--host", "0.0.0.0", "--port", "0", lines=2) as (proc, lines):
+        url = URL.search(lines[1])
+        assert url and url["host"] == socket.gethostname(), lines  # a name colleagues can type
+        token = re.fullmatch(r"/\?token=([A-Za-z0-9_-]+)", url["rest"])[1]
+        yield f"http://127.0.0.1:{url['port']}", token, lines
+
+
+def test_listening_beyond_loopback_says_who_can_reach_it_and_prints_a_token_url(shared):
+    base, token, (who, url) = shared
+    assert "every network interface" in who and "anyone who can reach it" in who and "token" in who
+    assert len(token) >= 32 and f"?token={token}" in url
+
+
+def _label(run_folder: Path, who: str) -> str:
+    return json.dumps({"record": records(run_folder)["random/active"], "annotator": who, "labels": {"TL": 1}})
+
+
+@pytest.mark.parametrize(
+    "case, status",
+    [
+        ("no token", 401),
+        ("no token, a write", 401),
+        ("no token, a static file", 401),
+        ("wrong token in the URL", 403),
+        ("wrong token in the cookie", 403),
+        ("wrong Bearer token", 403),
+        ("another Host (DNS rebinding)", 400),
+        ("a write from another site", 403),
+        ("a write from a sandboxed page", 403),
+    ],
+)
+def test_a_shared_app_refuses_requests_without_its_token_host_or_origin(shared, run_folder, case, status):
+    base, token, _ = shared
+    cookie = f"vabench-review-{base.rsplit(':', 1)[1]}"
+    ok = {"Cookie": f"{cookie}={token}"}
+    write = {"Content-Type": "application/json", "Origin": base}
+    asks = {
+        "no token": ("GET", "/run/0", {}),
+        "no token, a write": ("POST", "/run/0/api/labels", write),
+        "no token, a static file": ("GET", "/static/run.js", {}),
+        "wrong token in the URL": ("GET", f"/run/0?token={token[:-1]}x", {}),
+        "wrong token in the cookie": ("GET", "/run/0/api/rows", {"Cookie": f"{cookie}=not-{token}"}),
+        "wrong Bearer token": ("GET", "/run/0/api/rows", {"Authorization": f"Bearer {token}x"}),
+        "another Host (DNS rebinding)": ("GET", "/run/0", {**ok, "Host": f"evil.example:{base.rsplit(':', 1)[1]}"}),
+        "a write from another site": ("POST", "/run/0/api/labels", {**ok, **write, "Origin": "http://evil.example"}),
+        "a write from a sandboxed page": ("POST", "/run/0/api/labels", {**ok, **write, "Origin": "null"}),
+    }  # fmt: skip
+    method, path, headers = asks[case]
+    before = tree(run_folder)
+    r = requests.request(method, base + path, headers=headers, data=_label(run_folder, "evil"), timeout=10,
+                         allow_redirects=False)  # fmt: skip
+    assert r.status_code == status and r.json()["error"], (case, r.status_code, r.text)
+    assert token not in r.text and "set-cookie" not in r.headers
+    assert tree(run_folder) == before  # nothing written
+    if status == 401:
+        assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_shared_app_answers_its_token_from_the_url_the_cookie_or_a_bearer_header(shared, run_folder):
+    base, token, _ = shared
+    port = base.rsplit(":", 1)[1]
+    r = requests.get(f"{base}/run/0/api/rows?limit=2&token={token}", allow_redirects=False, timeout=10)
+    assert r.status_code == 303 and r.headers["location"] == "/run/0/api/rows?limit=2"  # the token leaves the URL
+    assert f"vabench-review-{port}={token}" in r.headers["set-cookie"]
+    assert "httponly" in r.headers["set-cookie"].lower() and "samesite=lax" in r.headers["set-cookie"].lower()
+    with requests.Session() as browser_like:
+        assert browser_like.get(f"{base}/?token={token}", timeout=10).url == f"{base}/run/0"  # redirected, cookie kept
+        assert browser_like.get(f"{base}/run/0/api/rows", timeout=10).json()["total"] == 3
+    bearer = {"Authorization": f"Bearer {token}"}
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"{socket.gethostname()}:{port}", f"[::1]:{port}"):
+        assert requests.get(f"{base}/run/0", headers={**bearer, "Host": host}, timeout=10).status_code == 200, host
+    saved = requests.post(f"{base}/run/0/api/labels", data=_label(run_folder, "remote1"), timeout=10,
+                          headers={**bearer, "Content-Type": "application/json", "Origin": base})  # fmt: skip
+    assert saved.status_code == 200 and saved.json()["annotator"] == "remote1"
+
+
+def test_a_token_given_with_the_option_is_needed_on_loopback_too_and_never_echoed(run_folder):
+    token = "a-token-of-our-own-1234"
+    with serving(str(run_folder), "--port", "0", "--token", token) as (proc, (line,)):
+        assert token not in line and "?token=" not in line and "--token" in line
+        base = URL.search(line)[0].rstrip("/")
+        assert requests.get(f"{base}/run/0", timeout=10).status_code == 401
+        assert requests.get(f"{base}/run/0", headers={"Authorization": f"Bearer {token}"}, timeout=10).ok
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--token", "short"], "--token must be 16 to 256"),
+        (["--allow-host", "*"], "--allow-host takes a host name"),
+        (["--host", "no-such-host.invalid"], "no such address to listen on: --host no-such-host.invalid"),
+    ],
+)
+def test_a_bad_sharing_option_gets_one_line_naming_the_fix(run_folder, args, message):
+    out = subprocess.run([sys.executable, "-m", "vabench.review", str(run_folder), "--port", "0", *args],
+                         capture_output=True, text=True, env=ENV, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and out.stdout == "" and message in out.stderr
+    assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_browser_opens_the_token_url_and_its_cookie_carries_the_pages_reads_and_saves(shared, run_folder, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    base, token, (_, printed) = shared
+    d = browser
+    d.get(base + URL.search(printed)["rest"])  # the printed URL, through loopback
+    wait_for(d, lambda d: d.current_url == f"{base}/run/0", "the run page, the token gone from the address bar")
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#rows tr"), "rows asked of the server with the cookie")
+    cookie = d.get_cookie(f"vabench-review-{base.rsplit(':', 1)[1]}")
+    assert cookie["value"] == token and cookie["httpOnly"] and cookie["sameSite"] == "Lax"
+    assert token not in d.page_source
+    d.get(f"{base}/run/0/episode?record={requests.utils.quote(records(run_folder)['random/active'])}")
+    first = d.find_element(By.CSS_SELECTOR, "#step-0 img.model-image")
+    wait_for(d, lambda d: js(d, "return arguments[0].complete && arguments[0].naturalWidth", first), "an image")
+    box = d.find_element(By.ID, "annotator")
+    box.clear()
+    box.send_keys("remote2", Keys.TAB)
+    status = d.find_element(By.ID, "save-status")
+    wait_for(d, lambda d: "labels of remote2" in status.text, "the annotator's labels read")
+    d.find_element(By.CSS_SELECTOR, "input[name=gate-error][value='false']").click()  # a save, from this origin
+    wait_for(d, lambda d: status.text.startswith("saved"), "the label saved")
+    assert (run_folder / L.ANNOTATIONS / "remote2.jsonl").is_file()
+    d.delete_all_cookies()
+    d.get(f"{base}/run/0")
+    assert "needs its token" in d.find_element(By.TAG_NAME, "body").text

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import ipaddress
 import json
+import os
+import socket
 import sys
 from pathlib import Path
 
@@ -11,7 +15,7 @@ from vabench.analysis import labels as L
 from vabench.media import DEMO_VIDEO, demo_video, episode_video
 from vabench.recordfile import EVENTS, VIDEO_NAME, recording_frames
 
-from . import runs
+from . import access, runs
 
 COMMANDS = ("serve", "videos", "labels")
 DEFAULT_FPS = 2.0
@@ -23,14 +27,67 @@ def serve(args) -> int:
     from .app import create_app
 
     try:
-        local = args.host in ("127.0.0.1", "localhost")
-        app = create_app([Path(f) for f in args.folders], None if local else args.allow_host or ["*"])
-    except FileNotFoundError as e:
+        sock = listen(args.host, args.port)
+    except OSError as e:
         print(f"vabench.review: {e}", file=sys.stderr)
         return 2
-    print(f"vabench review: http://{args.host}:{args.port}/  (Ctrl-C stops)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    with sock:
+        address, port = sock.getsockname()[:2]
+        beyond = not ipaddress.ip_address(address).is_loopback
+        try:
+            token = access.check_token(args.token) if args.token else (access.new_token() if beyond else None)
+            rules = access.Access(token, access.host_names(args.allow_host, beyond), port)
+            app = create_app([Path(f) for f in args.folders], rules)
+        except (FileNotFoundError, access.BadAccess) as e:
+            print(f"vabench.review: {e}", file=sys.stderr)
+            return 2
+        for line in announce(args.host, address, port, token, echo=not args.token):
+            print(line, flush=True)
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (port 0: one the system picks), bound before the URL is
+    printed, so a busy port is one line naming the fix instead of a URL and then a traceback."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, where = min(found, key=lambda a: a[0] != socket.AF_INET)  # IPv4 first
+    except socket.gaierror:
+        raise OSError(f"no such address to listen on: --host {host}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
+        sock.bind(where)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            fix = "pass --port N for another, or --port 0 to pick a free one"
+            raise OSError(f"port {port} on {host} is in use: {fix}") from None
+        raise OSError(f"cannot listen on {host} port {port}: {e.strerror}") from None
+    return sock
+
+
+def announce(host: str, address: str, port: int, token: str | None, echo: bool) -> list[str]:
+    """What the app prints on start: who can reach it (when that is more than this machine) and
+    its URL, with the token when ``echo`` (one it made; a token given with --token is not echoed)."""
+    lines = []
+    wildcard = ipaddress.ip_address(address).is_unspecified
+    if not ipaddress.ip_address(address).is_loopback:
+        where = "every network interface of this machine" if wildcard else address
+        where += f" ({host})" if host != address else ""
+        lines.append(
+            f"vabench review: listening on {where}: anyone who can reach it on port {port} "
+            "and has the token can read these runs and save labels; plain HTTP, see docs/review.md"
+        )
+    name = socket.gethostname() if wildcard else host
+    url = f"http://{f'[{name}]' if ':' in name else name}:{port}/"
+    if token and echo:
+        url += f"?{access.TOKEN_PARAM}={token}"
+    note = "the token given with --token; " if token and not echo else ""
+    lines.append(f"vabench review: {url}  ({note}Ctrl-C stops)")
+    return lines
 
 
 def _fps(root: Path, override: float | None) -> float:
@@ -84,6 +141,12 @@ def _fps_value(text: str) -> float:
     return fps
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"port must be a number in 0..65535 (0: a free one), got {text!r}")
+    return int(text)
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -100,12 +163,19 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.description = "Review and annotate the episodes of run folders in a local web app."
         p.add_argument("folders", nargs="+", metavar="RUN_FOLDER")
         p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1: this machine only)")
-        p.add_argument("--port", type=int, default=8765)
+        p.add_argument("--port", type=_port, default=8765, help="default 8765; 0 picks a free one")
+        p.add_argument(
+            "--token",
+            default=os.environ.get("VABENCH_REVIEW_TOKEN"),
+            help="the token every request needs (default: $VABENCH_REVIEW_TOKEN, else one is made when --host is "
+            "not loopback; loopback needs none unless given)",
+        )
         p.add_argument(
             "--allow-host",
             action="append",
             metavar="NAME",
-            help="with --host other than 127.0.0.1: host name(s) browsers use to reach it (default: any)",
+            help="a host name browsers use to reach the app besides its addresses, localhost and this machine's "
+            "names (a reverse proxy's, a DNS alias); repeatable",
         )
     elif command == "videos":
         p.description = "Make the mp4 of every episode (from its recording views) and of demonstrations."

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pandas as pd
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from vabench.analysis import labels as L
 from vabench.outcometable import scan
@@ -28,6 +26,7 @@ from vabench.vocab import ObservationProfile
 
 from . import query as Q
 from . import runs
+from .access import TOKEN_PARAM, Access, given_token, refusal, without_token
 
 HERE = Path(__file__).parent
 SERVED = {".jpg", ".jpeg", ".png", ".mp4", ".jsonl", ".json", ".md", ".txt"}
@@ -70,22 +69,54 @@ class RunFolders:
             raise runs.NotInRun(f"{record!r} is not the record of an episode of this run")
 
 
-LOCAL_HOSTS = ["127.0.0.1", "localhost"]
-
-
-def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
-    """``hosts``: the host names the app answers to (default: this machine only). Requests naming
-    another host are refused, so a web page cannot reach the app by DNS rebinding."""
+def create_app(folders: list[Path], rules: Access | None = None) -> FastAPI:
+    """The app over ``folders``. ``rules``: who may use it (default: this machine, no token): a
+    request naming another host, without the token or writing from another site is refused
+    (:mod:`.access`)."""
     app = FastAPI(title="vabench review", docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts or LOCAL_HOSTS)
-    store = RunFolders(folders)
-    templates = Jinja2Templates(directory=HERE / "templates")
-    templates.env.globals.update(
+    app.state.store = store = RunFolders(folders)
+    guard(app, rules or Access())
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    answer_errors(app)
+    pages = templates()
+    serve_pages(app, store, pages)
+    serve_table(app, store)
+    serve_files(app, store)
+    serve_labels(app, store)
+    return app
+
+
+def templates() -> Jinja2Templates:
+    """The page templates, with the rubric and the view-name filter they use."""
+    pages = Jinja2Templates(directory=HERE / "templates")
+    pages.env.globals.update(
         RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=ObservationProfile.PAPER
     )
-    templates.env.filters["view_name"] = runs.view_name
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    app.state.store = store
+    pages.env.filters["view_name"] = runs.view_name
+    return pages
+
+
+def guard(app: FastAPI, rules: Access) -> None:
+    """Every request passes :func:`.access.refusal` first; a page opened with ``?token=`` gets the
+    token as a cookie and is sent to the same address without it (it leaves the address bar and
+    the browser's history, as in Jupyter)."""
+
+    @app.middleware("http")
+    async def check(request: Request, call_next):
+        token = given_token(request.url.query, request.cookies, request.headers.get("authorization"), rules)
+        refused = refusal(rules, request.method, request.headers, token)
+        if refused is not None:
+            challenge = {"WWW-Authenticate": 'Bearer realm="vabench review"'} if refused.status == 401 else None
+            return JSONResponse({"error": refused.error}, status_code=refused.status, headers=challenge)
+        if rules.token and request.method in ("GET", "HEAD") and TOKEN_PARAM in request.query_params:
+            moved = RedirectResponse(without_token(request.url.path, request.url.query), status_code=303)
+            moved.set_cookie(rules.cookie, rules.token, httponly=True, samesite="lax")
+            return moved
+        return await call_next(request)
+
+
+def answer_errors(app: FastAPI) -> None:
+    """A path outside the run, a bad query or a bad label: a JSON error naming it, never a trace."""
 
     @app.exception_handler(runs.NotInRun)
     async def not_in_run(request: Request, exc: runs.NotInRun):
@@ -99,22 +130,38 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     async def bad_label(request: Request, exc: L.LabelError):
         return JSONResponse({"error": f"label not saved: {exc}"}, status_code=400)
 
+
+def serve_pages(app: FastAPI, store: RunFolders, pages: Jinja2Templates) -> None:
+    """The HTML pages: the index of runs, a run's outcome table, an episode's timeline."""
+
     @app.get("/")
     def index(request: Request):
         if len(store.roots) == 1:
             return RedirectResponse("/run/0")
         listing = [{"i": i, **runs.overview(r, *store.read(i))} for i, r in enumerate(store.roots)]
-        return templates.TemplateResponse(request, "index.html", {"runs": listing})
+        return pages.TemplateResponse(request, "index.html", {"runs": listing})
 
     @app.get("/run/{i}")
     def run_page(request: Request, i: int):
         root, (df, unreadable) = store.root(i), store.read(i)
         first = Q.page(df, _labelled(root), Q.Query())
-        return templates.TemplateResponse(
+        return pages.TemplateResponse(
             request,
             "run.html",
             {"i": i, "name": root.name, "path": str(root), "first": first, "unreadable": unreadable},
         )
+
+    @app.get("/run/{i}/episode")
+    def episode_page(request: Request, i: int, record: str):
+        root = store.root(i)
+        store.known(i, record)
+        ep, table = runs.episode(root, record), store.table(i)
+        row = runs.jsonable_rows(table[table["record"] == record])[0]
+        return pages.TemplateResponse(request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row})
+
+
+def serve_table(app: FastAPI, store: RunFolders) -> None:
+    """The run page's questions: one page of rows (filtered, sorted, counted), an episode's neighbours."""
 
     @app.get("/run/{i}/api/rows")
     def rows(request: Request, i: int):
@@ -125,13 +172,10 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         df, root = store.table(i), store.root(i)
         return {"record": Q.neighbour(df, _labelled(root), Q.Query.parse(request.query_params), record, step)}
 
-    @app.get("/run/{i}/episode")
-    def episode_page(request: Request, i: int, record: str):
-        root = store.root(i)
-        store.known(i, record)
-        ep, table = runs.episode(root, record), store.table(i)
-        row = runs.jsonable_rows(table[table["record"] == record])[0]
-        return templates.TemplateResponse(request, "episode.html", {"i": i, "name": root.name, "ep": ep, "row": row})
+
+def serve_files(app: FastAPI, store: RunFolders) -> None:
+    """Files of a run folder (images, videos, records; only kinds in SERVED, only inside the run)
+    and the labels export."""
 
     @app.get("/run/{i}/file/{rel:path}")
     def file(i: int, rel: str):
@@ -139,6 +183,20 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         if path.suffix.lower() not in SERVED or not path.is_file():
             raise runs.NotInRun(f"no file to show at {rel!r}")
         return FileResponse(path)
+
+    @app.get("/run/{i}/labels.csv")
+    def labels_csv(i: int):
+        root = store.root(i)
+        text = export(root, store.table(i))
+        return PlainTextResponse(
+            text,
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{root.name}-labels.csv"'},
+        )
+
+
+def serve_labels(app: FastAPI, store: RunFolders) -> None:
+    """Annotators' labels: read them, save one (the app's only write)."""
 
     @app.get("/run/{i}/api/labels")
     def get_labels(i: int, record: str | None = None, annotator: str | None = None):
@@ -152,13 +210,10 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
     @app.post("/run/{i}/api/labels")
     async def post_label(request: Request, i: int):
         root = store.root(i)
-        # only this app's own pages may save: a JSON body (a form or text/plain POST from another
-        # site is refused before it is read) and, when the browser names one, this app's origin
+        # a JSON body only: a form or text/plain POST (which another site can send without asking)
+        # is refused before it is read; the guard has already refused another site's Origin
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "label not saved: send Content-Type: application/json"}, status_code=415)
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            return JSONResponse({"error": f"label not saved: requests from {origin} are refused"}, status_code=403)
         try:
             body = await request.json()
         except ValueError:
@@ -166,18 +221,6 @@ def create_app(folders: list[Path], hosts: list[str] | None = None) -> FastAPI:
         L.validate(body, now=datetime.now(UTC))  # refused before anything is looked up or written
         store.known(i, body["record"])
         return L.append(root, body)
-
-    @app.get("/run/{i}/labels.csv")
-    def labels_csv(i: int):
-        root = store.root(i)
-        text = export(root, store.table(i))
-        return PlainTextResponse(
-            text,
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{root.name}-labels.csv"'},
-        )
-
-    return app
 
 
 def _latest(root: Path) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from vabench.errors import VabenchError
 from vabench.outcometable import refresh, run_folders, to_pandas
-from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events
+from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events, recording_frames
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
@@ -105,6 +105,7 @@ class Episode:
     result: dict | None
     end: list[dict]  # stop, crash, timeout, interrupted events
     video: str | None
+    poster: str | None = None  # the video's first frame as an image (shown before it plays)
 
     @property
     def checkpoints(self) -> dict:
@@ -163,7 +164,10 @@ def episode(root: Path, record: str) -> Episode:
         elif kind in ENDINGS:
             end.append(e)
     video = f"{folder}/{VIDEO_NAME}" if (path.parent / VIDEO_NAME).is_file() else None
-    return Episode(record, folder, start, system, initial, [steps[k] for k in sorted(steps)], result, end, video)
+    frames = recording_frames(path.parent) if video else []
+    poster = f"{folder}/{frames[0].relative_to(path.parent).as_posix()}" if frames else None
+    timeline = [steps[k] for k in sorted(steps)]
+    return Episode(record, folder, start, system, initial, timeline, result, end, video, poster)
 
 
 def overview(root: Path, df: pd.DataFrame, unreadable: list) -> dict:

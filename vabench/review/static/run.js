@@ -5,15 +5,26 @@
   const COLUMNS = [
     ["model", "model"], ["protocol", "protocol"], ["summary_source", "summary"], ["task", "task"],
     ["seed", "seed"], ["run_index", "run"], ["status", "status"], ["success", "success"],
-    ["end_reason", "end reason"], ["steps", "steps"], ["camera_chain_over", "cameras > 5 in a row"],
+    ["end_reason", "end reason"], ["steps", "steps"], ["camera_chain_over", "cams > 5"],
     ["checkpoints_done", "checkpoints"],
     ["objects_placed", "placed"], ["cost_usd", "cost $"], ["labels", "labels"],
   ];
+  const TITLES = { camera_chain_over: "camera actions beyond five in a row (paper C.6)", run_index: "run index" };
   const FILTERS = ["model", "protocol", "summary_source", "task", "status", "success", "end_reason", "labels"];
   const state = { filters: {}, sort: ["task", 1], offset: 0, limit: data.first.limit };
   let asked = 0;  // answers to older requests are dropped
 
   const shown = (v) => v === null || v === undefined ? "" : String(v);
+  // identifiers may wrap after _ / : (a model's provider path, a task's words), so the table fits
+  const BREAKABLE = new Set(["model", "task", "end_reason", "summary_source"]);
+  function breakable(node) {
+    for (const text of [...node.childNodes]) {
+      if (text.nodeType === Node.ELEMENT_NODE) { breakable(text); continue; }
+      const parts = text.textContent.split(/(?<=[_/:])/);
+      if (parts.length < 2) continue;
+      text.replaceWith(...parts.flatMap((part, i) => i ? [document.createElement("wbr"), part] : [part]));
+    }
+  }
 
   function params(withPage) {
     const p = new URLSearchParams();
@@ -52,6 +63,7 @@
       const th = document.createElement("th");
       th.textContent = title;
       th.dataset.key = key;
+      if (TITLES[key]) th.title = TITLES[key];
       th.addEventListener("click", () => {
         state.sort = [key, state.sort[0] === key ? -state.sort[1] : 1];
         state.offset = 0;
@@ -80,6 +92,7 @@
     } else {
       td.textContent = shown(row[key]);
     }
+    if (BREAKABLE.has(key)) breakable(td);
     return td;
   }
 
