@@ -22,13 +22,15 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from vabench.errors import VabenchError
+
 TOKEN_PARAM = "token"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOCAL_NAMES = ("localhost",)
 
 
-class BadAccess(ValueError):
+class BadAccess(VabenchError, ValueError):
     """A token or host name the app cannot be started with (named, with the fix)."""
 
 
