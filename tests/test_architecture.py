@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
     ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
-    ("vabench.outcomes", "vabench.outcometable", "vabench.recordfile", "vabench.media", "vabench.episodes"),
+    (
+        "vabench.outcomes",
+        "vabench.unreadable",
+        "vabench.outcometable",
+        "vabench.recordfile",
+        "vabench.media",
+        "vabench.episodes",
+    ),
     ("vabench.envs.actions",),
     ("vabench.envs.sim",),
     ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
