@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION
+from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION, why_unreadable
 from vabench.unreadable import earlier, is_set_aside, set_aside_if_still
 
 TABLE_NAME = "_outcomes.parquet"
@@ -147,7 +147,7 @@ def _read_files(outdir: Path, names: list[str], stats: dict) -> tuple[list[pa.Ta
         except FileNotFoundError:
             continue  # removed since the scan: absent, as the next scan will say
         except (OSError, pa.ArrowException) as e:
-            bad.append((f"{OUTCOMES}/{name}", f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"))
+            bad.append((f"{OUTCOMES}/{name}", f"{type(e).__name__}: {why_unreadable(outdir / name, e)}"))
             continue
         t = t.append_column(FILE, pa.array([name] * t.num_rows, pa.string()))
         for j, col in enumerate(STAT):
