@@ -46,8 +46,10 @@ fi
 STAMP="$VENV/.vabench-installed"
 if [[ ! -f "$STAMP" || pyproject.toml -nt "$STAMP" ]]; then
   echo "[setup] pip install -e .[dev]"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e ".[dev]"
+  # -qq: errors only. Warnings left at -q were setuptools' note on every editable install of a flat
+  # layout and pip's notes on index locations this machine's pip config names: nothing to act on.
+  "$VENV/bin/python" -m pip install -qq --upgrade pip
+  "$VENV/bin/python" -m pip install -qq -e ".[dev]"
   touch "$STAMP"
 fi
 # Generate the low-poly render meshes once (cached under ~/.cache/vabench by default).

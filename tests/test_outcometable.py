@@ -5,6 +5,7 @@ that knows nothing of the table still sees every row once."""
 from __future__ import annotations
 
 import os
+import time
 from types import SimpleNamespace
 
 import pandas as pd
@@ -13,6 +14,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from vabench import unreadable
 from vabench.condition import Condition
 from vabench.episodes import EpisodeSpec
 from vabench.outcomes import OutcomeRow, write_row
@@ -130,3 +132,67 @@ def test_a_run_folder_that_cannot_be_written_is_read_all_the_same(run, monkeypat
 
     monkeypatch.setattr("vabench.outcometable.tempfile.mkstemp", refused)
     assert seeds(load(run)) == [0, 1, 2, 3, 8] and refresh(run).opened == 1  # the old table, checked
+
+
+def torn(run, seed: int, age_s: float = 3600.0):
+    """Episode ``seed``'s file torn ``age_s`` ago (its mtime set back, as a file torn in a crash an
+    hour ago has it)."""
+    bad = spec(seed).outcome_path(run)
+    bad.write_bytes(b"PAR1 torn")
+    then = time.time() - age_s
+    os.utime(bad, (then, then))
+    return bad
+
+
+def test_a_reader_sets_a_corrupt_file_aside_so_plain_readers_read_the_run(run):
+    bad = torn(run, 3)
+    with pytest.raises(Exception, match="Parquet"):
+        pd.read_parquet(run)
+    got = gather(run)  # any vabench reader: the analysis, the review app, verify
+    assert got.unreadable == [] and seeds(got.rows.to_pandas()) == [0, 1, 2]
+    ((named, note),) = got.set_aside
+    assert named == str(run / "outcomes/m/active/none/base/lift_cube/seed3_run1.parquet")
+    assert "set aside as _unreadable-" in note and not bad.exists()
+    assert seeds(pd.read_parquet(run)) == [0, 1, 2]
+    ((named, note),) = gather(run).set_aside  # later reads still name it, until the episode runs again
+    assert "/lift_cube/_unreadable-" in named and named.endswith("-seed3_run1.parquet") and "set aside" in note
+    assert seeds(load(run)) == [0, 1, 2]  # no longer an error: the table agrees with the files
+    write(run, 3)  # the next driver ran it again
+    assert gather(run).set_aside == [] and seeds(load(run)) == [0, 1, 2, 3]
+
+
+def test_a_corrupt_file_modified_a_moment_ago_is_only_named(run):
+    """A file written in place by a copy still under way is torn until it ends: a reader names it
+    but leaves it, and a later read (or the next driver) sets it aside."""
+    bad = torn(run, 3, age_s=0.0)
+    got = gather(run)
+    assert got.set_aside == [] and "seed3_run1.parquet" in got.unreadable[0][0] and bad.exists()
+
+
+def test_a_row_that_lands_while_a_reader_sets_aside_its_torn_file_stays(run, monkeypatch):
+    """A driver renames a good row over the torn file between the reader's check and its rename:
+    the reader sees another inode in what it moved and puts the row back."""
+    bad = torn(run, 3)
+    really = unreadable.set_aside
+
+    def driver_lands_first(path):
+        write(run, 3, steps=42)  # atomic: temp file, then rename over the torn one
+        return really(path)
+
+    monkeypatch.setattr(unreadable, "set_aside", driver_lands_first)
+    got = gather(run)
+    assert got.set_aside == [] and bad.exists() and list(bad.parent.glob("_unreadable-*")) == []
+    df = load(run)
+    assert seeds(df) == [0, 1, 2, 3] and df.loc[df["seed"] == 3, "steps"].item() == 42
+
+
+def test_a_driver_names_a_file_a_reader_set_aside_and_runs_its_episode(run, monkeypatch):
+    monkeypatch.setattr(runfolder, "expand", lambda r: [spec(s) for s in range(4)])
+    torn(run, 3)
+    gather(run)
+    said = []
+    todo, done = runfolder.todo(
+        SimpleNamespace(run_dir=run, options=SimpleNamespace(retry_infra=True, max_attempts=3)), said.append
+    )
+    assert done == 3 and [(s.seed, a) for s, a in todo] == [(3, 1)]
+    assert len(said) == 1 and "_unreadable-" in said[0] and said[0].endswith("its episode runs again")

@@ -225,10 +225,15 @@ def unreadable_why(path: Path) -> str | None:
     """Why one outcome file cannot be read as a row of the schema, or None."""
     try:
         ds.dataset(str(path), schema=SCHEMA, format="parquet").to_table()
-    except (pa.ArrowException, OSError) as e:  # the first sentence, without the path the caller names anyway
-        text = " ".join(str(e).replace(f" '{path}'", "").replace(str(path), "").split())
-        return text.split(". ")[0].rstrip(".")[:200] or type(e).__name__
+    except (pa.ArrowException, OSError) as e:
+        return why_unreadable(path, e)
     return None
+
+
+def why_unreadable(path: Path, e: BaseException) -> str:
+    """The first sentence of a read error, without the path the caller names anyway."""
+    text = " ".join(str(e).replace(f" '{path}'", "").replace(str(path), "").split())
+    return text.split(". ")[0].rstrip(".")[:200] or type(e).__name__
 
 
 def set_aside(path: Path) -> Path:

@@ -11,7 +11,9 @@ The episode files under ``<run>/outcomes/`` stay the truth (written atomically, 
   every change (content, rename, ``touch``) and no user call can set it back, so even an edit that
   keeps the size and restores the mtime is seen;
 - a file that cannot be read is never in the table: the read reports it by name
-  (:class:`UnreadableOutcomes`, or :attr:`Loaded.unreadable` for callers that show a note);
+  (:class:`UnreadableOutcomes`, or :attr:`Loaded.unreadable` for callers that show a note), and a
+  read that may write sets it aside (:mod:`vabench.unreadable`: :attr:`Loaded.set_aside`), so
+  ``pandas.read_parquet(run_folder)`` reads the run again;
 - the table is replaced atomically (temp file, rename), so a reader sees the old or the new one.
 
 Its name starts with ``_``, which Parquet dataset discovery (``pandas.read_parquet(run_folder)``,
@@ -35,7 +37,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from vabench.errors import VabenchError
-from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION
+from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION, why_unreadable
+from vabench.unreadable import earlier, is_set_aside, set_aside_if_still
 
 TABLE_NAME = "_outcomes.parquet"
 OUTCOMES = "outcomes"
@@ -63,12 +66,14 @@ class UnreadableOutcomes(VabenchError, ValueError):
 
 @dataclass
 class Loaded:
-    """A run folder's rows (with ``_file``), the files that could not be read, and how many
-    episode files this read had to open (0: the table was up to date)."""
+    """A run folder's rows (with ``_file``), the files that could not be read and are still in
+    place, how many episode files this read had to open (0: the table was up to date), and the
+    unreadable files set aside (by this read or an earlier one), with a note each."""
 
     rows: pa.Table
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     opened: int = 0
+    set_aside: list[tuple[str, str]] = field(default_factory=list)
 
 
 def scan(run_dir: Path | str) -> dict[str, tuple[int, int, int, int]]:
@@ -79,14 +84,15 @@ def scan(run_dir: Path | str) -> dict[str, tuple[int, int, int, int]]:
 
 def _scan(folder: Path, rel: str = "") -> dict[str, tuple[int, int, int, int]]:
     """Every episode file under ``folder`` -> its stat, without opening one. Names starting with
-    '.' or '_' are skipped, as Parquet discovery does (temp files of an atomic write start with '.')."""
+    '.' or '_' are skipped, as Parquet discovery does (temp files of an atomic write start with '.'),
+    but for the files set aside as unreadable (:mod:`vabench.unreadable`), which readers name."""
     out: dict[str, tuple[int, int, int, int]] = {}
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return out
     for e in entries:
-        if e.name.startswith((".", "_")):
+        if e.name.startswith((".", "_")) and not is_set_aside(e.name):
             continue
         if e.is_dir(follow_symlinks=False):
             out.update(_scan(Path(e.path), f"{rel}{e.name}/"))
@@ -142,7 +148,7 @@ def _read_files(outdir: Path, names: list[str], stats: dict) -> tuple[list[pa.Ta
         except FileNotFoundError:
             continue  # removed since the scan: absent, as the next scan will say
         except (OSError, pa.ArrowException) as e:
-            bad.append((f"{OUTCOMES}/{name}", f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"))
+            bad.append((f"{OUTCOMES}/{name}", f"{type(e).__name__}: {why_unreadable(outdir / name, e)}"))
             continue
         t = t.append_column(FILE, pa.array([name] * t.num_rows, pa.string()))
         for j, col in enumerate(STAT):
@@ -158,6 +164,8 @@ def refresh(run_dir: Path | str, write: bool = True, stats: dict | None = None) 
     run_dir = Path(run_dir)
     outdir, path = run_dir / OUTCOMES, run_dir / TABLE_NAME
     stats = _scan(outdir) if stats is None else stats
+    aside = [n for n in stats if is_set_aside(n)]
+    stats = {n: st for n, st in stats.items() if not is_set_aside(n)}
     table = _read_table(path)
     if table is None:
         kept, known = TABLE_SCHEMA.empty_table(), {}
@@ -176,7 +184,21 @@ def refresh(run_dir: Path | str, write: bool = True, stats: dict | None = None) 
     if (parts or stale) and write:
         kept = kept.sort_by(FILE)
         _write(path, kept)
-    return Loaded(kept, bad, len(todo))
+    moved = _set_aside(outdir, bad, stats) if write else []
+    bad = [b for b in bad if b[0] not in {m[0] for m in moved}]
+    moved += [(f"{OUTCOMES}/{rel}", note) for rel, note in earlier(aside, set(stats))]
+    return Loaded(kept, bad, len(todo), moved)
+
+
+def _set_aside(outdir: Path, bad: list[tuple[str, str]], stats: dict) -> list[tuple[str, str]]:
+    """The unreadable files this read set aside (those not modified lately, still as found)."""
+    out = []
+    for rel, why in bad:
+        name = rel.removeprefix(f"{OUTCOMES}/")
+        target = set_aside_if_still(outdir / name, stats[name])
+        if target is not None:
+            out.append((rel, f"{why}; set aside as {target.name}"))
+    return out
 
 
 def _write(path: Path, table: pa.Table) -> None:
@@ -243,13 +265,14 @@ def _roots(folder: Path) -> tuple[list[Path], list[Path]]:
 def gather(*folders: Path | str) -> Loaded:
     """Every outcome row under the given folders (run folders, folders of runs, or a run's
     ``outcomes/``), each run read through its table; unreadable files are listed, not raised."""
-    parts, bad, opened = [], [], 0
+    parts, bad, opened, moved = [], [], 0, []
     for folder in map(Path, folders):
         runs, loose = _roots(folder)
         for run in runs:
             got = refresh(run)
             parts.append(got.rows)
             bad += [(str(run / p), why) for p, why in got.unreadable]
+            moved += [(str(run / p), why) for p, why in got.set_aside]
             opened += got.opened
         if loose:
             stats = {str(p): (0, 0, 0, 0) for p in loose}
@@ -258,7 +281,7 @@ def gather(*folders: Path | str) -> Loaded:
             bad += got_bad
             opened += len(loose)
     rows = pa.concat_tables(parts) if parts else TABLE_SCHEMA.empty_table()
-    return Loaded(rows, bad, opened)
+    return Loaded(rows, bad, opened, moved)
 
 
 def load(*folders: Path | str) -> pd.DataFrame:

@@ -63,7 +63,7 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
         raise NoOutcomesError(f"not a folder: {', '.join(missing)}")
     got = gather(*folders)  # through each run's outcome table; unreadable files are named in a note
     rows = to_pandas(got.rows)
-    rows.attrs["unreadable"] = [(Path(path), why) for path, why in got.unreadable]
+    rows.attrs["unreadable"] = [(Path(path), why) for path, why in got.unreadable + got.set_aside]
     if rows.empty:
         where = ", ".join(str(f) for f in folders)
         raise NoOutcomesError(
@@ -123,8 +123,7 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     episode was later judged). Works on hand-built frames with only some columns. Each step reads
     the columns the steps before it made, and adds its notes in that order."""
     notes: list[str] = [
-        f"unreadable outcome file {path} ({why}) left out; rerunning its run_id sets it aside and runs the "
-        "episode again."
+        f"unreadable outcome file {path} ({why}) left out; rerunning its run_id runs the episode again."
         for path, why in df.attrs.get("unreadable", [])
     ]
     p = _every_column(df)

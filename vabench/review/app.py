@@ -3,7 +3,8 @@ it, with the evaluator's recording views and video) and the C.9 annotation panel
 
 Everything it shows is read from run folders; the only thing it writes is
 ``<run>/_annotations/<annotator>.jsonl`` through :func:`vabench.analysis.labels.append` (reading
-keeps ``<run>/_outcomes.parquet`` current, as every reader of :mod:`vabench.outcometable` does).
+keeps ``<run>/_outcomes.parquet`` current and sets an unreadable outcome file aside, as every
+reader of :mod:`vabench.outcometable` does).
 The run page asks for one page of rows at a time (``api/rows``: filtered, sorted and counted here). Every
 path from the browser is resolved inside its run folder (:func:`runs.inside`). Model replies
 and feedback are untrusted text: the templates escape them (Jinja autoescape, ``tojson``).

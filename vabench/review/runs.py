@@ -49,12 +49,13 @@ def inside(root: Path, rel: str) -> Path:
 
 def outcomes(root: Path, stats: dict | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """One row per episode of a run folder, from its outcome table (:mod:`vabench.outcometable`,
-    checked against the episode files), and the episode files that could not be read (path
-    relative to the run folder, reason): the run is shown without them, with a note naming them."""
+    checked against the episode files), and the episode files that could not be read, set aside
+    or not (:mod:`vabench.unreadable`; path relative to the run folder, reason): the run is shown
+    without them, with a note naming them."""
     got = refresh(root, stats=stats)
     df = to_pandas(got.rows)
     order = ["model", "protocol", "task", "seed", "run_index"]
-    return df.sort_values(order, kind="stable").reset_index(drop=True), got.unreadable
+    return df.sort_values(order, kind="stable").reset_index(drop=True), got.unreadable + got.set_aside
 
 
 def expand_folders(folders: list[Path]) -> list[Path]:

@@ -25,8 +25,12 @@ from vabench.vocab import ErrorKind, Status, SummaryKind, counted
 
 
 def _set_aside_unreadable(run_dir: Path, log=print) -> None:
-    """Unreadable outcome files are set aside (one line naming each) so their episodes run again."""
-    for rel, why in refresh(run_dir).unreadable:
+    """Unreadable outcome files are set aside (one line naming each) so their episodes run again;
+    those a reader set aside already (:mod:`vabench.unreadable`) are named too."""
+    got = refresh(run_dir)
+    for rel, note in got.set_aside:
+        log(f"unreadable outcome file {run_dir / rel} ({note}); its episode runs again")
+    for rel, why in got.unreadable:
         path = run_dir / rel
         log(f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again")
 

@@ -1,5 +1,6 @@
 """``python -m vabench.verify RUN|BUNDLE [--workers N] [--rescore OUT]``: exit 0 when every row
-matches its record and every judged episode is reproduced, 1 on any difference."""
+matches its record and every judged episode is reproduced, 1 on any difference, 2 when RUN|BUNDLE
+is neither a run folder nor a bundle (a zip or tar of one, however repacked)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from vabench.bundle import NotABundle
+
 from . import rescore, unpacked, verify
+from .check import NotARunFolder, bundle_differences, outcome_rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,11 +22,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.run.exists():
         ap.error(f"{args.run} does not exist: give a run folder or a bundle")
-    run_dir, tmp = unpacked(args.run)
+    try:
+        run_dir, tmp = unpacked(args.run)
+    except NotABundle as e:
+        print(f"python -m vabench.verify: {e}", file=sys.stderr)
+        return 2
     try:
         if args.rescore is not None:
             return _rescore(run_dir, args.rescore, args.workers)
         report = verify(run_dir, args.workers)
+    except NotARunFolder as e:
+        print(f"python -m vabench.verify: {e}", file=sys.stderr)
+        return 2
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -38,6 +49,12 @@ def _rescore(run_dir: Path, out: Path, workers: int) -> int:
     from vabench.analysis.flips import flips
     from vabench.outcomes import read_rows
 
+    tampered = bundle_differences(run_dir, outcome_rows(run_dir, write=False)[0])
+    for key, reason in tampered:
+        print(f"DIFF {key}: {reason}")
+    if tampered:
+        print(f"not rescored: the bundle is not as packed ({len(tampered)} files differ)")
+        return 1
     new = rescore(run_dir, out, workers)
     print(flips(read_rows(run_dir / "outcomes"), new).to_string())
     print(f"rescored {len(new)} episodes into {out}")

@@ -16,21 +16,30 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.bundle import DIGESTS, differences, unpack
 from vabench.config.run import from_config
+from vabench.errors import VabenchError
 from vabench.outcomes import COLUMNS, read_rows, write_row
+from vabench.outcometable import FILE, OUTCOMES, refresh, to_pandas
 from vabench.recordfile import read_events
 from vabench.runfolder import provenance
 from vabench.runfolder.state import PROVENANCE, run_manifest, write_run_info
+from vabench.unreadable import original
 from vabench.vocab import Status
 
-from .compare import JUDGED, check_record, compare, plain
+from .compare import JUDGED, check_record, compare, plain, recorded_result
 from .resim import NO_RECORDING, Job, resimulate, spec_of
+
+
+class NotARunFolder(VabenchError, ValueError):
+    """A folder ``verify`` cannot read as a run: no readable ``_run.json``, or a config this code refuses."""
 
 
 @dataclass
 class Report:
     """What a verify found: rows checked, judged episodes reproduced (re-simulated alike, and their
-    rows and records intact), one line per difference."""
+    rows and records intact), one line per difference, each naming its episode (or file), and the
+    episodes (or files) that differ."""
 
     rows: int = 0
     judged: int = 0
@@ -39,33 +48,54 @@ class Report:
     provenance: list[str] = field(default_factory=list)
     seconds: float = 0.0
     episode_s: float = 0.0  # the original episodes' wall time, summed
+    differing: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
         return not self.lines
 
+    def add(self, key: str, reasons: list[str]) -> None:
+        """One line per finding about episode ``key`` (or a file outside any episode)."""
+        self.lines += [f"DIFF {key}: {reason}" for reason in reasons]
+        self.differing.update([key] if reasons else [])
+
     def summary(self) -> str:
         rate = self.judged / self.seconds * 60 if self.seconds else 0.0
         return (
             f"reproduced {self.reproduced}/{self.judged} judged episodes ({self.rows} rows, "
-            f"{len(self.lines)} with differences) in {self.seconds:.1f} s: {rate:.1f} episodes/min; "
+            f"{len(self.differing)} with differences) in {self.seconds:.1f} s: {rate:.1f} episodes/min; "
             f"the original episodes took {self.episode_s:.1f} s of wall time"
         )
 
 
 def load(run_dir: Path):
-    """(RunConfig, _run.json, rows as dicts) of a run folder."""
-    run_dir = Path(run_dir)
+    """(RunConfig, _run.json, rows as dicts) of a run folder, only read."""
+    run, info = _config(Path(run_dir))
+    return run, info, outcome_rows(Path(run_dir), write=False)[0]
+
+
+def _config(run_dir: Path):
     try:
         info = json.loads((run_dir / "_run.json").read_text())
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"{run_dir}: not a run folder (_run.json: {e})") from None
+        config = info["config"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise NotARunFolder(f"{run_dir}: not a run folder (_run.json: {type(e).__name__}: {e})") from None
     try:
-        run = from_config(info["config"], run_dir)
+        return from_config(config, run_dir), info
     except ValueError as e:  # ConfigError: a key this code no longer accepts
-        raise SystemExit(f"{run_dir}/_run.json: its config does not validate under this code: {e}") from None
-    rows = read_rows(run_dir / "outcomes").to_dict("records")
-    return run, info, rows
+        raise NotARunFolder(f"{run_dir}/_run.json: its config does not validate under this code: {e}") from None
+
+
+def outcome_rows(run_dir: Path, write: bool = True) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The run's rows as dicts (``_file``: the row's file in outcomes/), read through its outcome
+    table, which (``write``) sets unreadable files aside (:mod:`vabench.unreadable`), and
+    (episode key, finding) for each outcome file that could not be read."""
+    got = refresh(run_dir, write=write)
+    df = to_pandas(got.rows).assign(**{FILE: got.rows.column(FILE).to_pylist()}).sort_values(FILE)
+    key = lambda rel: original(rel.removeprefix(f"{OUTCOMES}/")).removesuffix(".parquet")  # noqa: E731
+    found = [(key(rel), f"{rel} is unreadable ({why}): its episode counts as not run") for rel, why in got.unreadable]
+    found += [(key(rel), f"{rel}: {note}; its episode counts as not run") for rel, note in got.set_aside]
+    return df.to_dict("records"), found
 
 
 def _row_identity(run_dir: Path, info: dict, row: dict) -> list[str]:
@@ -76,8 +106,10 @@ def _row_identity(run_dir: Path, info: dict, row: dict) -> list[str]:
     digest = plain(row.get("provenance_digest"))
     if digest is not None and not (run_dir / PROVENANCE / f"{digest}.json").is_file():
         reasons.append(f"provenance {digest} is not in {PROVENANCE}/")
-    if not spec_of(row).outcome_path(run_dir).is_file():
-        reasons.append("the row is not at the place its identity names")
+    where = spec_of(row).outcome_path(run_dir)
+    if not where.is_file() or (row.get(FILE) and where != run_dir / OUTCOMES / row[FILE]):
+        here = f"{OUTCOMES}/{row[FILE]}" if row.get(FILE) else "the row"
+        reasons.append(f"{here} is not at the place its identity names ({where.relative_to(run_dir).as_posix()})")
     return reasons
 
 
@@ -99,18 +131,19 @@ def _jobs(run_dir: Path, run, rows: list[dict], out: Path, recording, then_stop:
 
 
 def verify(run_dir: Path, workers: int = 1, log=print) -> Report:
-    """Check every row against its record and re-simulate every judged episode."""
+    """Check every row against its record (and a bundle's files against its ``DIGESTS.json``) and
+    re-simulate every judged episode. Each finding names its episode, file, column or frame."""
     run_dir = Path(run_dir)
-    run, info, rows = load(run_dir)
+    run, info = _config(run_dir)
+    rows, unreadable = outcome_rows(run_dir)
     report = Report(rows=len(rows), provenance=provenance_differences(run_dir, run, rows))
-    started, judged, events, differ = time.monotonic(), [], {}, set()
+    started, judged, events = time.monotonic(), [], {}
+    for key, reason in unreadable + bundle_differences(run_dir, rows):
+        report.add(key, [reason])
     for row in rows:
         key = spec_of(row).key
         reasons, events[key] = check_record(run_dir, row)
-        reasons += _row_identity(run_dir, info, row)
-        if reasons:
-            report.lines.append(f"DIFF {key}: " + "; ".join(reasons))
-            differ.add(key)
+        report.add(key, reasons + _row_identity(run_dir, info, row))
         if row["status"] == Status.OK and events[key]:
             judged.append(row)
         report.episode_s += float(plain(row.get("wall_s")) or 0.0)
@@ -118,12 +151,26 @@ def verify(run_dir: Path, workers: int = 1, log=print) -> Report:
     with tempfile.TemporaryDirectory(prefix="vabench-verify-") as tmp:
         for job, new in resimulate(_jobs(run_dir, run, judged, Path(tmp), NO_RECORDING), workers):
             key = spec_of(job.row).key
-            reasons = compare(job.row, events[key], new, read_events(Path(job.out) / "events.jsonl"))
-            if reasons:
-                report.lines.append(f"DIFF {key}: re-simulation: " + "; ".join(reasons))
-            report.reproduced += not reasons and key not in differ  # its record checked out too
+            recorded = recorded_result(events[key]) or job.row
+            reasons = compare(recorded, events[key], new, read_events(Path(job.out) / "events.jsonl"))
+            report.add(key, [f"re-simulation: {r}" for r in reasons])
+            report.reproduced += key not in report.differing  # re-simulated alike, its row and record intact
     report.seconds = time.monotonic() - started
     return report
+
+
+def bundle_differences(run_dir: Path, rows: list[dict]) -> list[tuple[str, str]]:
+    """(episode key, or the file where it belongs to none; finding) for each file of an unpacked
+    bundle (a folder with ``DIGESTS.json``) that is not as packed; none for a plain run folder."""
+    if not (run_dir / DIGESTS).is_file():
+        return []
+    owner = {f"{OUTCOMES}/{r[FILE]}": spec_of(r).key for r in rows}
+    folders = {Path(r["record"]).parent.as_posix() + "/": spec_of(r).key for r in rows if plain(r.get("record"))}
+    out = []
+    for name, what in differences(run_dir):
+        key = owner.get(name) or next((k for f, k in folders.items() if name.startswith(f)), name)
+        out.append((key, f"{name} {what}" if key != name else what))
+    return out
 
 
 KEEP = ("record", "record_digest", "provenance_digest", "wall_s", "error", "error_kind")  # the rescore's own
@@ -158,11 +205,14 @@ def _note_source(out_dir: Path, source: Path) -> None:
 
 
 def unpacked(path: Path) -> tuple[Path, tempfile.TemporaryDirectory | None]:
-    """A run folder for ``path``: itself, or a bundle unpacked into a temporary folder."""
+    """A run folder for ``path``: itself, or a bundle (zip or tar, however repacked) unpacked into
+    a temporary folder. Raises :class:`vabench.bundle.NotABundle` for a file that is none."""
     path = Path(path)
     if path.is_dir():
         return path, None
-    from vabench.bundle import unpack
-
     tmp = tempfile.TemporaryDirectory(prefix="vabench-bundle-")
-    return unpack(path, Path(tmp.name)), tmp
+    try:
+        return unpack(path, Path(tmp.name)), tmp
+    except BaseException:
+        tmp.cleanup()
+        raise

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from vabench.outcomes import COLUMNS
-from vabench.recordfile import Event, read_events, record_digest
+from vabench.recordfile import FRAMES, Event, frames_index, read_events, record_digest
 from vabench.vocab import Status
 
 # the row's columns a re-simulation must reproduce (what was judged and what the episode did)
@@ -80,22 +80,23 @@ def _short(value, n: int = 80) -> str:
 def check_record(run_dir: Path, row: dict) -> tuple[list[str], list[dict]]:
     """A row against its record: the record exists, its digest is the row's, and its ``result``
     event is the row (so a flipped or copied row shows even where the physics agrees). Returns
-    the reasons it does not hold, and the record's events."""
+    the reasons it does not hold, each naming the file, column and frame, and the record's events."""
     rel = plain(row.get("record"))
     if rel is None and row.get("status") == Status.INFRA_ERROR:
         return [], []  # an episode that never ran (a lost worker, no summary): nothing recorded, nothing judged
     path = Path(run_dir) / rel if rel else None
     if path is None or not path.is_file():
-        return [f"record missing: {rel}"], []
+        return [f"its record {rel} is missing"], []
     events, reasons = read_events(path), []
     expected, actual = plain(row.get("record_digest")), record_digest(path.parent)
     if expected is None:
         reasons.append("the row has no record_digest (written before schema 6)")
     elif expected != actual:
-        reasons.append(f"record digest {actual} != the row's {expected} (events or frames changed)")
-    result = next((e for e in reversed(events) if e.get("type") == Event.RESULT), None)
+        why = "; ".join(frame_differences(path.parent, events)) or "an event line or a frame's content changed"
+        reasons.append(f"{Path(rel).parent.as_posix()}: record digest {actual} != the row's {expected}: {why}")
+    result = recorded_result(events)
     if result is None:
-        return reasons + ["the record has no result event"], events
+        return reasons + [f"{rel} has no result event"], events
     # the record's row names its events file inside the record; the run's row, inside the run folder; a
     # rescored row keeps its source's identity and usage, and only its judged columns are the record's
     columns = (*JUDGED, "record_digest") if plain(row.get("rescored_from")) else COLUMNS
@@ -104,15 +105,41 @@ def check_record(run_dir: Path, row: dict) -> tuple[list[str], list[dict]]:
         shown = ", ".join(
             f"{c} {_short(plain(row.get(c)), 30)} (record: {_short(result.get(c), 30)})" for c in differ[:4]
         )
-        reasons.append(f"the row differs from its record's result: {shown}")
+        more = f" and {len(differ) - 4} more columns" if len(differ) > 4 else ""
+        where = f"outcomes/{row['_file']}" if row.get("_file") else "the row"
+        reasons.append(f"{where} differs from the result event of {rel}: {shown}{more}")
     return reasons, events
+
+
+def recorded_result(events: list[dict]) -> dict | None:
+    """The record's own row (its last ``result`` event), or None."""
+    return next((e for e in reversed(events) if e.get("type") == Event.RESULT), None)
+
+
+def frame_differences(folder: Path, events: list[dict]) -> list[str]:
+    """The model-facing frames that make a record's digest differ, as far as its events tell:
+    a frame an event names that is gone, a frame no event names. A frame or an event line edited
+    in place cannot be told apart: the record keeps one digest over both."""
+    named: dict[str, dict] = {}
+    for e in events:
+        for image in e.get("images") or []:
+            if isinstance(image, str) and image.startswith(f"{FRAMES}/"):
+                named.setdefault(image, e)
+    present = set(frames_index(folder))
+    out = [
+        f"{name} is missing (shown at step {e.get('step')}, {e.get('type')} event {e.get('seq')})"
+        for name, e in sorted(named.items())
+        if name not in present
+    ]
+    return out + [f"{name} is named by no event" for name in sorted(present - set(named))]
 
 
 def compare(row: dict, events: list[dict], new_row: dict, new_events: list[dict]) -> list[str]:
     """An original episode against its re-simulation: the judged columns, the final evaluator
-    state, and the first event where the two part."""
+    state, and the first event where the two part. ``row``: the episode as recorded (its record's
+    result event; a row edited since is the row check's finding, not counted twice)."""
     reasons = [
-        f"{c} {plain(row.get(c))} -> {plain(new_row.get(c))}"
+        f"{c} {_short(plain(row.get(c)), 30)} -> {_short(plain(new_row.get(c)), 30)}"
         for c in JUDGED
         if plain(row.get(c)) != plain(new_row.get(c))
     ]
