@@ -31,6 +31,7 @@ LAYERS = [
     ("vabench.envs.demos",),
     ("vabench.envs.cli",),
     ("vabench.agents", "vabench.analysis"),
+    ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
     ("vabench.review",),
     ("vabench.actors",),
     ("vabench.bundle",),
@@ -41,6 +42,7 @@ ISOLATED = {
     "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
     "vabench.agents": ("vabench.analysis",),
     "vabench.review": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
+    "vabench.export": ("vabench.agents", "vabench.actors", "vabench.launch"),  # and so no Ray
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
@@ -261,6 +263,7 @@ OTHER_MEANINGS = {
     ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.common", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
 }
 
 

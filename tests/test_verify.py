@@ -31,8 +31,8 @@ from vabench.verify.compare import check_record, plain
 TASKS = ("grasp_single_cube", "click_bell_right")  # the oracle's shortest episodes (about 10 steps)
 
 
-def run_folder(results: Path, run_id: str, tasks: str) -> Path:
-    """The oracle on ``tasks`` x 1 seed, active, in process, small images."""
+def run_folder(results: Path, run_id: str, tasks: str, *overrides: str) -> Path:
+    """The oracle on ``tasks`` x 1 seed, active (unless ``overrides`` say otherwise), in process, small images."""
     cfg = composed(
         f"results_dir={results}",
         f"run_id={run_id}",
@@ -41,6 +41,7 @@ def run_folder(results: Path, run_id: str, tasks: str) -> Path:
         "render=small",
         "recording.enabled=false",
         "ray.address=none",
+        *overrides,
     )
     Driver(from_config(cfg, results / run_id), log=lambda *_: None, progress=False).execute()
     return results / run_id
