@@ -264,6 +264,7 @@ OTHER_MEANINGS = {
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.common", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
 }
 
 

@@ -262,15 +262,17 @@ def test_episodes_with_other_cameras_are_refused_with_the_filter_to_use(run, tmp
         layout_of([clip("active"), clip("topdown")], 2)
 
 
-def test_the_command_line_says_what_to_fix_in_one_line(run, dataset, tmp_path, capsys):
-    assert main(["lerobot", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+def test_the_command_line_says_what_to_fix_in_one_line(run, dataset, demo_root, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["lerobot", str(tmp_path / "empty"), "--out", str(tmp_path / "x")]) == 2
     assert main(["lerobot", str(run), "--out", str(dataset)]) == 2
     assert main(["lerobot", str(run), "--out", str(tmp_path / "y"), "--where", "task"]) == 2
     assert main(["lerobot", str(run), "--out", str(tmp_path / "z"), "--where", "task=none"]) == 2
+    assert main(["lerobot", str(demo_root), "--out", str(tmp_path / "d"), "--where", "task=grasp_single_cube"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 4 and all(line.startswith("vabench.export: ") for line in lines)
+    assert len(lines) == 5 and all(line.startswith("vabench.export: ") for line in lines)
     assert "neither a run folder" in lines[0] and "--force" in lines[1] and "COLUMN=VALUE" in lines[2]
-    assert "nothing to export" in lines[3]
+    assert "nothing to export" in lines[3] and "--tasks" in lines[4]
 
 
 def test_the_command_line_selects_episodes_and_prints_how_to_open_them(run, tmp_path, capsys):
@@ -278,6 +280,8 @@ def test_the_command_line_selects_episodes_and_prints_how_to_open_them(run, tmp_
     out = capsys.readouterr().out
     assert "wrote 1 episodes" in out and "LeRobotDataset('vabench/a'" in out
     assert list(episodes_of(tmp_path / "one")["task"]) == ["click_bell_right"]
+    assert main(["lerobot", str(run), "--out", str(tmp_path / "two"), "--tasks", "grasp_single_cube"]) == 0
+    assert list(episodes_of(tmp_path / "two")["task"]) == ["grasp_single_cube"]
 
 
 @pytest.mark.slow

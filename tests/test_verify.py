@@ -26,7 +26,7 @@ from vabench.recordfile import record_digest
 from vabench.verify import rescore, verify
 from vabench.verify.__main__ import main as verify_main
 from vabench.verify.check import _row_identity, load, provenance_differences
-from vabench.verify.compare import check_record, plain
+from vabench.verify.compare import check_record, compare, plain
 
 TASKS = ("grasp_single_cube", "click_bell_right")  # the oracle's shortest episodes (about 10 steps)
 
@@ -221,3 +221,13 @@ def test_a_bundle_verifies_and_a_tampered_one_does_not(run, tmp_path, capsys):
             )
     with pytest.raises(SystemExit, match="does not match its digest"):
         verify_main([str(tmp_path / "bad.zip")])
+
+
+def test_a_record_older_than_a_state_field_still_verifies():
+    """Records written before the state events held the robot state (``robot``) are compared without
+    it; where the original has it, it counts like any other field."""
+    state = {"type": "state", "step": 0, "arms": {"right": {"gc": [0.3, -0.2, 1.06]}}}
+    new = [{**state, "robot": {"right": {"qpos": [0.0] * 9}}}]
+    assert compare({}, [state], {}, new) == []
+    changed = [{**state, "robot": {"right": {"qpos": [0.1] * 9}}}]
+    assert any("robot" in reason for reason in compare({}, new, {}, changed))

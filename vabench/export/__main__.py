@@ -38,12 +38,14 @@ def export(
         raise ExportError(f"{out} exists: choose another --out, or --force to replace it")
     if runs.is_run(source):
         rate = fps or runs.run_fps(source) or DEFAULT_FPS
-        found = list(runs.selected(source, where or {}, unjudged))
+        found = list(runs.selected(source, where or {}, unjudged, tasks))
         bar = tqdm(found, desc="reading records", unit="episode", disable=not progress or None)
         clips = [runs.record_clip(source, folder, events, row) for folder, events, row in bar]
         repo_id = repo_id or f"vabench/{source.name}"
         return _write(clips, out, _whole(rate), repo_id, force, progress)
     if demos.is_demos(source):
+        if where:
+            raise ExportError("--where selects a run's episodes; for demonstrations name them with --tasks")
         folders = demos.demo_folders(source, tasks)
         with tempfile.TemporaryDirectory(
             prefix=".vabench-demo-frames-", dir=out.parent if out.parent.is_dir() else None
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="COLUMN=VALUE",
         help="only episodes whose outcome row has this value (repeatable), e.g. protocol=active",
     )
-    p.add_argument("--tasks", default="", help="demonstrations only: these tasks (comma-separated)")
+    p.add_argument("--tasks", default="", help="only these tasks (comma-separated)")
     p.add_argument("--fps", type=int, help="frames per second (default: the run's recording.fps, one frame per step)")
     p.add_argument("--unjudged", action="store_true", help="also infra_error attempts (never judged)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")

@@ -170,6 +170,7 @@ def _videos(root: Path, layout: Layout, clips: list[Clip], rows: list[dict], pro
                 paths = [p for i in group for p in clips[i].images[view]]
                 out = root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
                 write_video(_counted(paths, bar), out, layout.fps, (width, height), keyframe_every=GOP)
+                out.chmod(0o644)  # readable by whoever the dataset is shared with, as the tables are
                 done = 0
                 for i in group:
                     rows[i].update(

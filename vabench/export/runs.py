@@ -59,15 +59,17 @@ def attempts(run: Path) -> list[Path]:
     return sorted(found, key=lambda p: (str(p.parent), int(ATTEMPT.fullmatch(p.name).group(1))))
 
 
-def selected(run: Path, where: dict[str, str], unjudged: bool) -> Iterator[tuple[Path, list[dict], dict]]:
+def selected(
+    run: Path, where: dict[str, str], unjudged: bool, tasks: tuple[str, ...] = ()
+) -> Iterator[tuple[Path, list[dict], dict]]:
     """(record folder, events, row) of each attempt with a result that ``where`` (column -> value, as
-    text) selects; unjudged attempts (infra_error) only when asked."""
+    text) and ``tasks`` (when named) select; unjudged attempts (infra_error) only when asked."""
     for folder in attempts(run):
         events = read_events(folder / EVENTS)
         row = next((e for e in reversed(events) if e.get("type") == Event.RESULT), None)
         if row is None or (row.get("status") != Status.OK and not unjudged):
             continue
-        if all(str(row.get(k)) == v for k, v in where.items()):
+        if all(str(row.get(k)) == v for k, v in where.items()) and (not tasks or row.get("task") in tasks):
             yield folder, events, row
 
 
