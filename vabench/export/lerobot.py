@@ -242,7 +242,6 @@ def _meta(root: Path, layout: Layout, clips: list[Clip], tasks: list[str], episo
 
 def _card(repo_id: str, episodes: int, frames: int) -> str:
     return f"""---
-license: apache-2.0
 task_categories:
 - robotics
 tags:
