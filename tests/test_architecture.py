@@ -41,6 +41,7 @@ LAYERS = [
     ("vabench.envs.demos",),
     ("vabench.envs.cli",),
     ("vabench.agents", "vabench.analysis"),
+    ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
     ("vabench.review",),
     ("vabench.config",),  # what a run is: its validated config and its episodes
     ("vabench.runfolder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
@@ -73,6 +74,7 @@ ISOLATED = {
         "vabench.run",
         "vabench.launch",
     ),
+    "vabench.export": ("vabench.agents", "vabench.actors", "vabench.run", "vabench.launch"),  # and so no Ray
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
@@ -293,6 +295,8 @@ OTHER_MEANINGS = {
     ("vabench.config.choices", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.config", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.cli.tasks", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
+    ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
 }
 
 

@@ -4,6 +4,7 @@ and after every action, stored apart from the model's frames, never in a model r
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -55,6 +56,20 @@ def test_the_evaluator_state_holds_what_proxies_need(episode):
     assert last["arms"]["right"]["closed"] is True and last["arms"]["right"]["touching"] == ["cube"]
     gc = np.array(last["arms"]["right"]["gc"])
     assert np.linalg.norm(gc - np.array(last["objects"]["cube"]["p"])) < 0.03  # held between the fingers
+
+
+def test_the_state_holds_every_arms_joints_and_the_pose_the_model_is_told(episode):
+    """Both arms' joint positions, end-effector pose, GC and gripper command, which datasets
+    exported from records need (vabench.export; the model is told the pose, never the joints)."""
+    _, _, events = episode
+    states = [e for e in events if e["type"] == "state"]
+    first, last = states[0]["robot"], states[-1]["robot"]
+    assert set(first) == {"left", "right"} and len(first["right"]["qpos"]) == 9  # 7 joints, then 2 fingers
+    assert first["left"] == last["left"]  # the parked arm holds still
+    assert last["right"]["closed"] and last["right"]["gc"] == states[-1]["arms"]["right"]["gc"]
+    told = next(e["text"] for e in events if e["type"] == "turn" and e["kind"] == "observation")
+    ee = re.search(r"end-effector \[([^\]]+)\]", told).group(1)
+    assert [float(v) for v in ee.split(",")] == pytest.approx(first["right"]["ee_p"], abs=1e-4)
 
 
 def test_the_episode_video_has_one_frame_per_recording_view(episode):

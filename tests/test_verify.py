@@ -32,13 +32,13 @@ from vabench.run.driver import Driver
 from vabench.verify import rescore, unpacked, verify
 from vabench.verify.__main__ import main as verify_main
 from vabench.verify.check import _row_identity, load, outcome_rows, provenance_differences
-from vabench.verify.compare import check_record, plain
+from vabench.verify.compare import check_record, compare, plain
 
 TASKS = ("grasp_single_cube", "click_bell_right")  # the oracle's shortest episodes (about 10 steps)
 
 
-def run_folder(results: Path, run_id: str, tasks: str) -> Path:
-    """The oracle on ``tasks`` x 1 seed, active, in process, small images."""
+def run_folder(results: Path, run_id: str, tasks: str, *overrides: str) -> Path:
+    """The oracle on ``tasks`` x 1 seed, active (unless ``overrides`` say otherwise), in process, small images."""
     cfg = composed(
         f"results_dir={results}",
         f"run_id={run_id}",
@@ -47,6 +47,7 @@ def run_folder(results: Path, run_id: str, tasks: str) -> Path:
         "render=small",
         "recording.enabled=false",
         "ray.address=none",
+        *overrides,
     )
     Driver(from_config(cfg, results / run_id), log=lambda *_: None, progress=False).execute()
     return results / run_id
@@ -340,3 +341,13 @@ def test_a_corrupt_outcome_file_is_set_aside_by_the_first_reader_so_pandas_reads
     _, found = outcome_rows(copy)  # verify's reader names it too, as a difference
     key = bad.relative_to(copy / "outcomes").as_posix().removesuffix(".parquet")
     assert found[0][0] == key and "set aside as unreadable" in found[0][1] and len(found) == 1
+
+
+def test_a_record_older_than_a_state_field_still_verifies():
+    """Records written before the state events held the robot state (``robot``) are compared without
+    it; where the original has it, it counts like any other field."""
+    state = {"type": "state", "step": 0, "arms": {"right": {"gc": [0.3, -0.2, 1.06]}}}
+    new = [{**state, "robot": {"right": {"qpos": [0.0] * 9}}}]
+    assert compare({}, [state], {}, new) == []
+    changed = [{**state, "robot": {"right": {"qpos": [0.1] * 9}}}]
+    assert any("robot" in reason for reason in compare({}, new, {}, changed))

@@ -22,12 +22,18 @@ DEMO_VIDEO = "demo.mp4"  # in a demonstration's folder, beside demo.json and its
 
 
 def write_video(
-    frames: Iterable[Path | np.ndarray], out: Path, fps: float, size: tuple[int, int] | None = None
+    frames: Iterable[Path | np.ndarray],
+    out: Path,
+    fps: float,
+    size: tuple[int, int] | None = None,
+    keyframe_every: int | None = None,
 ) -> Path:
     """Encode ``frames`` (image files or RGB arrays, in order) into ``out`` at ``fps``.
 
     Every frame is resized to ``size`` (width, height; default: the first frame's, rounded down to
-    even numbers). Written to a temporary file and renamed, so ``out`` is whole or absent."""
+    even numbers). ``keyframe_every`` frames a keyframe (default: the encoder's), so a reader that
+    seeks decodes fewer frames (exported datasets: vabench.export). Written to a temporary file and
+    renamed, so ``out`` is whole or absent."""
     import imageio.v2 as imageio  # imageio-ffmpeg provides the encoder binary
 
     out = Path(out)
@@ -45,7 +51,13 @@ def write_video(
             pixelformat="yuv420p",
             macro_block_size=2,
             ffmpeg_log_level="error",
-            ffmpeg_params=["-movflags", "+faststart", "-crf", "26"],
+            ffmpeg_params=[
+                "-movflags",
+                "+faststart",
+                "-crf",
+                "26",
+                *(["-g", str(keyframe_every)] if keyframe_every else []),
+            ],
         )
         with writer:
             for frame in frames:
@@ -77,6 +89,17 @@ def demo_video(folder: Path) -> Path:
     folder = Path(folder)
     meta = json.loads((folder / "demo.json").read_text())
     return write_video([folder / f for f in meta["frames"]], folder / DEMO_VIDEO, meta["fps"])
+
+
+def read_video(path: Path) -> list[np.ndarray]:
+    """Every frame of a video as RGB arrays (for checks: exported datasets, tests)."""
+    import imageio.v2 as imageio
+
+    reader = imageio.get_reader(str(path), format="FFMPEG")
+    try:
+        return [np.asarray(frame) for frame in reader]
+    finally:
+        reader.close()
 
 
 def video_info(path: Path) -> dict:

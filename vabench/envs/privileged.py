@@ -99,9 +99,11 @@ class PrivilegedState:
         return 0 in hits, 1 in hits
 
     def snapshot(self) -> dict:
-        """The evaluator-side state of this instant as plain JSON data (metres, wxyz quaternions):
-        every body's pose and lift, each controlled gripper's GC, command, opening and the bodies
-        its fingers touch."""
+        """The evaluator-side state of this instant as plain JSON data (metres, radians, wxyz
+        quaternions): every body's pose and lift, each controlled gripper's GC, command, opening and
+        the bodies its fingers touch, and every arm's robot state (``robot``: joint positions, the
+        fingers' last; the end-effector pose a model is told; GC; the gripper command), which
+        datasets exported from the record need (vabench.export)."""
         objects = {}
         for name, body in self.world.bodies.items():
             pose = body.entity.pose
@@ -120,8 +122,20 @@ class PrivilegedState:
                 "jaw_m": round(float(self.jaw_width(arm)), 5),
                 "touching": touching,
             }
-        return {"objects": objects, "arms": arms}
+        return {"objects": objects, "arms": arms, "robot": {arm: _robot(a) for arm, a in self.world.arms.items()}}
 
     def held(self, name: str, arm: str) -> bool:
         """Gripper closed with both fingers on the body."""
         return self.closed(arm) and all(self.fingers_touching(name, arm))
+
+
+def _robot(arm) -> dict:
+    p = arm.proprio()
+    rounded = lambda values: [round(float(v), 5) for v in values]  # noqa: E731
+    return {
+        "qpos": rounded(arm.qpos),
+        "ee_p": rounded(p.ee_position),
+        "ee_q": rounded(p.ee_quat_wxyz),
+        "gc": rounded(p.gc),
+        "closed": bool(p.gripper_closed),
+    }

@@ -33,6 +33,7 @@ JUDGED = (
 # the events that say what the simulation did (what the model saw and said is the replayed input)
 SIM_EVENTS = (Event.DECISION, Event.REJECTED, Event.TOOL_RESULT, Event.ACTION, Event.STATE, Event.STOP)
 VOLATILE = ("seq", "time", "recording")  # differ between any two runs of the same episode
+ADDED = ("robot",)  # state event fields added after some records were written: compared where the original has them
 
 
 def plain(value):
@@ -70,6 +71,15 @@ def first_difference(a: list[dict], b: list[dict]) -> str | None:
     if len(sa) != len(sb):
         return f"{len(sa)} simulation events recorded, {len(sb)} re-simulated"
     return None
+
+
+def as_recorded(events: list[dict], new_events: list[dict]) -> list[dict]:
+    """The re-simulation's events without the state fields (``ADDED``) that the original record predates."""
+    had = {k for e in events if e.get("type") == Event.STATE for k in e}
+    drop = [k for k in ADDED if k not in had]
+    if not drop:
+        return new_events
+    return [{k: v for k, v in e.items() if e.get("type") != Event.STATE or k not in drop} for e in new_events]
 
 
 def _short(value, n: int = 80) -> str:
@@ -136,8 +146,10 @@ def frame_differences(folder: Path, events: list[dict]) -> list[str]:
 
 def compare(row: dict, events: list[dict], new_row: dict, new_events: list[dict]) -> list[str]:
     """An original episode against its re-simulation: the judged columns, the final evaluator
-    state, and the first event where the two part. ``row``: the episode as recorded (its record's
-    result event; a row edited since is the row check's finding, not counted twice)."""
+    state, and the first event where the two part (leaving out what the original record predates).
+    ``row``: the episode as recorded (its record's result event; a row edited since is the row
+    check's finding, not counted twice)."""
+    new_events = as_recorded(events, new_events)
     reasons = [
         f"{c} {_short(plain(row.get(c)), 30)} -> {_short(plain(new_row.get(c)), 30)}"
         for c in JUDGED

@@ -1,0 +1,64 @@
+"""Open an exported dataset with LeRobot's own loader, as a user would, and write down what it read.
+
+Runs in the LeRobot venv (tests/lerobot_venv.py), never in the project's: it imports no vabench.
+
+    VENV/bin/python tests/lerobot_open.py DATASET REPO_ID OUT
+
+writes OUT/read.json (the loader's printed summaries, every frame's values but its images, the
+episodes table) and OUT/<index>_<camera>.png (every decoded image), and prints the summaries.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
+from PIL import Image
+
+
+def plain(value):
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    return value
+
+
+def main(root: str, repo_id: str, out: str) -> None:
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ds = LeRobotDataset(repo_id, root=root, video_backend="pyav")
+    cameras = list(ds.meta.camera_keys)
+    frames = []
+    for i in range(len(ds)):
+        item = ds[i]
+        for cam in cameras:
+            rgb = (item[cam].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+            Image.fromarray(rgb).save(out_dir / f"{i:05d}_{cam}.png")
+        frames.append({k: plain(v) for k, v in item.items() if k not in cameras})
+    batch = next(iter(torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True)))
+    episodes = ds.meta.episodes.to_pandas()
+    read = {
+        "repr": repr(ds),
+        "meta_repr": repr(ds.meta),
+        "fps": ds.fps,
+        "num_frames": ds.num_frames,
+        "num_episodes": ds.num_episodes,
+        "cameras": cameras,
+        "features": {k: {"dtype": v["dtype"], "shape": list(v["shape"])} for k, v in ds.features.items()},
+        "batch_shapes": {k: list(v.shape) for k, v in batch.items() if isinstance(v, torch.Tensor)},
+        "stats_keys": sorted(ds.meta.stats),
+        "tasks": list(ds.meta.tasks.index),
+        "episodes": json.loads(episodes.to_json(orient="records")),
+        "frames": frames,
+    }
+    (out_dir / "read.json").write_text(json.dumps(read))
+    print(read["repr"])
+    print(read["meta_repr"])
+    print("one DataLoader batch:", read["batch_shapes"])
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
