@@ -35,12 +35,21 @@ LAYERS = [
     ("vabench.actors",),
     ("vabench.bundle",),
     ("vabench.verify",),
+    ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
     ("vabench.launch", "vabench.tasks"),
 ]
 ISOLATED = {
     "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
     "vabench.agents": ("vabench.analysis",),
     "vabench.review": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
+    "vabench.site": (
+        "vabench.envs",
+        "vabench.agents",
+        "vabench.actors",
+        "vabench.launch",
+        "vabench.verify.check",
+        "vabench.verify.resim",
+    ),  # fmt: skip
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
