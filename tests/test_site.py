@@ -17,9 +17,10 @@ from urllib.parse import unquote, urlsplit
 import pandas as pd
 import pytest
 
+from tests import test_review
 from vabench.recordfile import VIDEO_NAME, Event, read_events
 
-pytestmark = pytest.mark.xdist_group("site")  # one pair of runs and one browser for the module
+pytestmark = pytest.mark.xdist_group("site")  # one pair of runs and one chromium for the module
 XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 ORACLE_A = "oracle | active | summary none | render small (privileged)"
 ORACLE_P = "oracle | passive | summary none | render small (privileged)"
@@ -46,6 +47,9 @@ def results(tmp_path_factory) -> Path:
     return results
 
 
+chromium = test_review.browser  # the review app's fixture: Debian's headless Chromium, one per module
+
+
 def site_cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "vabench.site", *map(str, args)], capture_output=True, text=True)
 
@@ -53,26 +57,10 @@ def site_cli(*args) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def site(results, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
-    done = site_cli(results, "--out", out)
+    done = site_cli(results, "--out", out, "--paired", "oracle active", "random")
     assert done.returncode == 0, done.stderr
     assert "pages (6 episodes)" in done.stdout and str(out / "index.html") in done.stdout
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    for tool in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
-        assert Path(tool).exists(), f"{tool} is missing: scripts/setup.sh installs chromium and chromium-driver"
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
-        options.add_argument(arg)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-    yield driver
-    driver.quit()
 
 
 def js(driver, script: str, *args):
@@ -95,12 +83,12 @@ def page_of(site: Path, condition_word: str, seed: int) -> Path:
 # -- the numbers -----------------------------------------------------------------------------------
 
 
-def test_the_leaderboard_shows_the_runs_numbers(site, browser):
+def test_the_leaderboard_shows_the_runs_numbers(site, chromium):
     from selenium.webdriver.common.by import By
 
-    open_page(browser, site / "index.html")
+    open_page(chromium, site / "index.html")
     rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in
-            browser.find_elements(By.CSS_SELECTOR, "table.board tbody tr")]  # fmt: skip
+            chromium.find_elements(By.CSS_SELECTOR, "table.board tbody tr")]  # fmt: skip
     by = {r[1]: r for r in rows}
     assert set(by) == {ORACLE_A, ORACLE_P, RANDOM} and by[RANDOM][0] == "3"
     # the oracle solves both seeds: 2/2, Wilson 95% [34.2, 100.0]; random solves none: [0.0, 65.8]
@@ -112,9 +100,11 @@ def test_the_leaderboard_shows_the_runs_numbers(site, browser):
     assert by[RANDOM][7] == "-100.0 pp [-100.0, -100.0] (2 pairs)" and by[ORACLE_A][7] == "–"
     assert by[ORACLE_P][7] == "0.0 pp [0.0, 0.0] (2 pairs)"
     assert by[ORACLE_A][10] == "$0.0000"
-    costs = browser.find_element(By.ID, "costs").text
+    costs = chromium.find_element(By.ID, "costs").text
     assert "random | active | summary none | render small 2 0" in costs
-    runs = browser.find_element(By.ID, "runs").text
+    paired = chromium.find_element(By.ID, "paired").text
+    assert f"Paired difference on shared seeds: {RANDOM} vs {ORACLE_A}" in paired
+    runs = chromium.find_element(By.ID, "runs").text
     assert runs.count("rows match their records") == 2 and "4/4 rows match" in runs and "2/2 rows match" in runs
 
 
@@ -133,7 +123,7 @@ def test_tasks_tables_and_figures_come_from_the_analysis(site, results):
     assert "grasp_single_cube" in tasks and "0/2 · 0.0% [0.0, 65.8]" in tasks
 
 
-# -- the browser: every width, every link --------------------------------------------------------
+# -- the chromium: every width, every link --------------------------------------------------------
 
 
 def local_targets(driver) -> list[str]:
@@ -141,19 +131,19 @@ def local_targets(driver) -> list[str]:
                       ".map(e => e.href || e.src)")  # fmt: skip
 
 
-def test_pages_open_from_disk_links_lead_somewhere_and_nothing_scrolls_sideways(site, browser):
+def test_pages_open_from_disk_links_lead_somewhere_and_nothing_scrolls_sideways(site, chromium):
     pages = [site / "index.html", site / "tasks.html", site / "tables.html", site / "runs" / "0.html"]
     pages += [next(site.glob("c/*.html")), next(site.glob("c/*/*.html")), page_of(site, "oracle-passive", 1000)]
     seen: set[str] = set()
     try:
         for width in (800, 1280, 1920):
-            browser.set_window_size(width, 1000)
+            chromium.set_window_size(width, 1000)
             for page in pages:
-                open_page(browser, page)
-                assert js(browser, "return document.documentElement.scrollWidth <= innerWidth + 1"), (page, width)
-                seen |= set(local_targets(browser))
+                open_page(chromium, page)
+                assert js(chromium, "return document.documentElement.scrollWidth <= innerWidth + 1"), (page, width)
+                seen |= set(local_targets(chromium))
     finally:
-        browser.set_window_size(1280, 1000)
+        chromium.set_window_size(1400, 1000)
     assert all(u.startswith("file://") for u in seen), [u for u in seen if not u.startswith("file://")]
     broken = [u for u in seen if not Path(unquote(urlsplit(u).path)).exists()]
     assert broken == []
@@ -169,30 +159,30 @@ def test_every_page_links_only_to_files_that_exist(site):
     assert broken == []
 
 
-def test_an_episode_page_shows_the_models_decisions_and_the_checkers_verdict(site, results, browser):
+def test_an_episode_page_shows_the_models_decisions_and_the_checkers_verdict(site, results, chromium):
     from selenium.webdriver.common.by import By
 
     page = page_of(site, "oracle-passive", 1000)
-    open_page(browser, page)
+    open_page(chromium, page)
     rows = pd.read_parquet(results / "oracle")
     row = rows[(rows["protocol"] == "passive") & (rows["seed"] == 1000)].iloc[0]
     events = read_events(results / "oracle" / row["record"])
     decisions = [e["label"] for e in events if e["type"] == Event.DECISION]
     shown = [
-        d.text.removeprefix("Decision: ").split("\n")[0] for d in browser.find_elements(By.CSS_SELECTOR, ".decision")
+        d.text.removeprefix("Decision: ").split("\n")[0] for d in chromium.find_elements(By.CSS_SELECTOR, ".decision")
     ]
     assert shown == decisions and len(decisions) == row["steps"]
-    assert browser.find_element(By.ID, "verdict").text == "checker: success"
-    assert browser.find_element(By.ID, "check").text == "row matches its record"
-    js(browser, "for (const i of document.images) i.loading = 'eager'; window.scrollTo(0, document.body.scrollHeight)")
+    assert chromium.find_element(By.ID, "verdict").text == "checker: success"
+    assert chromium.find_element(By.ID, "check").text == "row matches its record"
+    js(chromium, "for (const i of document.images) i.loading = 'eager'; window.scrollTo(0, document.body.scrollHeight)")
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 30).until(lambda d: js(d, "return [...document.images].every(i => i.complete)"))
-    assert js(browser, "return [...document.images].every(i => i.naturalWidth > 0)")
-    assert js(browser, "return document.images.length") > 5 * row["steps"]  # 5 passive views per step, and more
-    video = browser.find_element(By.ID, "video").get_attribute("src")
+    WebDriverWait(chromium, 30).until(lambda d: js(d, "return [...document.images].every(i => i.complete)"))
+    assert js(chromium, "return [...document.images].every(i => i.naturalWidth > 0)")
+    assert js(chromium, "return document.images.length") > 5 * row["steps"]  # 5 passive views per step, and more
+    video = chromium.find_element(By.ID, "video").get_attribute("src")
     assert Path(unquote(urlsplit(video).path)).resolve() == (results / "oracle" / row["record"]).parent / VIDEO_NAME
-    nxt = browser.find_element(By.ID, "next").get_attribute("href")
+    nxt = chromium.find_element(By.ID, "next").get_attribute("href")
     assert nxt.endswith("/s1001-r1-a1.html")
 
 
@@ -215,18 +205,18 @@ def tampered(results, tmp_path_factory) -> tuple[Path, Path]:
     return copy, out
 
 
-def test_a_row_that_differs_from_its_record_is_marked(tampered, browser):
+def test_a_row_that_differs_from_its_record_is_marked(tampered, chromium):
     from selenium.webdriver.common.by import By
 
     _, site = tampered
     index = (site / "index.html").read_text()
     assert "1 of 2 rows differ from their records" in index
     assert "record digest" in (site / "runs" / "0.html").read_text()
-    open_page(browser, page_of(site, "random", 1000))
-    assert browser.find_element(By.ID, "check").text == "differs from its record"
-    reason = browser.find_element(By.CSS_SELECTOR, ".decision .reason")
-    assert reason.text == XSS and browser.title != "pwned"
-    assert not browser.find_elements(By.CSS_SELECTOR, ".reason script, .reason img")
+    open_page(chromium, page_of(site, "random", 1000))
+    assert chromium.find_element(By.ID, "check").text == "differs from its record"
+    reason = chromium.find_element(By.CSS_SELECTOR, ".decision .reason")
+    assert reason.text == XSS and chromium.title != "pwned"
+    assert not chromium.find_elements(By.CSS_SELECTOR, ".reason script, .reason img")
     assert "row matches its record" in page_of(site, "random", 1001).read_text()
 
 
@@ -265,6 +255,9 @@ def test_bad_input_is_one_line_naming_the_fix(results, tmp_path):
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     taken = site_cli(results / "random", "--out", tmp_path / "mine", "--no-figures")
     assert taken.returncode == 2 and "give a new --out folder" in taken.stderr
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    unknown = site_cli(results / "random", "--out", tmp_path / "mine", "--paired", "nobody", "random")
+    assert unknown.returncode == 2 and "no rows of condition 'nobody'" in unknown.stderr
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     (tmp_path / "empty").mkdir()
     nothing = site_cli(tmp_path / "empty", "--out", tmp_path / "out")

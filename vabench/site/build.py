@@ -14,7 +14,6 @@ import pandas as pd
 from vabench.analysis import available_tables, cost_table, paired_comparison, prepare, save_figures, write_tables
 from vabench.analysis.load import prepared_once
 from vabench.verify.compare import plain
-from vabench.vocab import Track
 
 from . import episodes as E
 from .leaderboard import condition_cells, leaderboard, shown, task_cells
@@ -63,6 +62,7 @@ def build(folders: list[Path], out: Path, opts: Options | None = None) -> Built:
         raise ValueError(f"media must be one of {', '.join(E.MEDIA)}, not {opts.media!r}")
     runs = read_runs(folders)
     df = all_rows(runs)
+    paired = [paired_comparison(df, a, b) for a, b in opts.paired]  # a name that matches nothing fails here
     out = Path(out).resolve()
     fresh(out)
     w = Writer(out, {"built": now(), "style": "site.css"})
@@ -72,7 +72,7 @@ def build(folders: list[Path], out: Path, opts: Options | None = None) -> Built:
         e = E.plan(p, opts.page_size)
         checks = _episodes(w, runs, df, e, opts)
         E.write_lists(w, e, checks, opts.page_size)
-        numbers = _numbers(w, df, e, opts)
+        numbers = _numbers(w, df, e, opts) | {"paired": [table(t) for t in paired]}
     _run_pages(w, runs, e)
     w.page("index.html", "index.html", runs=runs, **numbers)
     return Built(out, len(w.sizes), len(e), time.perf_counter() - started, dict(w.sizes))
@@ -113,10 +113,8 @@ def _numbers(w: Writer, df: pd.DataFrame, e: pd.DataFrame, opts: Options) -> dic
     write_tables(tables, w.out / "tables", "csv")
     w.page("tables.html", "tables.html", tables={name: table(f) for name, f in tables.items()})
     figures = [f.relative_to(w.out).as_posix() for f in save_figures(df, w.out / "figures")] if opts.figures else []
-    paired = [table(paired_comparison(df, a, b)) for a, b in opts.paired]
-    has_base = (df["track"].fillna(Track.BASE) == Track.BASE).any()
     return {"board": shown(board), "board_notes": board.attrs.get("notes", []), "slugs": slugs, "total_rows": len(df),
-            "costs": table(costs), "figures": figures, "paired": paired, "has_base": has_base}  # fmt: skip
+            "costs": table(costs), "figures": figures}  # fmt: skip
 
 
 def _run_pages(w: Writer, runs: list[Run], e: pd.DataFrame) -> None:

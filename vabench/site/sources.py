@@ -26,7 +26,7 @@ RUN = "site_run"  # the column naming a row's run folder (its index in the site'
 @dataclass
 class Check:
     """What the row-against-record check found in one run: rows checked, rows whose record holds,
-    and per differing row its record path (or row key) and reasons."""
+    and the reasons of each row that differs (by its number in the site's table)."""
 
     done: bool = False
     rows: int = 0
