@@ -50,6 +50,7 @@ LAYERS = [
     ("vabench.run",),  # the driver: a run's episodes, summaries, progress and stops
     ("vabench.bundle",),
     ("vabench.verify",),
+    ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
     ("vabench.launch", "vabench.tasks"),
 ]
 ISOLATED = {
@@ -75,6 +76,18 @@ ISOLATED = {
         "vabench.launch",
     ),
     "vabench.export": ("vabench.agents", "vabench.actors", "vabench.run", "vabench.launch"),  # and so no Ray
+    "vabench.site": (
+        "vabench.envs",
+        "vabench.agents",
+        "vabench.actors",
+        "vabench.config",
+        "vabench.runfolder",
+        "vabench.plan",
+        "vabench.run",
+        "vabench.launch",
+        "vabench.verify.check",
+        "vabench.verify.resim",
+    ),
 }
 # third-party frameworks that only these modules may import
 CONFINED = {

@@ -17,7 +17,7 @@ Trajectory diagnostics (paper C.9): ``tally`` (label input), ``diagnostics`` (ga
 11-14, 16, Figure 2c), ``agreement`` (Table 28, vote-rule sensitivity), ``proxies`` (automatic
 labels from episode records, never mixed with human ones). Beyond the paper: ``paired`` (McNemar
 and seed-cluster bootstrap on shared seeds), ``power`` (``python -m vabench.analysis.power``).
-Table 21: ``seedyield``.
+Table 21: ``seedyield``. What a study cost, per model and condition: ``costs``.
 """
 
 from vabench.paper import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM
@@ -32,6 +32,7 @@ from .agreement import (
     vote_rule_sensitivity,
 )
 from .attribution import attribution, recovers_most
+from .costs import cost_table
 from .diagnostic_plots import diagnostic_profile_radar, save_diagnostic_figures, subtask_progress_bars
 from .diagnostics import (
     criterion_scores,
@@ -92,6 +93,7 @@ __all__ = [
     "checkpoint_progress",
     "cohen_kappa",
     "combine_tallies",
+    "cost_table",
     "criterion_scores",
     "diagnostic_components",
     "diagnostic_profile",

@@ -15,6 +15,7 @@ from vabench.vocab import SummaryKind, Track
 from . import tables as T
 from .attribution import attribution, display_attribution, recovers_most
 from .cells import DASH, SUBSET_HEAD, _nan, count, mean_sd, num, sign_test, signed
+from .costs import cost_table, display_costs
 from .diagnostic_display import DISPLAY as _DIAGNOSTIC_DISPLAY
 from .load import prepared_once
 
@@ -226,6 +227,7 @@ def _checkpoints(f):
 
 _DISPLAY = {
     "attribution": display_attribution,
+    "costs": display_costs,
     "success_matrix": _success_matrix,
     "macro_averages": _macro_averages,
     "active_passive": _active_passive,
@@ -305,7 +307,7 @@ def available_tables(df: pd.DataFrame, local: list[str] | None = None) -> dict[s
     """The tables the rows support, by file name: the success matrix and macro-averages always (base
     track; the success matrix over every track when there is no base track), every other table only
     when it has rows (e.g. active vs passive only when a model has both protocols), local-model
-    tables only for the models named in ``local``, and the exclusion summary last."""
+    tables only for the models named in ``local``, then the cost table and the exclusion summary."""
     with prepared_once(df):  # every table starts from the same normalised rows
         return _available_tables(df, local)
 
@@ -337,6 +339,7 @@ def _available_tables(df: pd.DataFrame, local: list[str] | None) -> dict[str, pd
         frame = make()
         if len(frame):
             out[name] = frame
+    out["costs"] = cost_table(df)
     out["infra_summary"] = T.infra_summary(df)
     return out
 

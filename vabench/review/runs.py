@@ -130,12 +130,13 @@ EXCHANGE = {
 }
 
 
-def episode(root: Path, record: str) -> Episode:
-    """The timeline of the episode whose events are at ``record`` (inside ``root``)."""
+def episode(root: Path, record: str, events: list[dict] | None = None) -> Episode:
+    """The timeline of the episode whose events are at ``record`` (inside ``root``); ``events``:
+    the record's events when the caller has read them already (the results site)."""
     path = inside(root, record)
     if path.name != EVENTS or not path.is_file():
         raise NotInRun(f"no episode record at {record!r}")
-    events = read_events(path)
+    events = read_events(path) if events is None else events
     folder = path.parent.relative_to(root.resolve()).as_posix()
     steps: dict[int, Step] = {}
 
