@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 LAYERS = [
     ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
     ("vabench.outcomes", "vabench.outcometable", "vabench.recordfile", "vabench.media", "vabench.episodes"),
-    ("vabench.envs.actions",),
+    ("vabench.envs.actions", "vabench.envs.state"),
     ("vabench.envs.sim",),
     ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
     ("vabench.envs.tasks",),
@@ -30,6 +30,7 @@ LAYERS = [
     ("vabench.envs.seeds",),
     ("vabench.envs.demos",),
     ("vabench.envs.cli",),
+    ("vabench.gym",),  # the Gymnasium envs over the env API
     ("vabench.agents", "vabench.analysis"),
     ("vabench.review",),
     ("vabench.actors",),
