@@ -36,7 +36,7 @@ LAYERS = [
     ("vabench.actors",),
     ("vabench.bundle",),
     ("vabench.verify",),
-    ("vabench.launch", "vabench.tasks"),
+    ("vabench.launch", "vabench.tasks", "vabench.serve_policy"),
 ]
 ISOLATED = {
     "vabench.analysis": ("vabench.envs", "vabench.agents", "vabench.actors", "vabench.launch"),
@@ -51,6 +51,8 @@ CONFINED = {
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
     "imageio": ("vabench.media",),
+    "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
+    "websockets": ("vabench.agents.policy_wire", "vabench.serve_policy"),  # the policy extra
 }
 
 
