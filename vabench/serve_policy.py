@@ -14,6 +14,7 @@ The server binds the loopback interface unless ``--host`` says otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http
 import sys
 import threading
@@ -23,6 +24,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
+from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 from websockets.sync.server import Server, ServerConnection, serve
 
@@ -117,6 +119,10 @@ class PolicyServer:
         ws.send(pack(self.policy.metadata))
         with self.lock:
             self.policy.reset()
+        with contextlib.suppress(ConnectionClosed):  # a client that leaves without closing ends its session
+            self._serve(ws)
+
+    def _serve(self, ws: ServerConnection) -> None:
         for frame in ws:
             started = time.monotonic()
             try:

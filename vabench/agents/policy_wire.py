@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import time
 
 import msgpack
@@ -80,10 +81,9 @@ def why_unreachable(url: str, exc: BaseException) -> str:
             return f"model.extra.url={url}: not a websocket policy server (its answer to the handshake: {cause})"
         if isinstance(cause, TimeoutError):
             return f"model.extra.url={url}: no answer within the timeout"
-    name = type(exc).__name__
-    if "Name or service not known" in str(exc) or "nodename nor servname" in str(exc):
-        return f"model.extra.url={url}: unknown host"
-    return f"model.extra.url={url}: cannot connect ({name}: {str(exc)[:160]})"
+        if isinstance(cause, socket.gaierror):
+            return f"model.extra.url={url}: unknown host"
+    return f"model.extra.url={url}: cannot connect ({type(exc).__name__}: {str(exc)[:160]})"
 
 
 class PolicyClient:
