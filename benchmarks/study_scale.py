@@ -47,6 +47,7 @@ WHAT = ("read_parquet", "load", "analysis", "resume", "review")  # and "build", 
 
 def specs(n: int) -> list:
     """The first n episodes of a study: run x model x protocol x summary source x task x seed."""
+    from vabench.condition import Condition
     from vabench.envs.tasks import TASKS, task_class
     from vabench.episodes import EpisodeSpec
 
@@ -59,7 +60,8 @@ def specs(n: int) -> list:
                     for task in tasks:
                         cls = task_class(task)
                         for seed in range(SEEDS):
-                            out.append(EpisodeSpec(model, protocol, src, cls.track, task, cls.summary_task, seed, run))
+                            cond = Condition(model, protocol, src)
+                            out.append(EpisodeSpec(cond, task, seed, run, cls.track, cls.summary_task))
                             if len(out) == n:
                                 return out
     raise ValueError(f"at most {len(out)} episodes in the synthetic study")

@@ -32,7 +32,7 @@ LAYERS = [
         "vabench.media",
         "vabench.episodes",
     ),
-    ("vabench.envs.actions",),
+    ("vabench.envs.actions", "vabench.envs.state"),
     ("vabench.envs.sim",),
     ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
     ("vabench.envs.tasks",),
@@ -40,6 +40,7 @@ LAYERS = [
     ("vabench.envs.seeds",),
     ("vabench.envs.demos",),
     ("vabench.envs.cli",),
+    ("vabench.gym",),  # the Gymnasium envs over the env API
     ("vabench.agents", "vabench.analysis"),
     ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
     ("vabench.review",),
@@ -51,7 +52,7 @@ LAYERS = [
     ("vabench.bundle",),
     ("vabench.verify",),
     ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
-    ("vabench.launch", "vabench.tasks"),
+    ("vabench.launch", "vabench.tasks", "vabench.serve_policy"),
 ]
 ISOLATED = {
     "vabench.analysis": (
@@ -97,6 +98,8 @@ CONFINED = {
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
     "imageio": ("vabench.media",),
+    "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
+    "websockets": ("vabench.agents.policy_wire", "vabench.serve_policy"),  # the policy extra
 }
 
 

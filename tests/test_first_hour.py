@@ -78,7 +78,7 @@ def test_a_dead_endpoint_is_one_line_in_seconds_and_no_run_folder(tmp_path):
     assert lines == [f"endpoint: {refused}"]  # no retry, no warning, no traceback
     assert not (tmp_path / "r").exists()
     # in seconds: one TCP connection decides it, before LiteLLM is imported or a request is made
-    assert _connect(ModelConfig(model="hosted_vllm/x", api_base=base)) == refused
+    assert _connect(ModelConfig(id="hosted_vllm/x", api_base=base)) == refused
 
 
 def cfg(base: str, **more) -> ModelConfig:

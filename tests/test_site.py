@@ -30,8 +30,8 @@ RANDOM = "random | active | summary none | render small"
 def run(results: Path, run_id: str, *overrides: str) -> Path:
     """grasp_single_cube x 2 seeds, in process, small images, recording views and videos on."""
     from tests.test_launch import composed
-    from vabench.actors.config import from_config
-    from vabench.actors.driver import Driver
+    from vabench.config.run import from_config
+    from vabench.run.driver import Driver
 
     cfg = composed(f"results_dir={results}", f"run_id={run_id}", "tasks=[grasp_single_cube]", "seeds=2",
                    "render=small", "ray.address=none", *overrides)  # fmt: skip

@@ -8,3 +8,8 @@ outcome rows only and never imports the simulator, Ray or agents.
 """
 
 __version__ = "0.1.0"
+
+import sys as _sys
+
+if "gymnasium" in _sys.modules:  # gymnasium.make("vabench:vabench/<Task>-v0") imports vabench: register the ids
+    import vabench.gym  # noqa: F401 (registers vabench/<Task>-v0 for every task; docs/gym.md)

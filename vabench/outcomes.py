@@ -37,8 +37,9 @@ from vabench.vocab import (
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
-# cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation
-SCHEMA_VERSION = 9
+# cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation;
+# 10: model_latency_s
+SCHEMA_VERSION = 10
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -130,6 +131,7 @@ class OutcomeRow:
     rescored_from: str | None = _col(STR, about="the run folder this row was re-simulated from (vabench.verify)")
     cached_tokens: int = _col(INT, 0, "of prompt_tokens: read from the provider's prompt cache (cached rate)")
     cache_write_tokens: int = _col(INT, 0, "of prompt_tokens: written to the provider's prompt cache (Anthropic)")
+    model_latency_s: float = _col(FLT, 0.0, "seconds the answered model calls took, summed (a policy: its inferences)")
 
     @classmethod
     def infra(cls, error: str, kind: ErrorKind = ErrorKind.INFRA, **identity) -> OutcomeRow:

@@ -118,7 +118,7 @@ class Dialogue:
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
-        self.usage += reply.usage
+        self.usage += reply.usage + Usage(model_latency_s=reply.latency_s)  # the row's model_latency_s
         u = reply.usage
         self.record.event(
             "reply",

@@ -200,8 +200,11 @@ class _Episode:
         self.chain = 0
 
     def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
+        from vabench.envs.tasks import task_class
+
+        budget = self.model.step_budget(task_class(spec.task).budget)  # a policy's own (vabench.agents.policy)
         with self.sim:
-            obs = self.env.reset(spec.task, spec.seed, spec.protocol)
+            obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
             self._intervene()
         self.row.arms, self.row.budget = arms_label(obs.arms), obs.budget

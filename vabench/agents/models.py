@@ -35,6 +35,7 @@ class Usage:
     cache_hits: int = 0  # replies answered from the response cache (model.cache): no request, no cost
     cached_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache (billed at its cached rate)
     cache_write_tokens: int = 0  # of prompt_tokens: written to the provider's prompt cache (Anthropic bills 1.25x)
+    model_latency_s: float = 0.0  # the answering attempts' durations (Reply.latency_s), summed
 
     @classmethod
     def of_call(cls, attempts: int, answered: bool, backoff_s: float = 0.0, limit_wait_s: float = 0.0, **tokens):
@@ -48,7 +49,8 @@ class Usage:
 
     def columns(self) -> dict:
         """The outcome row's usage columns (waits rounded to milliseconds)."""
-        return {**asdict(self), "backoff_s": round(self.backoff_s, 3), "limit_wait_s": round(self.limit_wait_s, 3)}
+        rounded = {k: round(getattr(self, k), 3) for k in ("backoff_s", "limit_wait_s", "model_latency_s")}
+        return {**asdict(self), **rounded}
 
 
 ANSWERED = Usage(model_calls=1)  # an offline agent's reply: answered, no HTTP, no cost
@@ -101,6 +103,11 @@ class Model(ABC):
         replay of another episode), or None: the config refuses such a run before any work, and an
         episode that starts anyway ends as a permanent error, never retried."""
         return None
+
+    def step_budget(self, task_budget: int) -> int:
+        """The env steps this agent's episodes may take: the task's budget, or the agent's own (a policy
+        acting in small steps, vabench.agents.policy; a replay, the recorded episode's)."""
+        return task_budget
 
     def warm(self) -> None:  # noqa: B027 (optional hook)
         """Pay one-time start-up costs now (a worker calls this before its first episode)."""

@@ -100,6 +100,7 @@ class ReplayAgent(Model):
         start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
         self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
         self.privileged = bool(start.get("privileged", False))
+        self.budget = start.get("budget")  # the recorded episode's (a policy's own differs from the task's)
         self.name = name or f"replay:{start.get('model', 'unknown')}"
         self.then_stop = then_stop
         self._next = 0
@@ -112,6 +113,9 @@ class ReplayAgent(Model):
             f"replay: the record is of task {t}, seed {s}, protocol {p}, not ({task}, {seed}, {protocol}); "
             f"set tasks=[{t}] seeds=[{s}] protocol={p}"
         )
+
+    def step_budget(self, task_budget: int) -> int:
+        return int(self.budget or task_budget)
 
     def start_episode(self, ctx: EpisodeContext) -> None:
         why = self.refuses(ctx.task, ctx.arms, ctx.seed, ctx.protocol)

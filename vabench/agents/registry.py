@@ -20,6 +20,8 @@ from .cache import CachedModel
 from .llm import LiteLLMModel
 from .models import Model, ModelConfig
 from .offline import OracleAgent, RandomAgent, ReplayAgent
+from .policy import PolicyAgent
+from .policy import probe as policy_probe
 from .posetext import PosetextAgent
 from .servo import ServoAgent
 
@@ -30,6 +32,7 @@ class OfflineAgent:
     make: Callable[[ModelConfig], Model]
     about: str
     requires: tuple[str, ...] = ()  # ModelConfig.extra keys that must be set
+    probe: Callable[[ModelConfig], str | None] | None = None  # an agent with an endpoint: why it cannot serve
 
 
 def _replay(cfg: ModelConfig) -> Model:
@@ -59,6 +62,13 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
                 "reference",
             ),
             OfflineAgent(
+                "policy",
+                PolicyAgent,
+                "a policy server speaking the openpi websocket protocol (model.extra.url; docs/policy.md)",
+                ("url",),
+                policy_probe,
+            ),
+            OfflineAgent(
                 "posetext",
                 lambda cfg: PosetextAgent(cfg.name or "posetext"),
                 "a fixed procedure from the request text under intervention=object_poses (no image, no simulator)",
@@ -68,6 +78,12 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
     "model=NAME, or model.id=<provider>/<name> for a hosted model",
 )
 PROVIDER_EXAMPLES = "openai/<name>, anthropic/<name>, gemini/<name>, hosted_vllm/<name>, ollama_chat/<name>"
+
+
+def agent_probe(model_id: str) -> Callable[[ModelConfig], str | None] | None:
+    """The endpoint probe of an agent that is not a LiteLLM model but has an endpoint (the policy)."""
+    agent = OFFLINE_AGENTS.get(model_id)
+    return agent.probe if agent is not None else None
 
 
 def is_offline(model_id: str) -> bool:

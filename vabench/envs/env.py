@@ -114,13 +114,15 @@ class VABenchEnv:
         self.stability: Stability | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
-    def reset(self, task: str | Task, seed: int, protocol: str = ACTIVE.name) -> Observation:
+    def reset(self, task: str | Task, seed: int, protocol: str = ACTIVE.name, budget: int | None = None) -> Observation:
+        """``budget``: env steps the episode may take, a positive int (None: the task's; a policy has its own)."""
         proto = protocol_named(protocol)  # ValueError names the allowed protocols
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         task = make_task(task) if isinstance(task, str) else task  # a bad name fails before anything closes
         self.close()
         try:
+            self.budget = int(budget or task.budget)
             self._build(task, int(seed), proto)
         except BaseException:
             self.close()  # never leave a half-built episode behind
@@ -176,9 +178,7 @@ class VABenchEnv:
     def close(self) -> None:
         if self.world is not None:
             self.world.close()
-        self.world = None
-        self.camera = None
-        self._state = None
+        self.world = self.camera = self._state = None
 
     # -- acting --------------------------------------------------------------------------
     def step(self, action: dict) -> StepResult:
@@ -234,10 +234,10 @@ class VABenchEnv:
             self.task.update(self._state)
             self.progress = self.task.checkpoints(self._state)  # latches, so evaluate every action
             self.success = bool(self.task.success(self._state))
-        self.done = self.success or self.steps >= self.task.budget
+        self.done = self.success or self.steps >= self.budget
         obs = self._observe(label, valid, planned, feedback)
         return StepResult(
-            obs, self.success, self.done, valid, planned, feedback, self.steps, self.task.budget - self.steps, kind
+            obs, self.success, self.done, valid, planned, feedback, self.steps, self.budget - self.steps, kind
         )
 
     # -- observing -----------------------------------------------------------------------
@@ -266,8 +266,8 @@ class VABenchEnv:
             images=images,
             proprio={arm: self.world.arms[arm].proprio() for arm in self.controlled},
             step=self.steps,
-            budget=self.task.budget,
-            budget_left=self.task.budget - self.steps,
+            budget=self.budget,
+            budget_left=self.budget - self.steps,
             last_action=label,
             action_valid=valid,
             planner_success=planned,

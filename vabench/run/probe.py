@@ -15,11 +15,11 @@ import socket
 from urllib.parse import urlsplit
 
 from vabench.agents.models import ModelConfig
-from vabench.agents.registry import is_offline
+from vabench.agents.registry import agent_probe, is_offline
 from vabench.errors import VabenchError
 
 PROBE_TIMEOUT_S = 20.0
-_probed: dict[tuple, str | None] = {}  # (model, api_base, key variable) -> the problem found (None: fine)
+_probed: dict[tuple, str | None] = {}  # (model, api_base, key variable, policy url) -> the problem (None: fine)
 
 
 class EndpointError(VabenchError, RuntimeError):
@@ -69,11 +69,12 @@ def classify(cfg: ModelConfig, exc: BaseException) -> tuple[bool, str]:
 def probe(cfg: ModelConfig, log=print) -> None:
     """Raise :class:`EndpointError` when the model's endpoint cannot serve the run; offline agents
     have none. A non-fatal problem is logged once and the run goes on."""
-    if is_offline(cfg.id):
+    own = agent_probe(cfg.id)  # an offline agent with an endpoint (the policy server) probes its own
+    if is_offline(cfg.id) and own is None:
         return
-    key = (cfg.id, cfg.api_base, cfg.api_key_env)
+    key = (cfg.id, cfg.api_base, cfg.api_key_env, str(cfg.extra.get("url")))
     if key not in _probed:
-        _probed[key] = _ask(cfg, log)
+        _probed[key] = own(cfg) if own else _ask(cfg, log)
     if _probed[key]:
         raise EndpointError(_probed[key])
 

@@ -1,0 +1,67 @@
+"""A policy server written the way openpi's ``WebsocketPolicyServer`` is, on the published
+``openpi-client`` package's own serialisation (``openpi_client.msgpack_numpy``), not on vabench's
+codec: metadata on connect, one packed map per inference with ``server_timing``, the traceback as
+a text frame when the policy raises. It keeps every observation it received, for the tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import websockets.frames
+from openpi_client import base_policy, msgpack_numpy
+from websockets.sync.server import serve
+
+
+class OpenpiServer:
+    def __init__(self, policy: base_policy.BasePolicy, metadata: dict | None = None):
+        self.policy, self.metadata = policy, metadata or {}
+        self.received: list[dict] = []
+        self.connections = 0
+        self.server = serve(self._handler, "127.0.0.1", 0, compression=None, max_size=None)
+        self.port = self.server.socket.getsockname()[1]
+        self.url = f"ws://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _handler(self, websocket) -> None:
+        self.connections += 1
+        packer = msgpack_numpy.Packer()
+        websocket.send(packer.pack(self.metadata))
+        self.policy.reset()
+        for message in websocket:
+            try:
+                start = time.monotonic()
+                obs = msgpack_numpy.unpackb(message)
+                self.received.append(obs)
+                action = self.policy.infer(obs)
+                action["server_timing"] = {"infer_ms": (time.monotonic() - start) * 1000}
+                websocket.send(packer.pack(action))
+            except Exception:
+                websocket.send(traceback.format_exc())
+                websocket.close(
+                    code=websockets.frames.CloseCode.INTERNAL_ERROR,
+                    reason="Internal server error. Traceback included in previous frame.",
+                )
+                return
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+
+
+class Scripted(base_policy.BasePolicy):
+    """A fixed sequence of action vectors, ``horizon`` per chunk, then zeros (restarts on reset)."""
+
+    def __init__(self, vectors, horizon: int = 4):
+        import numpy as np
+
+        self.vectors, self.horizon, self.cursor, self.np = np.asarray(vectors, dtype=np.float32), horizon, 0, np
+
+    def reset(self) -> None:
+        self.cursor = 0
+
+    def infer(self, obs: dict) -> dict:
+        chunk = self.vectors[self.cursor : self.cursor + self.horizon]
+        self.cursor += len(chunk)
+        pad = self.np.zeros((self.horizon - len(chunk), self.vectors.shape[1]), dtype=self.np.float32)
+        return {"actions": self.np.concatenate([chunk, pad])}

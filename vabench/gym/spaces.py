@@ -1,0 +1,152 @@
+"""The Gym env's spaces: the paper's metric action space (Tables 26-27) as a ``Dict``, and the
+observation as a ``Dict`` of the protocol's images and the named robot state (docs/gym.md).
+
+An action is one paper command, exactly what a model's decision names:
+
+- ``command``: an index into :func:`commands` (the env's ``commands``): per controlled arm
+  ``gripper.move_world``, ``gripper.rotate_local``, ``gripper.open``, ``gripper.close``; on a two-arm
+  task also ``dual_gripper.move_world``, ``dual_gripper.open``, ``dual_gripper.close``; under the active
+  protocol every camera action of Table 27 (``camera.view_topdown``, ..., ``camera.pitch_down``);
+- ``axis``, ``sign``, ``distance_mm``, ``angle_deg``: one entry per controlled arm (left before right),
+  read only by the commands that take them: a move reads its arm's ``axis`` (x, y, z), ``sign``
+  (0 ``+``, 1 ``-``) and ``distance_mm`` in [1, 100]; a rotation its ``axis`` (rx, ry, rz), ``sign``
+  and ``angle_deg`` in [1, 90]; the dual move reads both arms' entries.
+
+Every action of the space is a valid command (the planner may still refuse its target). Distances
+and angles are float64, so a decision survives ``encode`` then ``decision`` bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from vabench.envs.actions import (
+    MOVE_MM,
+    ROTATE_DEG,
+    Action,
+    CameraAction,
+    DualGripper,
+    DualMoveWorld,
+    Gripper,
+    MoveWorld,
+    RotateLocal,
+    camera_action_names,
+    parse_action,
+)
+from vabench.envs.render import RenderPreset
+from vabench.envs.sim.camera import PASSIVE_ORDER
+from vabench.envs.state import state_bounds
+from vabench.vocab import ACTIVE
+
+MOVE_AXES, ROTATE_AXES, SIGNS = ("x", "y", "z"), ("rx", "ry", "rz"), ("+", "-")
+MOVE, ROTATE, OPEN, CLOSE = "gripper.move_world", "gripper.rotate_local", "gripper.open", "gripper.close"
+DUAL_MOVE, DUAL_OPEN, DUAL_CLOSE = "dual_gripper.move_world", "dual_gripper.open", "dual_gripper.close"
+CAMERA_PREFIX = "camera."
+
+
+def commands(arms: tuple[str, ...], camera: bool) -> tuple[tuple[str, str | None], ...]:
+    """The command table: (decision name, arm or None), in the order of the ``command`` index."""
+    table = [(name, arm) for arm in arms for name in (MOVE, ROTATE, OPEN, CLOSE)]
+    if len(arms) == 2:
+        table += [(DUAL_MOVE, None), (DUAL_OPEN, None), (DUAL_CLOSE, None)]
+    if camera:
+        table += [(CAMERA_PREFIX + name, None) for name in camera_action_names(arms)]
+    return tuple(table)
+
+
+def command_labels(table) -> tuple[str, ...]:
+    """Readable names of the table's commands (``gripper.move_world arm=left`` on a two-arm task)."""
+    arms = {arm for _, arm in table if arm}
+    return tuple(f"{name} arm={arm}" if arm and len(arms) == 2 else name for name, arm in table)
+
+
+def action_space(arms: tuple[str, ...], camera: bool) -> spaces.Dict:
+    n = len(arms)
+    return spaces.Dict(
+        {
+            "command": spaces.Discrete(len(commands(arms, camera))),
+            "axis": spaces.MultiDiscrete([3] * n),
+            "sign": spaces.MultiDiscrete([2] * n),
+            "distance_mm": spaces.Box(*MOVE_MM, shape=(n,), dtype=np.float64),
+            "angle_deg": spaces.Box(*ROTATE_DEG, shape=(n,), dtype=np.float64),
+        }
+    )
+
+
+def image_sizes(preset: RenderPreset, protocol: str) -> dict[str, tuple[int, int]]:
+    """(height, width) of each image the protocol gives, by view name."""
+    if protocol == ACTIVE.name:
+        return {ACTIVE.name: (preset.active.height, preset.active.width)}
+    width, height = preset.observer_size
+    return {view: (height, width) for view in PASSIVE_ORDER}
+
+
+def observation_space(preset: RenderPreset, protocol: str, arms: tuple[str, ...]) -> spaces.Dict:
+    """``pixels``: the protocol's images (uint8 HxWx3, by view); ``agent_pos``: the named state
+    (vabench.envs.state), as LeRobot's Gym envs name them."""
+    pixels = {v: spaces.Box(0, 255, (h, w, 3), np.uint8) for v, (h, w) in image_sizes(preset, protocol).items()}
+    low, high = state_bounds(arms)
+    return spaces.Dict({"pixels": spaces.Dict(pixels), "agent_pos": spaces.Box(low, high, dtype=np.float32)})
+
+
+def _params(action: dict, k: int, rotate: bool) -> dict:
+    axes, amount = (ROTATE_AXES, "angle_deg") if rotate else (MOVE_AXES, "distance_mm")
+    return {
+        "axis": axes[int(action["axis"][k])],
+        "sign": SIGNS[int(action["sign"][k])],
+        amount: float(action[amount][k]),
+    }
+
+
+def decision(action: dict, table, arms: tuple[str, ...]) -> dict:
+    """The protocol decision (the JSON a model would send) that a Gym action encodes."""
+    index = int(action["command"])
+    if not 0 <= index < len(table):
+        raise ValueError(f"command {index} is outside the command table (0..{len(table) - 1})")
+    name, arm = table[index]
+    out: dict = {"action": name}
+    if arm is not None and len(arms) == 2:
+        out["arm"] = arm
+    if name in (MOVE, ROTATE):
+        out.update(_params(action, arms.index(arm), name == ROTATE))
+    elif name == DUAL_MOVE:
+        out.update({side: _params(action, k, False) for k, side in enumerate(arms)})
+    return out
+
+
+def encode(act: Action | dict, table, arms: tuple[str, ...], camera: bool) -> dict:
+    """The Gym action of a typed action, or of a decision dict (parsed as the env would)."""
+    if isinstance(act, dict):
+        act = parse_action(act, arms, camera)
+    n = len(arms)
+    out = {
+        "axis": np.zeros(n, np.int64),
+        "sign": np.zeros(n, np.int64),
+        "distance_mm": np.full(n, MOVE_MM[0]),
+        "angle_deg": np.full(n, ROTATE_DEG[0]),
+    }
+
+    def put(mv: MoveWorld | RotateLocal) -> None:
+        k = arms.index(mv.arm)
+        rotate = isinstance(mv, RotateLocal)
+        out["axis"][k] = (ROTATE_AXES if rotate else MOVE_AXES).index(mv.axis)
+        out["sign"][k] = 0 if mv.sign > 0 else 1
+        out["angle_deg" if rotate else "distance_mm"][k] = mv.angle_deg if rotate else mv.distance_mm
+
+    if isinstance(act, MoveWorld | RotateLocal):
+        put(act)
+        key = (MOVE if isinstance(act, MoveWorld) else ROTATE, act.arm)
+    elif isinstance(act, Gripper):
+        key = (CLOSE if act.close else OPEN, act.arm)
+    elif isinstance(act, DualMoveWorld):
+        put(act.left)
+        put(act.right)
+        key = (DUAL_MOVE, None)
+    elif isinstance(act, DualGripper):
+        key = (DUAL_CLOSE if act.close else DUAL_OPEN, None)
+    elif isinstance(act, CameraAction):
+        key = (CAMERA_PREFIX + act.name, None)
+    else:
+        raise TypeError(f"not an action: {act!r}")
+    return {"command": table.index(key), **out}
