@@ -311,6 +311,7 @@ OTHER_MEANINGS = {
     ("vabench.config.choices", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.config", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.cli.tasks", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.gym.env", "robot"): "the condition key robot (the embodiment)",
     ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
 }

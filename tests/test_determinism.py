@@ -12,8 +12,8 @@ from .conftest import scene_digest
 
 SCRIPT = """
 import hashlib, sys
-from vabench.envs.env import VABenchEnv
-env = VABenchEnv()
+from vabench.envs import RENDER_PRESETS, EnvConfig, VABenchEnv
+env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["fast"]))  # as the render_env fixture
 obs = env.reset(sys.argv[1], int(sys.argv[2]))
 h = hashlib.sha256()
 for name in sorted(env.world.bodies):

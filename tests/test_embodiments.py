@@ -66,8 +66,8 @@ def test_config_names_the_robot(monkeypatch):
     from tests.test_launch import composed, validate
     from vabench.envs import seeds
 
-    assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").robot == "xarm7"
-    assert validate("run_id=x").robot == "panda"
+    assert validate("run_id=x", "robot=xarm7", "tasks=[grasp_single_cube]").condition.robot == "xarm7"
+    assert validate("run_id=x").condition.robot == "panda"
     for robot, track in [(r, t) for r in OTHERS for t in Track]:  # tasks=all: the screened ones it can do
         if playable := _playable_on(robot, track):  # a declared one is left out
             assert set(validate("run_id=x", f"robot={robot}", f"track={track}").tasks) == playable
@@ -88,8 +88,8 @@ def test_config_names_the_robot(monkeypatch):
     with pytest.raises(ValueError, match=declared):  # none accepted: the upright placement is out of its reach
         validate("run_id=x", "robot=xarm7", "tasks=[place_single_bottle_upright]")
     assert composed("+experiment=embodiments", "run_id=x")["experiment"] == "embodiments"
-    cfg = composed("run_id=x", "robot.name=kuka")
-    with pytest.raises(ValueError, match="'robot.name' must be one of panda, xarm7, ur5"):
+    cfg = composed("run_id=x", "robot=kuka")
+    with pytest.raises(ValueError, match="'robot': unknown robot 'kuka' choices: panda, ur5, xarm7"):
         from pathlib import Path
 
         from vabench.config.run import from_config
@@ -106,7 +106,10 @@ def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
 
     cfg = composed("run_id=x", "tasks=[grasp_single_cube]")
     del cfg["robot"]
-    assert from_config(cfg, tmp_path / "x", log=lambda *_: None).robot == Robot.PANDA
+    assert from_config(cfg, tmp_path / "x", log=lambda *_: None).condition.robot == Robot.PANDA
+    old = composed("run_id=x", "tasks=[grasp_single_cube]")  # and one from before robot was a plain key
+    old["robot"] = {"name": "ur5"}
+    assert from_config(old, tmp_path / "x", log=lambda *_: None).condition.robot == "ur5"
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from vabench.config.run import ConfigError, from_config
 
-CONF = str(Path(__file__).resolve().parents[1] / "conf")
+ROOT = Path(__file__).resolve().parents[1]
+CONF = str(ROOT / "conf")
 EXPERIMENTS = sorted(p.stem for p in Path(CONF, "experiment").glob("*.yaml"))
 
 
@@ -199,3 +200,35 @@ def test_the_paper_study_sweeps_every_condition_base_runs_first_side_by_side():
     assert cfg.hydra.launcher._target_.endswith("JoblibLauncher") and cfg.hydra.mode.name == "MULTIRUN"
     for name in sweep:  # each condition validates on its own
         assert validate(f"+experiment={name}", "model=oracle").experiment == name
+
+
+def test_the_words_users_type_are_condition_keys():
+    """intervention=, perturbation=, robot=, render= and observation= are plain keys of the one
+    condition; intervention=expert_summary is the summary source expert; a view intervention keeps
+    the protocol it changes."""
+    run = validate("model=posetext", "intervention=object_poses", "perturbation=blur:2", "robot=ur5", "seeds=1")
+    c = run.condition
+    assert (c.intervention, c.perturbation, c.robot, c.render) == ("object_poses", "blur:2", "ur5", "paper")
+    assert c.label == "posetext | active | summary none | intervention object_poses | robot ur5 | perturbation blur:2"
+    expert = validate("model=openai", "intervention=expert_summary", "tasks=[grasp_single_cube]")
+    assert (str(expert.summary), expert.condition.interventions) == ("expert", "expert_summary")
+    said = []
+    views = from_config(composed("protocol=both", "intervention=views_1", "model=openai"), Path("/x"), said.append)
+    assert views.protocols == ("passive",) and said == [
+        "intervention=views_1 changes the passive observation only: protocol passive"
+    ]
+
+
+def test_the_words_users_type_work_on_the_command_line(tmp_path):
+    """Through the launcher itself (plan=true: composed, validated, planned, nothing made)."""
+    import subprocess
+    import sys
+
+    args = ["model=posetext", "intervention=object_poses", "perturbation=blur:2", "robot=ur5", "plan=true"]
+    args += ["tasks=[grasp_single_cube]", "seeds=1", f"results_dir={tmp_path}/r"]
+    done = subprocess.run([sys.executable, "-m", "vabench.launch", *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (
+        "posetext | active | summary none | intervention object_poses | robot ur5 | perturbation blur:2" in done.stdout
+    )
+    assert not (tmp_path / "r").exists()

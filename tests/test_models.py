@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import tenacity  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.agents import llm  # noqa: E402
+from vabench.agents import llm, registry  # noqa: E402
 from vabench.agents.llm import LiteLLMModel  # noqa: E402
 from vabench.agents.models import Model, ModelConfig, ModelError, Reply, image_media_type, image_part  # noqa: E402
 from vabench.agents.registry import OFFLINE_AGENTS, OfflineAgent, check_model_id, is_offline, make_model  # noqa: E402
@@ -367,7 +367,7 @@ def test_image_arrives_at_the_server_unchanged(server, key):
         ("api_key", "api_key_env"),
         ("api_base", "api_base"),
         ("messages", "complete()"),
-        ("model", "ModelConfig.model"),
+        ("model", "model.id"),
         ("stream", "streaming"),
         ("num_retries", "max_retries"),
         ("max_retries", "max_retries"),
@@ -395,7 +395,9 @@ def test_make_model_prefers_registered_offline_agents(monkeypatch):
         def complete(self, messages: list[dict]) -> Reply:
             return Reply(text="STOP")
 
-    monkeypatch.setitem(OFFLINE_AGENTS, "fixed", OfflineAgent("fixed", Fixed, "a test agent"))
+    agents = OFFLINE_AGENTS.copy()
+    agents.add("fixed", OfflineAgent("fixed", Fixed, "a test agent"))
+    monkeypatch.setattr(registry, "OFFLINE_AGENTS", agents)
     assert isinstance(make_model(ModelConfig(id="fixed")), Fixed) and is_offline("fixed")
     assert isinstance(make_model(ModelConfig(id="openai/gpt-4o")), LiteLLMModel)
     assert not is_offline("openai/gpt-4o")
@@ -403,7 +405,7 @@ def test_make_model_prefers_registered_offline_agents(monkeypatch):
 
 @pytest.mark.parametrize("bad", ["gpt-4o", "", "  ", None, 3])
 def test_a_model_id_is_an_offline_agent_or_a_provider_string(bad):
-    with pytest.raises(ValueError, match="oracle, random, replay|non-empty"):
+    with pytest.raises(ValueError, match="choices: oracle, policy, posetext, random, replay, servo|non-empty"):
         check_model_id(bad)
     assert check_model_id("oracle") == "oracle" and check_model_id("hosted_vllm/x/y") == "hosted_vllm/x/y"
 

@@ -33,6 +33,7 @@ XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.titl
 
 def launch(results: Path, *overrides: str, run_id: str = "review") -> None:
     cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", f"run_id={run_id}", "ray.address=none"]
+    cmd += ["render=fast"]  # the images these tests measure (640x480)
     subprocess.run([*cmd, *overrides], check=True, env=ENV, capture_output=True, timeout=600)
 
 

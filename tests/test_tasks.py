@@ -128,9 +128,9 @@ def test_missing_manifest_error_names_the_fix(tmp_path, monkeypatch):
 
 
 def test_unknown_task_and_bad_protocol_are_clear_errors(physics_env):
-    with pytest.raises(KeyError, match="registered: beat_block_hammer_right, .*grasp_single_cube"):
+    with pytest.raises(ValueError, match="unknown task 'grasp_everything'.* choices: beat_block_hammer_right, "):
         physics_env.reset("grasp_everything", 0)
-    with pytest.raises(ValueError, match="protocol must be one of active, passive"):
+    with pytest.raises(ValueError, match="unknown protocol 'blind' choices: active, passive"):
         physics_env.reset("grasp_single_cube", 0, protocol="blind")
     with pytest.raises(ValueError, match="seed must be an integer"):
         physics_env.reset("grasp_single_cube", 1.5)

@@ -94,7 +94,6 @@ MANIFESTS: Registry[Manifest] = Registry(
     ),
     "intervention=NAME",
 )
-HARNESS_INTERVENTIONS = tuple(n for n in Intervention if n != Intervention.EXPERT_SUMMARY)  # harness.intervention
 
 
 def manifest(name: str) -> Manifest:

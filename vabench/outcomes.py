@@ -67,7 +67,7 @@ class OutcomeRow:
     observation: str = _col(
         STR,
         ObservationProfile.PAPER,
-        " | ".join(ObservationProfile) + ": what the model is told per step (harness.observation)",
+        " | ".join(ObservationProfile) + ": what the model is told per step (observation=)",
     )
     render: str = _col(
         STR, Render.PAPER, " | ".join(Render) + ": the render preset (image sizes and encodings; vabench.envs.render)"

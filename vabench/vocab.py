@@ -142,14 +142,14 @@ class Arms(StrEnum):
 
 
 class ObservationProfile(StrEnum):
-    """What each observation tells the model (harness.observation; README, "What the model is told")."""
+    """What each observation tells the model (``observation=``; vabench.condition)."""
 
     PAPER = "paper"  # the paper's boundary: step, instruction, proprioception, actions, two booleans, images
     EXPLAINED = "explained"  # an ablation: + budget left, the env's reason texts, table height, earlier images
 
 
 class Intervention(StrEnum):
-    """A named intervention across the paper's boundary (harness.intervention, or summary=expert):
+    """A named intervention across the paper's boundary (``intervention=``, or summary=expert):
     each has a declared input manifest (vabench.interventions), a row column and a label part, so its
     rows never pool with the paper condition's."""
 
@@ -171,7 +171,7 @@ class Render(StrEnum):
 
 
 class Perturbation(StrEnum):
-    """Visual perturbation kinds (``perturbation.kind``; vabench.envs.perturb): the look changes, the
+    """Visual perturbation kinds (``perturbation=<kind>:<level>``; vabench.envs.perturb): the look changes, the
     physics never does, so every manifest seed stays valid."""
 
     NONE = "none"  # the paper's look

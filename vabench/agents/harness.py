@@ -123,7 +123,7 @@ def run_episode(
     env, model: Model, episode: Episode, out_dir: Path, config: HarnessConfig | None = None, runtime=None
 ) -> OutcomeRow:
     """Run ``episode`` with ``model`` on ``env`` under ``config``, its record in ``out_dir``, and
-    return its outcome row. The spec must name the profile and render preset the run uses."""
+    return its outcome row. ``env`` must be built for the spec's condition look (EnvConfig.of)."""
     config, runtime = config or HarnessConfig(), runtime or Runtime()
     spec = _played_on(episode.spec, model, env)
     record = EpisodeRecord(Path(out_dir))

@@ -1,5 +1,5 @@
 """The posetext agent (``model=posetext``; issue 27): an offline agent that reads only the text of
-the request under ``harness.intervention=object_poses`` (the robot state and the task objects'
+the request under ``intervention=object_poses`` (the robot state and the task objects'
 centres, yaws and sizes), never an image, never the simulator.
 
 Under the paper's boundary it sees no poses and stops at once (the floor of its attribution row).
@@ -28,7 +28,7 @@ _VEC = rf"\[({_NUM}(?:, {_NUM})*)\]"
 _ARM = re.compile(rf"^(left|right) arm: gripper (open|closed); GC {_VEC}; .*?; rx {_VEC}, ry {_VEC}, rz {_VEC}$", re.M)
 _BODY = re.compile(rf"^- (\S+): centre {_VEC}, yaw_deg ({_NUM}), size {_VEC}, (static|movable)$", re.M)
 PRESS_BELOW_TIP = 0.0092 - 0.004  # closed top-down fingertips sit 9.2 mm below GC; press 4 mm into the knob
-NO_POSES = "posetext: the request states no object poses (harness.intervention=object_poses gives them)"
+NO_POSES = "posetext: the request states no object poses (intervention=object_poses gives them)"
 
 
 def _vec(text: str) -> np.ndarray:
