@@ -342,3 +342,10 @@ def test_passive_sends_the_five_views_under_their_keys(tmp_path):
     names = ["cam/top", "observation/image_front_side_45", "observation/image_oblique_45", "observation/image_side",
              "observation/image_side_top_45", "observation/state", "prompt"]  # fmt: skip
     assert sorted(server.received[0]) == names and server.received[0]["cam/top"].shape == (240, 320, 3)
+
+
+def test_a_budget_other_than_the_default_is_in_the_condition():
+    """Rows of two step budgets never pool: a scale other than the default names the model."""
+    assert make_model(policy("ws://127.0.0.1:9")).name == "policy"
+    assert make_model(policy("ws://127.0.0.1:9", budget_scale=20)).name == "policy-budget-x20"
+    assert make_model(ModelConfig(id="policy", name="pi0", extra={"url": "ws://h:1", "budget_scale": 2})).name == "pi0"

@@ -48,6 +48,13 @@ _TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
 _VIEWS = re.compile(r"(?:in the fixed order|Then the views) ([a-z0-9_, ]+)\.")
 
 
+def _default_name(budget_scale: float) -> str:
+    """The row's model name when the config names none: a budget scale other than the default is
+    in it, so rows of two budgets never share a condition label."""
+    default = next(f.default for f in fields(PolicyConfig) if f.name == "budget_scale")
+    return DEFAULT_NAME if budget_scale == default else f"{DEFAULT_NAME}-budget-x{budget_scale:g}"
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     """``model.extra`` of ``model=policy`` (docs/policy.md has the table)."""
@@ -162,7 +169,7 @@ class PolicyAgent(Model):
         if importlib.util.find_spec("websockets") is None:
             raise ValueError("model.id=policy needs the policy extra: pip install 'vabench[policy]'")
         self.config = PolicyConfig.of(dict(cfg.extra))  # ValueError names the key
-        self.name = cfg.name or DEFAULT_NAME
+        self.name = cfg.name or _default_name(self.config.budget_scale)
         self.timeout_s, self.api_key_env = cfg.timeout_s, cfg.api_key_env
         self.client: PolicyClient | None = None
         self.maker: CommandMaker | None = None
