@@ -20,17 +20,8 @@ import gymnasium as gym
 import vabench.gym
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
+from vabench.gym.oracle import expert_decisions
 from vabench.vocab import ACTIVE, Render
-
-
-def expert_decisions(sim: VABenchEnv, task: str, seed: int) -> list[dict]:
-    sim.reset(task, seed)
-    decisions = []
-    for action in sim.expert():
-        decisions.append(action)
-        if sim.step(action).done:
-            break
-    return decisions
 
 
 def replay(env, seed: int, decisions: list[dict]) -> tuple[bool, int]:
@@ -58,7 +49,7 @@ def main() -> None:
         seeds = eval_seeds(task)[: args.seeds]
         started, results = time.perf_counter(), {}
         for seed in seeds:
-            results[seed] = replay(env, seed, expert_decisions(sim, task, seed))
+            results[seed] = replay(env, seed, expert_decisions(task, seed, sim))
         env.close()
         wins = sum(ok for ok, _ in results.values())
         failed = [s for s, (ok, _) in results.items() if not ok]

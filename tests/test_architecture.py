@@ -54,41 +54,14 @@ LAYERS = [
     ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
     ("vabench.launch", "vabench.tasks", "vabench.serve_policy"),
 ]
+RUN_LEVEL = ("vabench.actors", "vabench.config", "vabench.runfolder", "vabench.plan", "vabench.run", "vabench.launch")
+READERS = ("vabench.envs", "vabench.agents", *RUN_LEVEL)  # what code that only reads run folders never imports
 ISOLATED = {
-    "vabench.analysis": (
-        "vabench.envs",
-        "vabench.agents",
-        "vabench.actors",
-        "vabench.config",
-        "vabench.runfolder",
-        "vabench.plan",
-        "vabench.run",
-        "vabench.launch",
-    ),
+    "vabench.analysis": READERS,
     "vabench.agents": ("vabench.analysis",),
-    "vabench.review": (
-        "vabench.envs",
-        "vabench.agents",
-        "vabench.actors",
-        "vabench.config",
-        "vabench.runfolder",
-        "vabench.plan",
-        "vabench.run",
-        "vabench.launch",
-    ),
+    "vabench.review": READERS,
     "vabench.export": ("vabench.agents", "vabench.actors", "vabench.run", "vabench.launch"),  # and so no Ray
-    "vabench.site": (
-        "vabench.envs",
-        "vabench.agents",
-        "vabench.actors",
-        "vabench.config",
-        "vabench.runfolder",
-        "vabench.plan",
-        "vabench.run",
-        "vabench.launch",
-        "vabench.verify.check",
-        "vabench.verify.resim",
-    ),
+    "vabench.site": (*READERS, "vabench.verify.check", "vabench.verify.resim"),
 }
 # third-party frameworks that only these modules may import
 CONFINED = {

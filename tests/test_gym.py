@@ -25,6 +25,7 @@ from vabench.envs.render import RENDER_PRESETS
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import TASKS
 from vabench.gym import spaces as sp
+from vabench.gym.oracle import expert_decisions
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_NORMALISED = "For Box action spaces, we recommend using a symmetric and normalized space"  # metric on purpose
@@ -124,19 +125,6 @@ def test_bad_kwargs_are_refused_in_one_line(kwargs, message):
 
 
 # -- the same physics and checker as the launcher ---------------------------------------------------
-
-
-def expert_decisions(task: str, seed: int) -> list[dict]:
-    """The oracle's actions on a manifest seed: the task expert run on a physics-only env."""
-    env = VABenchEnv(EnvConfig(render=False))
-    env.reset(task, seed)
-    decisions = []
-    for action in env.expert():
-        decisions.append(action)
-        if env.step(action).done:
-            break
-    env.close()
-    return decisions
 
 
 def replay(env, seed: int, decisions: list[dict]) -> list[tuple]:
