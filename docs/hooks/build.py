@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # mkdocs restores sys.path once the hook is loaded, so
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # mkdocs restores sys.path after loading the hook,
 from mkdocs.structure.files import File  # noqa: E402
 from pages import PAGES  # noqa: E402
-from study import study_table  # noqa: E402
+from fragments import exit_table, screened_table, study_table  # noqa: E402
 
-import vabench  # noqa: E402, F401  (this checkout's, before an installed one, is imported now)
+import vabench  # noqa: E402, F401  (so this checkout's vabench, not an installed one, is imported now)
 
-FRAGMENTS = {"study": study_table}
+FRAGMENTS = {"study": study_table, "exits": exit_table, "screened": screened_table}
 MARKER = re.compile(r"<!-- generated:(\w+) -->")
 
 

@@ -1,7 +1,7 @@
-"""The table of the paper's study on docs/study.md: every experiment in ``conf/experiment/``, its jobs,
-episodes, model calls, dollars and hours, from the same code ``plan=true`` runs (the priors, LiteLLM's
-local price map), for one reference model. Made when the site builds, so it follows the experiments,
-the task registry, the seed manifests and the priors."""
+"""Tables that hand-written pages embed (``<!-- generated:NAME -->``), made when the site builds:
+the paper's study on docs/study.md (every experiment in ``conf/experiment/``, its jobs, episodes,
+model calls, dollars and hours, from the same code ``plan=true`` runs: the priors and LiteLLM's local
+price map, for one reference model), the launcher's exit statuses, and each robot's screened seeds."""
 
 from __future__ import annotations
 
@@ -75,3 +75,38 @@ def study_table() -> str:
         "episodes in flight and no rate limit. Your model's figures: add `plan=true` to its command.*"
     )
     return table(head, rows) + "\n\n" + note
+
+
+def exit_table() -> str:
+    """The launcher's exit statuses (``vabench.launch.exits.Exit``) and their comments."""
+    from sources import member_comments
+
+    from vabench.launch.exits import Exit
+
+    said = member_comments(Exit)
+    return table(("status", "name", "meaning"), [(int(e), f"`{e.name}`", said.get(e.name, "")) for e in Exit])
+
+
+def screened_table() -> str:
+    """Per task, each robot's accepted / tried seeds (its manifest's ``accepted`` and ``rejected``), and
+    ``declared`` when it can do none."""
+    from vabench.envs.seeds import load_manifest
+    from vabench.envs.sim.embodiments import EMBODIMENTS
+    from vabench.envs.tasks import tasks_of_track
+    from vabench.vocab import Robot, Track
+
+    robots = [r for r in EMBODIMENTS if r != Robot.PANDA]
+    rows = []
+    for track in Track:
+        for task in tasks_of_track(track):
+            cells = []
+            for robot in robots:
+                try:
+                    m = load_manifest(task, robot)
+                except FileNotFoundError:
+                    cells.append("not screened")
+                    continue
+                accepted, tried = len(m["accepted"]), len(m["accepted"]) + len(m.get("rejected", []))
+                cells.append(f"{accepted} / {tried}" + (" (declared)" if not accepted else ""))
+            rows.append((f"`{task}`", *cells))
+    return table(("task", *(f"{r} accepted / tried" for r in robots)), rows)
