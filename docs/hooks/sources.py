@@ -155,9 +155,11 @@ def flat(data: dict, prefix: str = "") -> list[tuple[str, object]]:
 
 
 def cell(value) -> str:
-    """A table cell: ``|`` escaped, and ``<``/``>`` outside code spans too (``<model id>`` is no tag)."""
-    parts = str(value).replace("|", "\\|").replace("\n", " ").split("`")
-    return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
+    """A table cell: ``|``, ``<`` and ``>`` escaped outside code spans (inside one a pipe splits no
+    column, and ``<model id>`` is no tag)."""
+    parts = str(value).replace("\n", " ").split("`")
+    plain = lambda p: p.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
+    return "`".join(p if i % 2 else plain(p) for i, p in enumerate(parts))
 
 
 def table(header: tuple[str, ...], rows) -> str:
