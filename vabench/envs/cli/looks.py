@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vabench.vocab import Robot
+from vabench.vocab import ACTIVE, PASSIVE, Robot
 
 from ..env import EnvConfig, VABenchEnv
 from ..perturb import PerturbationConfig, every_level
@@ -48,8 +48,9 @@ def _sheet(tiles: list[Image.Image], columns: int, out: Path) -> Path:
 def views(task: str, seed: int, out: Path) -> Path:
     """The first active view and the five passive views of one scene (the two protocols' images)."""
     env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["paper"]))
-    tiles = [_label(env.reset(task, seed, "active").images["active"], "active camera (one view, movable)")]
-    passive = env.reset(task, seed, "passive").images
+    active = env.reset(task, seed, ACTIVE.name).images[ACTIVE.name]
+    tiles = [_label(active, "active camera (one view, movable)")]
+    passive = env.reset(task, seed, PASSIVE.name).images
     tiles += [_label(rgb, f"passive: {view}") for view, rgb in passive.items()]
     env.close()
     return _sheet(tiles, 3, out)
