@@ -10,9 +10,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # mkdocs restores sys.path after loading the hook,
+from fragments import exit_table, screened_table, study_table  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 from pages import PAGES  # noqa: E402
-from fragments import exit_table, screened_table, study_table  # noqa: E402
 
 import vabench  # noqa: E402, F401  (so this checkout's vabench, not an installed one, is imported now)
 
