@@ -292,3 +292,23 @@ def test_one_model_on_one_task_is_on_the_first_screen():
     """A new user finds how to run one real model on one task in the first lines of the site."""
     first = "\n".join((DOCS / "index.md").read_text().splitlines()[:12])
     assert "model=openai tasks=[grasp_single_cube]" in first and "plan=true" in first and "run_id=" in first
+
+
+def test_every_config_key_says_what_it_means():
+    """The reference page's meanings are the fields' comments: a key without one would show none."""
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        from sources import field_rows, yaml_keys
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
+    from vabench.agents.harness_config import HarnessConfig
+    from vabench.agents.models import ModelConfig
+    from vabench.condition import Condition
+    from vabench.config.run import PlanConfig, RayConfig, RunOptions
+    from vabench.envs.config import RecordingConfig
+
+    silent = [f"{cls.__name__}.{k}" for cls in (ModelConfig, HarnessConfig, RayConfig, RecordingConfig, PlanConfig,
+              RunOptions, Condition) for k, _, said in field_rows(cls) if not said]  # fmt: skip
+    silent += [f"conf/config.yaml {k}" for k, _, said in yaml_keys(ROOT / "conf" / "config.yaml")
+               if not said and k not in ("defaults", "hydra")]  # fmt: skip
+    assert not silent, f"config keys without a comment saying what they mean: {silent}"

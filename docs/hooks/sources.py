@@ -9,7 +9,7 @@ import inspect
 import io
 import re
 import tokenize
-from dataclasses import MISSING, fields
+from dataclasses import MISSING
 from pathlib import Path
 
 import yaml
@@ -78,18 +78,11 @@ def constants(module) -> list[tuple[str, str, str]]:
 
 
 def field_rows(cls) -> list[tuple[str, object, str]]:
-    """(name, default, meaning) of every field of a dataclass."""
+    """(name, default, meaning) of every field of a dataclass (the defaults as Hydra gets them)."""
+    from vabench.config.sections import REQUIRED, defaults
+
     said = member_comments(cls)
-    out = []
-    for f in fields(cls):
-        if f.default is not MISSING:
-            value = f.default
-        elif f.default_factory is not MISSING:
-            value = f.default_factory()
-        else:
-            value = MISSING
-        out.append((f.name, value, said.get(f.name, "")))
-    return out
+    return [(k, MISSING if v == REQUIRED else v, said.get(k, "")) for k, v in defaults(cls).items()]
 
 
 def shown(value) -> str:
