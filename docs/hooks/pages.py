@@ -103,7 +103,8 @@ def _sets(path: Path) -> str:
     data = yaml_data(path)
     sweep = ((data.pop("hydra", None) or {}).get("sweeper") or {}).get("params") or {}
     data.pop("defaults", None)
-    said = [f"`{k}={v}`" for k, v in flat(data)]
+    typed = lambda v: f"[{','.join(map(str, v))}]" if isinstance(v, list) else str(v)  # noqa: E731  (as users type it)
+    said = [f"`{k}={typed(v)}`" for k, v in flat(data)]
     said += [f"sweeps `{k}={v}`" for k, v in sweep.items()]
     return ", ".join(said)
 
