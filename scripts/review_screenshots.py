@@ -1,4 +1,4 @@
-"""Screenshots of the review app for the README: the run page and an episode page, at several
+"""Screenshots of the review app for the docs (docs/review.md): the run page and an episode page, at several
 window widths within the supported 800-2560 px (below about 1100 px the layout changes).
 
     .venv/bin/python scripts/review_screenshots.py RUN_FOLDER [--out docs/review] [--record REC]

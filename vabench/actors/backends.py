@@ -203,14 +203,14 @@ class RayBackend:
         except (GetTimeoutError, RayError) as e:
             raise NodeCheckFailed(
                 f"could not check the cluster's nodes ({', '.join(names)}) within 120 s: {type(e).__name__}: "
-                f"{str(e)[:300]}. Every node needs this repository and its environment (README, Scaling out)."
+                f"{str(e)[:300]}. Every node needs this repository and its environment (docs/cluster.md)."
             ) from None
         no_key = [name for name, has_key in zip(names, seen, strict=True) if not has_key]
         if no_key:
             raise NodeCheckFailed(
                 f"model.api_key_env names {var}, which is not set for Ray's workers on {len(no_key)} of "
                 f"{len(nodes)} node(s): {', '.join(no_key)}. Export {var} in the shell that runs `ray start` on "
-                f"every node and restart Ray there (README, Scaling out): vabench never sends keys through "
+                f"every node and restart Ray there (docs/cluster.md): vabench never sends keys through "
                 f"Ray, which writes runtime environments to its logs in plain text."
             )
 

@@ -127,19 +127,17 @@ class ModelConfig:
     # openai/..., anthropic/..., gemini/..., hosted_vllm/..., ollama_chat/...
     id: str
     name: str | None = None  # what rows and records call it (the condition's model); default: the id
-    api_base: str | None = None
-    api_key_env: str | None = None
+    api_base: str | None = None  # the endpoint (a vLLM or Ollama server, a proxy); None: the provider's own
+    api_key_env: str | None = None  # the environment variable holding the key; None: the provider's usual one
     timeout_s: float = 180.0  # per HTTP attempt; replies with several images can take a minute
-    max_retries: int = 6
-    backoff_initial_s: float = 2.0
-    backoff_max_s: float = 60.0
-    max_tokens: int = 4096
-    temperature: float | None = None
+    max_retries: int = 6  # retries of a failed HTTP attempt (rate limit, timeout, 5xx), with backoff
+    backoff_initial_s: float = 2.0  # exponential backoff with full jitter from this; a longer Retry-After wins
+    backoff_max_s: float = 60.0  # the longest wait between retries
+    max_tokens: int = 4096  # output tokens per reply (reasoning tokens included)
+    temperature: float | None = None  # None: the provider's default (extended thinking accepts only None or 1)
     max_concurrency: int = 8  # episodes in flight for this model at once (a provider's rate limit)
-    # requests / tokens (prompt + completion) per minute for this model across the whole run, all workers and
-    # nodes (vabench.agents.ratelimit); None: unlimited
-    rpm: float | None = None
-    tpm: float | None = None
+    rpm: float | None = None  # requests per minute across the whole run, every worker and node; None: unlimited
+    tpm: float | None = None  # tokens (prompt + completion) per minute, the same way (vabench.agents.ratelimit)
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
     cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.cache)
     # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (vabench.agents.llm);

@@ -47,11 +47,11 @@ RAY_TIMES = ("place_timeout_s", "starve_timeout_s", "check_every_s", "hang_s", "
 @dataclass(frozen=True)
 class RayConfig:
     address: str = "local"  # local | auto | ray://host:10001 | host:port | none (no Ray: in this process)
-    num_cpus: int | None = None
-    env_actors: int = 4
+    num_cpus: int | None = None  # CPUs of the private Ray (address=local); None: Ray counts them
+    env_actors: int = 4  # env worker processes (Ray actors), each hosting episodes_per_actor episodes
     episodes_per_actor: int = 8  # episodes one env actor hosts at once (threads; one scene each)
-    actor_cpus: float = 0.5
-    actor_gpus: float = 0.0
+    actor_cpus: float = 0.5  # CPUs Ray books per env worker (oversubscribed: model latency dominates)
+    actor_gpus: float = 0.0  # GPUs (a fraction) per env worker, for rendering on a GPU node
     place_timeout_s: float = 120.0  # a worker not placed and started this long (x load) is given up while one is live
     starve_timeout_s: float = 600.0  # no worker live this long (x load): the run stops as interrupted (resumable)
     check_every_s: float = 15.0  # how often the backstop looks at the workers

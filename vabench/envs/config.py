@@ -22,12 +22,12 @@ class RecordingConfig:
     reset and after every action for reviewers and videos, stored apart from the model's frames,
     never in an Observation. ``fps`` is the episode video's frame rate (one frame per step)."""
 
-    enabled: bool = True
-    width: int = 320
-    height: int = 240
+    enabled: bool = True  # render the recording view at reset and after every action
+    width: int = 320  # recording view width in pixels (even: H.264)
+    height: int = 240  # recording view height in pixels (even: H.264)
     overlay: bool = True  # GC and end-effector markers, gripper axes, the step's action
     video: bool = True  # an mp4 per episode from its recording views, when the episode ends
-    fps: float = 2.0
+    fps: float = 2.0  # the episode video's frame rate (one frame per step)
 
     def __post_init__(self):
         within(self, "recording", 16, 1920, "width")

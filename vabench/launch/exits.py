@@ -1,4 +1,4 @@
-"""The launcher's exit status, declared once (README, "Run an evaluation")."""
+"""The launcher's exit status, declared once (docs/running.md, "How a run ends")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ class Exit(IntEnum):
     CRASH = 1  # an unexpected error (Python's own status for a traceback)
     REFUSED = 2  # refused before any work, or stopped, with one line saying why
     UNJUDGED = 3  # the run ended, but some episodes are infra_error rows (rerun the same run_id)
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # Ctrl-C (or a signal): the run stopped and resumes on the next launch
 
 
 def leave(code: Exit, message: str | None = None) -> None:

@@ -40,7 +40,7 @@ class Priors:
     summary_tokens: int = 600  # a learned summary in the system prompt (summary=own or shared)
     thinking_share: float = 0.6  # of an extended-thinking budget used per reply
     reasoning_tokens: int = 600  # per reply of a reasoning model with reasoning_effort set
-    latency_s: float = 8.0  # per call (5-20 s for multimodal models, README)
+    latency_s: float = 8.0  # per call (5-20 s for multimodal models)
     sim_s_per_step: float = 0.15  # simulator, render and harness per step at paper (benchmarks/action_cost.py)
     learn_calls: int = 8  # summary learning: retrieve, a few frame looks, learn
     learn_images: int = 6  # demo frames a learning request carries on average
@@ -187,7 +187,7 @@ def episode_counts(run: RunConfig) -> dict[tuple[str, str], int]:
 
 
 def in_flight(run: RunConfig) -> int:
-    """Episodes run at once (README, "Scaling"): one without Ray, else the workers' slots up to
+    """Episodes run at once (docs/cluster.md, "Sizing a run"): one without Ray, else the workers' slots up to
     the model's max_concurrency."""
     if run.ray.in_process:
         return 1

@@ -110,7 +110,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, int], list[str]
 
 
 def plan_text(run: RunConfig, plan: PlanConfig) -> str:
-    """Everything the plan prints (docs: README, "Plan a run")."""
+    """Everything the plan prints (docs/cost.md)."""
     from vabench.agents.llm import prices
 
     rows = calibration(plan.calibrate)
@@ -148,6 +148,22 @@ def plan_text(run: RunConfig, plan: PlanConfig) -> str:
     if plan.difference is not None:
         lines += _power_lines(run, plan, total, price)
     return "\n".join(lines)
+
+
+def totals(run: RunConfig) -> dict[str, float | None]:
+    """A run's size and cost from the priors, as the plan prints them: episodes, model calls, dollars
+    (episodes and summary learning; None when LiteLLM cannot price the model) and wall hours (the
+    docs' table of the paper's study)."""
+    from vabench.agents.llm import prices
+
+    price = prices(run.model.id)
+    total, _, _ = _episodes(run, None)
+    learn_tasks, learn = learning(run)
+    cost, learn_cost = total.cost(price), learn.cost(price)
+    t = wall_time(run, total, learn, len(learn_tasks))
+    usd = None if cost is None or learn_cost is None else cost + learn_cost
+    hours = (t["episodes"] + t["learning"]) / 3600
+    return {"episodes": total.episodes, "calls": total.calls + learn.calls, "usd": usd, "hours": hours}
 
 
 def _litellm_version() -> str:

@@ -1,10 +1,11 @@
-"""Gallery of the robustness and embodiment tracks (issue 28): one contact sheet of every visual
-perturbation at every level, and one of every embodiment (home, and holding the cube after the
-expert's grasp), on a verified seed, as small labelled PNGs. The README shows the committed copies
-in ``docs/looks/``; the script makes them again from the code (meshes come from the cache).
+"""Pictures of what a model sees, as small labelled PNGs on a verified seed: the active view beside
+the five passive views (``views.png``, at the default ``paper`` preset), every visual perturbation
+at every level, and every embodiment (home, and holding the cube after the expert's grasp). The
+README and the docs show the committed copies in ``docs/looks/``; this makes them again from the
+code (meshes come from the cache).
 
-    python -m vabench.envs.cli.looks --out docs/looks                # both sheets
-    python -m vabench.envs.cli.looks --out /tmp/looks --task place_cube_in_bowl --seed 1003
+    python -m vabench.envs.cli.looks --out docs/looks                # every sheet
+    python -m vabench.envs.cli.looks --out /tmp/looks --only views --task place_cube_in_bowl --seed 1003
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vabench.vocab import Robot
+from vabench.vocab import ACTIVE, PASSIVE, Robot
 
 from ..env import EnvConfig, VABenchEnv
 from ..perturb import PerturbationConfig, every_level
@@ -42,6 +43,17 @@ def _sheet(tiles: list[Image.Image], columns: int, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(out, optimize=True)
     return out
+
+
+def views(task: str, seed: int, out: Path) -> Path:
+    """The first active view and the five passive views of one scene (the two protocols' images)."""
+    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["paper"]))
+    active = env.reset(task, seed, ACTIVE.name).images[ACTIVE.name]
+    tiles = [_label(active, "active camera (one view, movable)")]
+    passive = env.reset(task, seed, PASSIVE.name).images
+    tiles += [_label(rgb, f"passive: {view}") for view, rgb in passive.items()]
+    env.close()
+    return _sheet(tiles, 3, out)
 
 
 def perturbations(task: str, seed: int, out: Path) -> Path:
@@ -71,15 +83,19 @@ def embodiments(task: str, seed: int, out: Path) -> Path:
     return _sheet(tiles, 2, out)
 
 
+SHEETS = {"views": views, "perturbations": perturbations, "embodiments": embodiments}
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Contact sheets of every perturbation and every embodiment.")
+    ap = argparse.ArgumentParser(description="Pictures of the views, every perturbation and every embodiment.")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--task", default="place_cube_in_bowl")
     ap.add_argument("--seed", type=int, default=None, help="default: the task's first verified seed")
+    ap.add_argument("--only", choices=sorted(SHEETS), action="append", help="this sheet only (repeatable)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else eval_seeds(args.task)[0]
-    print(perturbations(args.task, seed, args.out / "perturbations.png"))
-    print(embodiments(args.task, seed, args.out / "embodiments.png"))
+    for name in args.only or SHEETS:
+        print(SHEETS[name](args.task, seed, args.out / f"{name}.png"))
     return 0
 
 

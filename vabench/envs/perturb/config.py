@@ -39,9 +39,23 @@ KINDS: Registry[str] = Registry(
     ),
     FORM,
 )
-IMAGE_KINDS = (Perturbation.NOISE, Perturbation.BLUR)
 NOISE_SIGMA = 6.0  # pixel noise SD (0-255 scale) per level
 BLUR_RADIUS = 1.0  # Gaussian blur radius in pixels per level, at 640 px wide (scaled with the width)
+
+
+def _noise(rgb: np.ndarray, level: int, rng: np.random.Generator) -> np.ndarray:
+    noise = rng.normal(0.0, NOISE_SIGMA * level, rgb.shape)
+    return np.clip(rgb.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+
+
+def _blur(rgb: np.ndarray, level: int, rng: np.random.Generator) -> np.ndarray:
+    radius = BLUR_RADIUS * level * rgb.shape[1] / 640
+    return np.asarray(Image.fromarray(rgb).filter(ImageFilter.GaussianBlur(radius)))
+
+
+# The image-side kinds: (model-facing image HxWx3 uint8, level, this image's generator) -> the image the model
+# is sent. A kind not here changes the scene instead (vabench.envs.perturb.scene.SCENE_EFFECTS).
+IMAGE_EFFECTS: Registry = Registry("image perturbation", ((Perturbation.NOISE, _noise), (Perturbation.BLUR, _blur)))
 
 
 @dataclass(frozen=True)
@@ -89,8 +103,8 @@ def parse(label: str | PerturbationConfig | None) -> PerturbationConfig:
 
 
 def every_level() -> list[PerturbationConfig]:
-    """Every perturbation at every level (the robustness sweep, the gallery, the oracle test)."""
-    return [PerturbationConfig.of(k, lv) for k in Perturbation if k != Perturbation.NONE for lv in PERTURBATION_LEVELS]
+    """Every registered perturbation kind at every level (the robustness sweep, the gallery, the oracle test)."""
+    return [PerturbationConfig.of(k, lv) for k in KINDS for lv in PERTURBATION_LEVELS]
 
 
 def rng(config: PerturbationConfig, seed: int, *salt) -> np.random.Generator:
@@ -100,11 +114,6 @@ def rng(config: PerturbationConfig, seed: int, *salt) -> np.random.Generator:
 
 
 def perturb_image(config: PerturbationConfig, rgb: np.ndarray, seed: int, step: int, view: str) -> np.ndarray:
-    """A model-facing image under an image-level perturbation (noise, blur); others return it as is."""
-    if config.kind == Perturbation.NOISE:
-        noise = rng(config, seed, step, view).normal(0.0, NOISE_SIGMA * config.level, rgb.shape)
-        return np.clip(rgb.astype(np.float32) + noise, 0, 255).astype(np.uint8)
-    if config.kind == Perturbation.BLUR:
-        radius = BLUR_RADIUS * config.level * rgb.shape[1] / 640
-        return np.asarray(Image.fromarray(rgb).filter(ImageFilter.GaussianBlur(radius)))
-    return rgb
+    """A model-facing image under an image-side perturbation (``IMAGE_EFFECTS``); others return it as is."""
+    effect = IMAGE_EFFECTS.get(config.kind)
+    return rgb if effect is None else effect(rgb, config.level, rng(config, seed, step, view))

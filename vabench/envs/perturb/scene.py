@@ -16,6 +16,7 @@ import re
 import numpy as np
 import sapien
 
+from vabench.registry import Registry
 from vabench.vocab import Perturbation
 
 HUE_OF_WORD = {"red": 0, "orange": 30, "yellow": 60, "green": 120, "cyan": 180, "blue": 220, "purple": 280, "pink": 330}
@@ -25,7 +26,7 @@ LIGHT_GAIN = 0.30  # log-intensity swing per level (level 3: x0.41 .. x2.5)
 LIGHT_TINT = 0.07  # warm/cool shift of the light colour per level
 LIGHT_TURN_DEG = 25.0  # key-light azimuth swing per level
 HUE_SHIFT_DEG = {1: (30, 60), 2: (60, 120), 3: (0, 360)}  # object recolouring per level
-DISTRACTORS_PER_LEVEL = 2
+DISTRACTORS_PER_LEVEL = 2  # visual-only objects added per level (2, 4, 6)
 DISTRACTOR_CLEARANCE = 0.12  # metres from any task body, and from each arm's straight path to it
 TABLE_SPOTS_X, TABLE_SPOTS_Y = np.arange(-0.50, 0.51, 0.05), np.arange(-0.22, 0.29, 0.05)
 
@@ -59,15 +60,10 @@ def _shapes(entity):
 
 
 def apply(world, kind: str, level: int, rng: np.random.Generator, instruction: str, arms) -> None:
-    """Perturb ``world``'s look in place (a scene-side kind; image kinds do nothing here)."""
-    if kind == Perturbation.LIGHTING:
-        _lighting(world, level, rng)
-    elif kind == Perturbation.TEXTURE:
-        _texture(world, level, rng)
-    elif kind == Perturbation.COLOUR:
-        _colour(world, level, rng, named_hues(instruction))
-    elif kind == Perturbation.DISTRACTORS:
-        _distractors(world, level, rng, named_hues(instruction), arms)
+    """Perturb ``world``'s look in place (a scene-side kind, ``SCENE_EFFECTS``; image kinds do nothing here)."""
+    effect = SCENE_EFFECTS.get(kind)
+    if effect is not None:
+        effect(world, level, rng, instruction, arms)
 
 
 def _signed(rng: np.random.Generator) -> float:
@@ -212,3 +208,22 @@ def _distractor_shape(rng, material):
         shape.set_local_pose(sapien.Pose(q=[np.cos(-np.pi / 4), 0.0, np.sin(-np.pi / 4), 0.0]))
         return shape, h
     return sapien.render.RenderShapeSphere(r, material), r
+
+
+# The scene-side kinds: (world, level, the episode's perturbation generator, the instruction, the task's arms) ->
+# None, changing render state only. The image-side kinds are vabench.envs.perturb.config.IMAGE_EFFECTS.
+SCENE_EFFECTS: Registry = Registry(
+    "scene perturbation",
+    (
+        (Perturbation.LIGHTING, lambda world, level, rng, instruction, arms: _lighting(world, level, rng)),
+        (Perturbation.TEXTURE, lambda world, level, rng, instruction, arms: _texture(world, level, rng)),
+        (
+            Perturbation.COLOUR,
+            lambda world, level, rng, instruction, arms: _colour(world, level, rng, named_hues(instruction)),
+        ),
+        (
+            Perturbation.DISTRACTORS,
+            lambda world, level, rng, instruction, arms: _distractors(world, level, rng, named_hues(instruction), arms),
+        ),
+    ),
+)
