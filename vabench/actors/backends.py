@@ -79,7 +79,6 @@ class InProcessBackend:
         check_local_key(run)
         self.run = run
         self._worker = None
-        self._calls = 0  # model calls of workers already closed
         self.limiter = make_limiter(run)
 
     def new_worker(self, slots: int = 1):
@@ -101,9 +100,9 @@ class InProcessBackend:
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
 
-    def calls(self) -> int | None:
-        """Model calls made by this run's episodes so far (between episodes: in-process runs one at a time)."""
-        return self._calls + (self._worker.progress.calls if self._worker is not None else 0)
+    def live(self) -> dict:
+        """Usage of the episodes in flight: none whenever the driver asks (they run inside submit)."""
+        return {}
 
     @staticmethod
     def _now(fn, *args) -> Future:
@@ -133,7 +132,6 @@ class InProcessBackend:
 
     def kill(self, worker) -> None:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
-        self._calls += worker.progress.calls
         worker.close()
         self._worker = None
 
@@ -260,10 +258,11 @@ class RayBackend:
         except Exception:  # progress display only: never hold the driver up
             return None
 
-    def calls(self) -> int | None:
-        """Model calls made by this run's episodes, as the progress board last heard (None: no answer)."""
+    def live(self) -> dict | None:
+        """Usage so far of the episodes running on the workers, by record place, as the progress
+        board last heard (None: no answer)."""
         try:
-            return self.ray.get(self.board.calls.remote(), timeout=2.0)
+            return self.ray.get(self.board.live.remote(), timeout=2.0)
         except Exception:  # progress display only: never hold the driver up
             return None
 
