@@ -50,6 +50,7 @@ from vabench.run.progress import ProgressBar, Spending, Stage
 from vabench.run.spend import after_run, interrupted
 from vabench.run.summaries import WAIT_S, SummaryPhase
 from vabench.runfolder.lock import RunLock
+from vabench.runfolder.recover import recover
 from vabench.runfolder.state import infra_row, todo, write_run_info
 from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
@@ -87,6 +88,8 @@ class Driver:
         self.summaries = SummaryPhase(run, self.writer, provenance, self.log, lambda: self._stop)
         self._run_part = {**run.identity, "provenance_digest": provenance}
         pending, done = todo(run, self.log)
+        pending, recovered = recover(run, pending, self.writer, self.log)  # completed, but no row
+        done += recovered
         self.last = {spec: attempt + run.options.max_attempts - 1 for spec, attempt in pending}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in pending)
         self.log(
