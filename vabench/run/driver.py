@@ -15,7 +15,8 @@ worker runs them one after another for the same run folder. Correctness rules:
 - an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
   kill -9, timeout) is replaced and its episodes re-queued with ``attempt + 1`` (once each); an
   interrupted driver costs nothing (Ctrl-C first fetches the partial records a worker keeps in its
-  node's scratch; the stale record folder is set aside and the same attempt runs afresh); the
+  node's scratch; the stale record folder is set aside and the same attempt runs afresh; an
+  attempt that completed before the stop keeps its record, whose result becomes its row); the
   backend never re-runs anything by itself, so no episode is judged twice;
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits and on its
   neighbours' simulator calls excluded) ends itself as an infra error at its next model call; one
