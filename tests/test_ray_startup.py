@@ -133,7 +133,7 @@ def test_a_run_asking_more_cpus_than_a_node_has_stops_at_once_in_one_line(tmp_pa
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.rstrip().splitlines()[-1] == (
         "stopped: no node of the cluster can hold a worker: each worker asks for ray.actor_cpus=4 CPU, but the "
-        "largest of the cluster's 1 node(s) has 2 CPU; lower ray.actor_cpus, or ray.num_cpus on this machine, or "
-        "add a larger node; rerun with run_id=big once one fits"
+        "largest of the cluster's 1 node(s) has 2 CPU; lower ray.actor_cpus or raise ray.num_cpus; "
+        "rerun with run_id=big once one fits"
     )
     assert ray_lines(done) == [] and "Traceback" not in done.stderr

@@ -230,10 +230,10 @@ class RayBackend:
         keys = {"CPU": "ray.actor_cpus", "GPU": "ray.actor_gpus"}
         asked = " and ".join(f"{keys[k]}={v:g} {k}" for k, v in need.items())
         most = " and ".join(f"{max((has.get(k, 0) for has in nodes), default=0):g} {k}" for k in need)
-        local = ", or ray.num_cpus on this machine" if self.run.ray.address == "local" else ""
+        more = " or raise ray.num_cpus" if self.run.ray.address == "local" else ", or add a larger node"
         raise ClusterTooSmall(
             f"each worker asks for {asked}, but the largest of the cluster's {len(nodes)} node(s) has {most}; "
-            f"lower {' / '.join(keys[k] for k in need)}{local}, or add a larger node"
+            f"lower {' / '.join(keys[k] for k in need)}{more}"
         )
 
     def new_worker(self, slots: int = 1):

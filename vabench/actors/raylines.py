@@ -22,6 +22,8 @@ def hold() -> logging.handlers.MemoryHandler:
     """Before Ray starts: its logger's lines are held until :func:`to_log_folder` knows the folder."""
     held = logging.handlers.MemoryHandler(capacity=10_000, flushLevel=logging.CRITICAL + 1)
     ray_logger = logging.getLogger("ray")
+    for replaced in ray_logger.handlers:  # Ray's own (to stderr), or an earlier run's file
+        replaced.close()
     ray_logger.handlers[:] = [held]
     ray_logger.propagate = False
     return held
