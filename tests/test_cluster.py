@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from tests.openai_server import ScriptedServer
+from tests.test_bar_figures import last_figures
 from vabench.outcomes import read_rows
 from vabench.runfolder.scratch import SCRATCH_ENV
 
@@ -154,6 +155,9 @@ def test_the_key_reaches_the_workers_of_both_nodes_and_no_file_of_the_run_or_of_
             assert list(ray_tmp.rglob("runtime_env_agent.log"))  # Ray's logs were written where we look
             assert files_holding(secret, tmp_path, ray_tmp) == []
             assert secret not in done.stdout + done.stderr
+            shown = last_figures(done.stderr)  # the bar's last line: the rows' calls and tokens, from both nodes
+            tokens = df["prompt_tokens"].sum() + df["completion_tokens"].sum()
+            assert (shown["calls"], shown["tokens"]) == (str(df["model_calls"].sum()), str(tokens)), shown
     finally:
         subprocess.run(["rm", "-rf", str(ray_tmp)], check=False)
 

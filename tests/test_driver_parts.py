@@ -57,9 +57,10 @@ class _Backend:
     def __init__(self):
         self.asked = 0
 
-    def calls(self):
+    def live(self):
+        """Usage so far of two attempts a worker reported; one of them already came back."""
         self.asked += 1
-        return 7
+        return {"e/attempt1": (7, 900, 0.01), "done/attempt1": (5, 500, 0.02)}
 
     def limit_stats(self):
         return {"rpm": 12.4, "wait_s": 90.0}
@@ -71,11 +72,13 @@ def test_the_bar_names_its_stage_and_shows_the_tally_in_flight_and_calls():
     backend = _Backend()
     bar.stage(Stage.SUMMARIES)
     assert bar.bar.desc == "job1: learning summaries"
-    counts["ok"], bar.inflight = 2, 1
+    counts["ok"], bar.inflight = 2, {"e/attempt1"}
+    bar.row({"model_calls": 5, "prompt_tokens": 400, "completion_tokens": 100, "cost_usd": 0.02})  # done's row
     bar.show(backend, force=True)
     bar.judged(2)
     shown = bar.bar.postfix
-    assert "ok=2" in shown and "in_flight=1" in shown and "calls=7" in shown and "rpm=12" in shown
+    assert "ok=2" in shown and "in_flight=1" in shown and "rpm=12" in shown
+    assert "calls=12" in shown and "tokens=1400" in shown and "spent=$0.0300" in shown  # never counted twice
     assert "limit_wait=1.5m" in shown and bar.bar.n == 2
     bar.show(backend)  # within ASK_S: the figures are not asked for again
     assert backend.asked == 1

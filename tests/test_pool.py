@@ -146,14 +146,6 @@ def test_a_lost_workers_replacement_is_bounded_like_any_other_and_idle_workers_a
     assert backend.released == [1] and pool.members == {}
 
 
-def test_a_worker_that_dies_starting_is_dropped_and_a_run_left_with_none_stops():
-    pool, backend, _, lines = pool_of(1)
-    backend.workers[0].place.done, backend.workers[0].place.error = True, RuntimeError("no Vulkan")
-    with pytest.raises(ClusterStarved, match="no worker could start: RuntimeError: no Vulkan"):
-        pool.tick(wanted=True)
-    assert "died while starting" in lines[0]
-
-
 def test_a_run_holding_more_than_its_share_makes_room_for_a_starved_one_and_a_starved_one_asks_for_its_share():
     pool, backend, clock, lines = pool_of(3)
     for w in backend.workers:

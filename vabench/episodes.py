@@ -69,6 +69,11 @@ class EpisodeSpec:
     def record_dir(self, run_dir: Path) -> Path:
         return Path(run_dir) / "_records" / self.key
 
+    def place(self, attempt: int) -> str:
+        """Where an attempt's record lives in a run folder (relative): also the attempt's name
+        while it is in flight (the progress bar's in-flight figures)."""
+        return (self.record_dir(Path()) / f"attempt{attempt}").as_posix()
+
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "_"

@@ -19,11 +19,22 @@ the builtin it has always been (``ValueError`` for bad input, ``RuntimeError`` f
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+NOISE = re.compile(r"\x1b\[[0-9;]*m| \(pid=[^)]*\)")  # in Ray's error texts: colours, the process's ids
 
 
 class VabenchError(Exception):
     """The project's base: ``except VabenchError`` catches what vabench raises on purpose."""
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """An error as one line, its type and its message's first and last lines: Ray's errors run to
+    dozens of lines (the actor, its process, a traceback), and a user's terminal gets one."""
+    lines = [line.strip() for line in NOISE.sub("", str(error)).splitlines() if line.strip()]
+    text = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else ""
+    return f"{type(error).__name__}: {text}"[:limit]
 
 
 def closest(name: object, choices: Iterable[object]) -> str | None:
@@ -92,6 +103,15 @@ class ClusterStarved(RunStopped):
     interrupted and resumes on rerun."""
 
     headline = "interrupted: the cluster cannot place this run's work"
+
+
+class ClusterTooSmall(RunStopped):
+    """No node of the cluster can ever hold one worker (it asks for more CPUs or GPUs than the
+    largest node has): Ray would keep it pending for good, so the run stops before any work,
+    saying what the cluster lacks."""
+
+    headline = "stopped: no node of the cluster can hold a worker"
+    resume = "rerun with run_id={run_id} once one fits"
 
 
 class SummaryUnavailable(RunStopped):

@@ -20,9 +20,10 @@ from vabench.actors.workerconfig import NodeCheckFailed, WorkerConfig, check_loc
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
-from vabench.errors import VabenchError
+from vabench.errors import ClusterTooSmall, VabenchError, one_line
 from vabench.runfolder.state import spent_before
 
+from . import raylines
 from .backstop import ProgressBoard
 
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
@@ -79,7 +80,6 @@ class InProcessBackend:
         check_local_key(run)
         self.run = run
         self._worker = None
-        self._calls = 0  # model calls of workers already closed
         self.limiter = make_limiter(run)
 
     def new_worker(self, slots: int = 1):
@@ -101,9 +101,9 @@ class InProcessBackend:
     def limit_stats(self) -> dict | None:
         return self.limiter.stats() if self.limiter is not None else None
 
-    def calls(self) -> int | None:
-        """Model calls made by this run's episodes so far (between episodes: in-process runs one at a time)."""
-        return self._calls + (self._worker.progress.calls if self._worker is not None else 0)
+    def live(self) -> dict:
+        """Usage of the episodes in flight: none whenever the driver asks (they run inside submit)."""
+        return {}
 
     @staticmethod
     def _now(fn, *args) -> Future:
@@ -133,7 +133,6 @@ class InProcessBackend:
 
     def kill(self, worker) -> None:
         """The run is over (an in-process episode has finished when the driver sees it): free the env."""
-        self._calls += worker.progress.calls
         worker.close()
         self._worker = None
 
@@ -158,6 +157,7 @@ class RayBackend:
 
         self.run, self.ray, self.lock = run, ray, lock
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        held = raylines.hold()
         if not ray.is_initialized():
             if run.ray.address == "local":
                 check_local_key(run)  # before Ray starts: its workers inherit this environment
@@ -165,7 +165,11 @@ class RayBackend:
                 ray.init(address="local", num_cpus=run.ray.num_cpus, include_dashboard=False, log_to_driver=False)
             else:  # never a runtime_env with the key: Ray logs runtime environments in plain text
                 ray.init(address=run.ray.address, log_to_driver=False)
+        import ray._private.worker as ray_worker
+
+        raylines.to_log_folder(held, ray_worker)
         self.check_nodes()
+        self.check_fits()
         self.slots = run.ray.env_actors * run.ray.episodes_per_actor
         self._ids: dict[int, str] = {}  # id(worker) -> its worker id (scratch folder, progress counter)
         self._prefix, self._made = uuid.uuid4().hex[:8], 0
@@ -214,6 +218,24 @@ class RayBackend:
                 f"Ray, which writes runtime environments to its logs in plain text."
             )
 
+    def check_fits(self) -> None:
+        """A worker must fit on one node: one that no alive node can ever hold would stay pending for
+        good, so the run stops before any work, in one line saying what the cluster lacks."""
+        need = {"CPU": self.run.ray.actor_cpus}
+        if self.run.ray.actor_gpus > 0 and self.gpus() > 0:
+            need["GPU"] = self.run.ray.actor_gpus
+        nodes = [n.get("Resources") or {} for n in self.ray.nodes() if n.get("Alive")]
+        if any(all(has.get(k, 0) >= v for k, v in need.items()) for has in nodes):
+            return
+        keys = {"CPU": "ray.actor_cpus", "GPU": "ray.actor_gpus"}
+        asked = " and ".join(f"{keys[k]}={v:g} {k}" for k, v in need.items())
+        most = " and ".join(f"{max((has.get(k, 0) for has in nodes), default=0):g} {k}" for k in need)
+        more = " or raise ray.num_cpus" if self.run.ray.address == "local" else ", or add a larger node"
+        raise ClusterTooSmall(
+            f"each worker asks for {asked}, but the largest of the cluster's {len(nodes)} node(s) has {most}; "
+            f"lower {' / '.join(keys[k] for k in need)}{more}"
+        )
+
     def new_worker(self, slots: int = 1):
         from .worker import EpisodeWorker
 
@@ -260,10 +282,11 @@ class RayBackend:
         except Exception:  # progress display only: never hold the driver up
             return None
 
-    def calls(self) -> int | None:
-        """Model calls made by this run's episodes, as the progress board last heard (None: no answer)."""
+    def live(self) -> dict | None:
+        """Usage so far of the episodes running on the workers, by record place, as the progress
+        board last heard (None: no answer)."""
         try:
-            return self.ray.get(self.board.calls.remote(), timeout=2.0)
+            return self.ray.get(self.board.live.remote(), timeout=2.0)
         except Exception:  # progress display only: never hold the driver up
             return None
 
@@ -332,7 +355,7 @@ class RayBackend:
         try:
             return self.ray.get(ref)
         except RayActorError as e:
-            raise WorkerDied(f"{type(e).__name__}: {str(e)[:800]}") from e
+            raise WorkerDied(one_line(e, 800)) from e
 
     def kill(self, worker) -> None:
         self.ray.kill(worker, no_restart=True)

@@ -37,37 +37,49 @@ def load_factor() -> float:
 
 class ProgressBoard:
     """Progress counters by worker id: bumped by workers (fire and forget), read by the driver;
-    with each, the model calls its episodes made (the progress bar's figure)."""
+    with each, the usage so far of the episodes running on that worker (the progress bar's
+    in-flight figures: (calls, tokens, dollars) by the attempt's record place)."""
 
     def __init__(self):
         self.counts: dict[str, int] = {}
-        self.model_calls: dict[str, int] = {}
+        self.usage: dict[str, dict[str, tuple]] = {}
 
-    def bump(self, worker_id: str, count: int, calls: int = 0) -> None:
+    def bump(self, worker_id: str, count: int, live: dict[str, tuple] | None = None) -> None:
         self.counts[worker_id] = count
-        self.model_calls[worker_id] = calls
+        if live is not None:
+            self.usage[worker_id] = live
 
     def read(self) -> dict[str, int]:
         return dict(self.counts)
 
-    def calls(self) -> int:
-        return sum(self.model_calls.values())
+    def live(self) -> dict[str, tuple]:
+        return {place: u for by_place in self.usage.values() for place, u in by_place.items()}
 
 
 class Progress:
-    """A worker's progress counter, pushed to the run's board (Ray) at most every :data:`PUSH_S`;
-    ``calls``: how many of the bumps were model calls."""
+    """A worker's progress counter and its running episodes' usage so far, pushed to the run's
+    board (Ray) at most every :data:`PUSH_S`."""
 
     def __init__(self, board=None, worker_id: str = "", clock=time.monotonic):
         self.board, self.worker_id, self.clock = board, worker_id, clock
-        self.count, self.calls, self._pushed = 0, 0, float("-inf")
+        self.count, self._pushed = 0, float("-inf")
+        self.live: dict[str, tuple[int, int, float]] = {}  # by record place: calls, tokens, dollars
 
-    def bump(self, call: bool = False) -> None:
+    def bump(self, push: bool = False) -> None:
         self.count += 1
-        self.calls += call
-        if self.board is not None and self.clock() - self._pushed >= PUSH_S:
+        if self.board is not None and (push or self.clock() - self._pushed >= PUSH_S):
             self._pushed = self.clock()
-            self.board.bump.remote(self.worker_id, self.count, self.calls)
+            self.board.bump.remote(self.worker_id, self.count, dict(self.live))
+
+    def counted(self, place: str, usage) -> None:
+        """An episode's usage so far (a :class:`~vabench.agents.models.Usage`), after a model call:
+        pushed at once (a call takes seconds; the next may take minutes, and the bar must not lag)."""
+        self.live[place] = (usage.model_calls, usage.prompt_tokens + usage.completion_tokens, usage.cost_usd or 0.0)
+        self.bump(push=True)
+
+    def ended(self, place: str) -> None:
+        """The episode came back to the driver with its row: the row counts from now on."""
+        self.live.pop(place, None)
 
 
 @dataclass(frozen=True)

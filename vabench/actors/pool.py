@@ -7,7 +7,10 @@ on any live worker with a free slot. A worker pending (or starting) for over
 ``ray.place_timeout_s`` while the run has a live one is given up (Ray cancels it) with one line
 saying what the cluster lacks; a run with no live worker for ``ray.starve_timeout_s`` stops as
 interrupted (:class:`ClusterStarved`, resumable). Both bounds are multiplied by the driver node's
-load per CPU (at least 1), like the backstop's: a crowded node starts workers slowly. Once no
+load per CPU (at least 1), like the backstop's: a crowded node starts workers slowly. A worker
+that dies while starting (a busy node's worker that never registered, a constructor that failed)
+is started again after :data:`RETRY_S` (doubled each time), :data:`START_TRIES` times in all,
+each failure said in one line; a run none of whose workers could start stops. Once no
 episode is left to start, idle workers are released at once, so their CPUs go
 to the other runs on the cluster instead of waiting for this run's last episodes.
 
@@ -23,11 +26,13 @@ import time
 from dataclasses import dataclass
 
 from vabench.actors.workerconfig import spread
-from vabench.errors import ClusterStarved
+from vabench.errors import ClusterStarved, one_line
 
 from .backstop import load_factor
 
 SHARE_EVERY_S = 10.0  # how often a run looks for runs starved of workers
+START_TRIES = 3  # starts of one worker before it is given up: a start that failed on a busy node often works later
+RETRY_S = 5.0  # the wait before a failed start is tried again, doubled for each further try
 
 
 @dataclass
@@ -40,6 +45,7 @@ class Member:
     placing: object | None
     busy: int = 0
     retired: bool = False  # making room for a starved run: no new episode, released once idle
+    tries: int = 1  # this worker is the tries-th start of its place in the pool
 
 
 class WorkerPool:
@@ -53,7 +59,8 @@ class WorkerPool:
         self.crashes = 0  # workers lost (died, or killed by the backstop) and replaced
         self.given_up = 0  # workers never placed within place_s
         self._live_at = clock()  # when the pool last had a live worker (or was started)
-        self._failed: list[str] = []  # why workers died while starting
+        self._failed: list[str] = []  # why workers died while starting, each given up after START_TRIES
+        self._later: list[tuple[float, int, int]] = []  # (when, slots, tries): starts to try again
         self._new: list = []  # workers placed since newly_live() was last asked
         self._shared = float("-inf")  # when the fair share was last looked at
 
@@ -63,9 +70,9 @@ class WorkerPool:
         for k in spread(slots, actors):
             self._add(k)
 
-    def _add(self, slots: int) -> None:
+    def _add(self, slots: int, tries: int = 1) -> None:
         worker = self.backend.new_worker(slots)
-        self.members[id(worker)] = Member(worker, slots, self.clock(), self.backend.placing(worker))
+        self.members[id(worker)] = Member(worker, slots, self.clock(), self.backend.placing(worker), tries=tries)
 
     def lost(self, worker) -> bool:
         """The worker died or was judged hung: kill it (never left beside its replacement) and ask
@@ -114,6 +121,7 @@ class WorkerPool:
         cancel pending ones; give up workers pending too long; stop a run that has none."""
         self._note_placements()
         now = self.clock()
+        self._start_again(now, wanted)
         if wanted and now - self._shared >= SHARE_EVERY_S:
             self._shared = now
             self._share()
@@ -169,14 +177,31 @@ class WorkerPool:
             m = pending[id(ref)]
             try:
                 self.backend.get(ref)
-            except Exception as e:  # it died starting (a node without Vulkan, an import error)
+            except Exception as e:  # it died starting (a busy node, a node without Vulkan, an import error)
                 self.members.pop(id(m.worker))
                 self.backend.kill(m.worker)
-                self._failed.append(f"{type(e).__name__}: {str(e)[:300]}")
-                self.log(f"a worker died while starting ({self._failed[-1]}); not replaced")
+                self._died_starting(m, one_line(e))
                 continue
             m.placing = None
             self._new.append(m.worker)
+
+    def _died_starting(self, m: Member, why: str) -> None:
+        """Start it again after a bounded wait, or give it up after :data:`START_TRIES` starts."""
+        if m.tries < START_TRIES:
+            wait = RETRY_S * 2 ** (m.tries - 1)
+            self._later.append((self.clock() + wait, m.slots, m.tries + 1))
+            again = f"starting it again in {wait:g} s (try {m.tries + 1} of {START_TRIES})"
+            self.log(f"a worker died while starting ({why}); {again}")
+            return
+        self._failed.append(why)
+        self.log(f"a worker died while starting ({why}); given up after {START_TRIES} tries")
+
+    def _start_again(self, now: float, wanted: bool) -> None:
+        """Start the workers whose wait is over (none once no episode is left to start)."""
+        due = [x for x in self._later if x[0] <= now or not wanted]
+        self._later = [x for x in self._later if x not in due]
+        for _, slots, tries in due if wanted else ():
+            self._add(slots, tries)
 
     def _give_up(self, late: list[Member], now: float, live: int, load: float) -> None:
         for m in late:
@@ -191,8 +216,10 @@ class WorkerPool:
 
     def _starving(self, pending: list[Member], now: float, load: float) -> None:
         if not pending:
+            if self._later:  # a failed start waits to be tried again
+                return
             why = "; ".join(self._failed[-3:]) or "no worker left"
-            raise ClusterStarved(f"no worker could start: {why}")
+            raise ClusterStarved(f"no worker could start ({START_TRIES} tries each): {why}")
         waited = now - max(self._live_at, min(m.made for m in pending))
         if waited > self.starve_s * load:
             raise ClusterStarved(
@@ -205,3 +232,4 @@ class WorkerPool:
         for m in list(self.members.values()):
             (self.backend.release if m.placing is None else self.backend.kill)(m.worker)
         self.members.clear()
+        self._later.clear()

@@ -19,6 +19,7 @@ between renders (``EnvConfig.hold_cameras``), so an extra episode costs a few MB
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -237,6 +238,7 @@ class EpisodeWorker:
             return self._run(seat, episode)
         finally:
             seat.key, seat.scratch = None, None
+            self.progress.ended(episode.spec.place(episode.attempt))
             self.free.put(seat)
 
     def _overdue(self, seat: Seat):
@@ -244,7 +246,7 @@ class EpisodeWorker:
         limit = self.timeout_s
 
         def overdue() -> str | None:
-            self.progress.bump(call=True)
+            self.progress.bump()
             if limit is not None and seat.active_s() > limit:
                 return f"episode exceeded {limit:g} s (episode_timeout_s; rate-limit waits excluded)"
             return None
@@ -259,14 +261,16 @@ class EpisodeWorker:
             seat.model.bind(self.run_dir / CACHE / episode.spec.key if seen else None)
 
     def _run(self, seat: Seat, episode: Episode) -> dict:
-        rel = episode.spec.record_dir(Path()) / f"attempt{episode.attempt}"
+        place = episode.spec.place(episode.attempt)
+        rel = Path(place)
         if self.scratch is not None:
             folder = self.scratch.folder(rel)
             seat.scratch = (rel.as_posix(), folder)
         else:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
-        runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat))
+        counted = functools.partial(self.progress.counted, place)
+        runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat), counted)
         self._bind_cache(seat, episode)
         try:
             result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)

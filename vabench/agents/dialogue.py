@@ -42,9 +42,11 @@ class Dialogue:
         record: EpisodeRecord,
         config,  # a HarnessConfig (max_repairs, max_calls_per_step, max_episode_cost_usd)
         overdue: Callable[[], str | None] | None = None,
+        counted: Callable[[Usage], None] | None = None,
     ):
         self.model, self.conv, self.record, self.config = model, conv, record, config
         self.overdue = overdue  # a reason when the episode ran out of time (checked before each call)
+        self.counted = counted  # told the usage so far after each call (the progress bar's in-flight figures)
         self.calls = self.repairs = self.tool_calls = 0  # calls asked; repair prompts sent; tool calls answered
         self.usage = Usage()  # what the calls cost, answered or not
 
@@ -82,6 +84,11 @@ class Dialogue:
             if until is not None and until():
                 return decision
 
+    def _count(self, usage: Usage) -> None:
+        self.usage += usage
+        if self.counted is not None:
+            self.counted(self.usage)
+
     def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
         self.conv.add(USER, text, kind, step, images)
         self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images))
@@ -101,7 +108,7 @@ class Dialogue:
         try:
             reply = self.model.complete(messages)
         except ModelError as e:
-            self.usage += e.usage
+            self._count(e.usage)
             u = e.usage
             self.record.event(
                 "model_error",
@@ -118,7 +125,7 @@ class Dialogue:
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
             self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
-        self.usage += reply.usage + Usage(model_latency_s=reply.latency_s)  # the row's model_latency_s
+        self._count(reply.usage + Usage(model_latency_s=reply.latency_s))  # the row's model_latency_s
         u = reply.usage
         self.record.event(
             "reply",

@@ -54,7 +54,7 @@ from . import prompts
 from .dialogue import Dialogue, EpisodeEnd, record_paths
 from .harness_config import HarnessConfig
 from .history import USER, Conversation, ImageRef
-from .models import EpisodeContext, Model, ModelError
+from .models import EpisodeContext, Model, ModelError, Usage
 from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
 from .records import RECORD_FORMAT, EpisodeRecord
 from .summary_store import Summary, summary_identity
@@ -113,10 +113,13 @@ class Episode:
 @dataclass(frozen=True)
 class Runtime:
     """How an episode shares its process: ``sim``, the lock held around every env call; ``overdue()``,
-    a reason once the episode has run out of time (checked before every model call: an infra error)."""
+    a reason once the episode has run out of time (checked before every model call: an infra error);
+    ``counted(usage)``, told the episode's usage so far after every model call (the row's columns
+    to be: the driver's progress bar shows them while the episode is in flight)."""
 
     sim: AbstractContextManager = field(default_factory=contextlib.nullcontext)
     overdue: Callable[[], str | None] | None = None
+    counted: Callable[[Usage], None] | None = None
 
 
 def run_episode(
@@ -189,7 +192,7 @@ class _Episode:
         self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime, condition
     ):
         self.env, self.model, self.record, self.config, self.row = env, model, record, config, row
-        self.sim, self.overdue = runtime.sim, runtime.overdue
+        self.sim, self.overdue, self.counted = runtime.sim, runtime.overdue, runtime.counted
         self.observation, self.intervention = condition.observation, Intervention(condition.intervention)
         self.tools = EpisodeTools(self._depth if self.intervention == Intervention.DEPTH_POINT else None)
         self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
@@ -233,7 +236,7 @@ class _Episode:
         paper = self.observation == ObservationProfile.PAPER
         bundle = protocol_named(spec.protocol).bundle
         conv = Conversation(system, bundle, config, resend=not paper)
-        self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue)
+        self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue, self.counted)
         self.record.event(
             Event.EPISODE_START,
             format=RECORD_FORMAT,

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from vabench.errors import VabenchError
 from vabench.recordfile import FRAMES, RECORDING, Event, read_events
 
-__all__ = ["RECORD_FORMAT", "EpisodeRecord", "read_events", "set_aside"]
+__all__ = ["RECORD_FORMAT", "EpisodeRecord", "RecordComplete", "read_events", "result_of", "set_aside"]
 
 RECORD_FORMAT = "vabench.episode_record.v1"
 
@@ -84,14 +85,31 @@ class EpisodeRecord:
             self._file.close()
 
 
+class RecordComplete(VabenchError, FileExistsError):
+    """A record whose attempt completed (it holds a ``result`` event) is never set aside or renamed:
+    its row is the result (:mod:`vabench.runfolder.recover`), and rows point at it by name."""
+
+
+def result_of(folder: Path) -> dict | None:
+    """The ``result`` event of the record in ``folder``: None where there is no record, or its
+    attempt never completed (cut short by Ctrl-C, a kill, a cost limit)."""
+    path = Path(folder) / "events.jsonl"
+    if not path.is_file():
+        return None
+    return next((e for e in reversed(read_events(path)) if e.get("type") == Event.RESULT), None)
+
+
 def set_aside(folder: Path) -> Path | None:
     """Move a stale record folder (an attempt its driver never finished: Ctrl-C, kill -9) to
     ``<name>.interrupted-<n>`` and return where it went, or None when there is none. The attempt is
     run again in a fresh folder: an interruption is not a failure of the episode, and the old
-    events stay for inspection (readers of outcome rows never look at them)."""
+    events stay for inspection (readers of outcome rows never look at them). A record whose attempt
+    completed is refused (:class:`RecordComplete`): it was not interrupted."""
     folder = Path(folder)
     if not folder.exists():
         return None
+    if result_of(folder) is not None:
+        raise RecordComplete(f"{folder} holds a completed attempt's record (a result event): it is never set aside")
     n = 1
     while folder.with_name(f"{folder.name}.interrupted-{n}").exists():
         n += 1

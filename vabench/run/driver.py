@@ -15,7 +15,8 @@ worker runs them one after another for the same run folder. Correctness rules:
 - an attempt is consumed only by a failure of the episode itself: a worker that dies (crash,
   kill -9, timeout) is replaced and its episodes re-queued with ``attempt + 1`` (once each); an
   interrupted driver costs nothing (Ctrl-C first fetches the partial records a worker keeps in its
-  node's scratch; the stale record folder is set aside and the same attempt runs afresh); the
+  node's scratch; the stale record folder is set aside and the same attempt runs afresh; an
+  attempt that completed before the stop keeps its record, whose result becomes its row); the
   backend never re-runs anything by itself, so no episode is judged twice;
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits and on its
   neighbours' simulator calls excluded) ends itself as an infra error at its next model call; one
@@ -34,7 +35,6 @@ import signal
 import threading
 import time
 from collections import deque
-from pathlib import Path
 
 import pandas as pd
 
@@ -47,10 +47,11 @@ from vabench.config.run import RunConfig
 from vabench.episodes import EpisodeSpec
 from vabench.errors import ClusterStarved, Interrupted, RunAborted, RunLocked, RunStopped, SummaryUnavailable
 from vabench.outcometable import load
-from vabench.run.progress import ProgressBar, Stage
+from vabench.run.progress import ProgressBar, Spending, Stage
 from vabench.run.spend import after_run, interrupted
 from vabench.run.summaries import WAIT_S, SummaryPhase
 from vabench.runfolder.lock import RunLock
+from vabench.runfolder.recover import recover
 from vabench.runfolder.state import infra_row, todo, write_run_info
 from vabench.runfolder.writer import RunWriter
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
@@ -88,6 +89,8 @@ class Driver:
         self.summaries = SummaryPhase(run, self.writer, provenance, self.log, lambda: self._stop)
         self._run_part = {**run.identity, "provenance_digest": provenance}
         pending, done = todo(run, self.log)
+        pending, recovered = recover(run, pending, self.writer, self.log)  # completed, but no row
+        done += recovered
         self.last = {spec: attempt + run.options.max_attempts - 1 for spec, attempt in pending}  # this run's budget
         retried = sum(attempt > 1 for _, attempt in pending)
         self.log(
@@ -96,7 +99,7 @@ class Driver:
         )
         if pending:
             name = None if self.line is None else run.run_dir.name
-            self.bar = ProgressBar(len(pending), self.counts, self.progress, self.line, name, run.model.max_cost_usd)
+            self.bar = ProgressBar(len(pending), self.counts, self.progress, self.line, name, Spending.of(run))
             try:
                 if not run.ray.in_process:
                     self.bar.stage(Stage.RAY)
@@ -140,11 +143,11 @@ class Driver:
                     spec, attempt = queue.popleft()
                     episode = Episode(spec, attempt, self.summaries.summary(spec), self._run_part)
                     inflight[backend.submit(worker, episode)] = (worker, spec, attempt)
-                bar.inflight = len(inflight)
+                bar.inflight = _places(inflight)
                 for ref in backend.wait(list(inflight) + pool.pending_refs(), WAIT_S):
                     if ref in inflight:
                         worker, spec, attempt = inflight.pop(ref)
-                        bar.inflight = len(inflight)
+                        bar.inflight = _places(inflight)
                         self._finish(backend, ref, worker, spec, attempt, queue)
                 if backstop is not None and backstop.due():
                     for worker, why in backstop.verdicts(pool.busy()):
@@ -200,7 +203,7 @@ class Driver:
                 inflight.pop(ref)
                 final, _ = self._collect(backend, ref, spec, attempt, queue, died=why)
                 self.bar.judged(final)
-        self.bar.inflight = len(inflight)
+        self.bar.inflight = _places(inflight)
         self.bar.show(backend, force=True)
 
     def _catch_ctrl_c(self):
@@ -232,10 +235,11 @@ class Driver:
             return interrupted(out, self.run, spec, attempt, self.capped), None
         if out["files"] is not None:  # the record of a worker that cannot see the run folder
             try:
-                self.writer.files(out["files"], spec.record_dir(Path()) / f"attempt{attempt}")
+                self.writer.files(out["files"], spec.place(attempt))
             except (OSError, ValueError) as e:  # a record the run folder cannot hold: the attempt is infra
                 return self._retry(spec, attempt, f"storing the record failed: {type(e).__name__}: {e}", queue), None
         self.writer.row(spec, row)
+        self.bar.row(row)  # its calls, tokens and cost: the bar's figures are the rows'
         if row["status"] != Status.OK:
             return self._failed(spec, attempt, row, queue), None
         self.counts["ok" if row["success"] else "failed"] += 1
@@ -264,6 +268,11 @@ class Driver:
             return False
         self.counts["infra"] += 1
         return True
+
+
+def _places(inflight: dict) -> set[str]:
+    """The attempts in flight, by their record's place (what their workers report usage under)."""
+    return {spec.place(attempt) for _, spec, attempt in inflight.values()}
 
 
 def _distinct(workers) -> list:

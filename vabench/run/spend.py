@@ -1,6 +1,6 @@
 """The run's spending limits on the driver's side (``model.max_cost_usd``,
 ``harness.max_episode_cost_usd``; vocab.CostLimit): what becomes of an episode a limit
-interrupted, and the progress bar's spend against the limit. The limits themselves are kept where
+interrupted. The limits themselves are kept where
 requests leave: the run's limiter (vabench.agents.ratelimit) and each episode's dialogue
 (vabench.agents.dialogue); both raise :class:`~vabench.errors.CostCapReached`, which a worker
 sends back as :func:`vabench.actors.worker.capped` and :func:`stopped` raises again here."""
@@ -28,7 +28,7 @@ def interrupted(out: dict, run: RunConfig, spec: EpisodeSpec, attempt: int, capp
     kept where a rerun sets it aside. The run's limit stops the run; an episode's lets the others
     go on, and ``capped`` keeps why for the end of the run."""
     if out["files"] is not None:
-        land(out["files"], spec.record_dir(run.run_dir) / f"attempt{attempt}")
+        land(out["files"], run.run_dir / spec.place(attempt))
     if out.get("cost_limit") == CostLimit.RUN:
         raise stopped(out)
     capped.append(out["stopped"])
@@ -48,8 +48,3 @@ def after_run(capped: list[str], run: RunConfig, rows: pd.DataFrame) -> pd.DataF
         cap = run.harness.max_episode_cost_usd or 0.0
         raise CostCapReached(CostLimit.EPISODE, 0.0, cap, f"{len(capped)} episode(s) interrupted at {capped[-1]}")
     return rows
-
-
-def spend_shown(stats: dict, cap: float | None) -> dict:
-    """The progress bar's spend against model.max_cost_usd (nothing without a limit)."""
-    return {} if cap is None else {"spent": f"${stats.get('spent_usd', 0.0):.2f}/{cap:g}"}

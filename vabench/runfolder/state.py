@@ -32,7 +32,10 @@ def _set_aside_unreadable(run_dir: Path, log=print) -> None:
         log(f"unreadable outcome file {run_dir / rel} ({note}); its episode runs again")
     for rel, why in got.unreadable:
         path = run_dir / rel
-        log(f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again")
+        log(
+            f"unreadable outcome file {path} ({why}): set aside as {set_aside(path).name}; its episode runs again "
+            "(or takes its row from its record, where that attempt completed)"
+        )
 
 
 def todo(run: RunConfig, log=print) -> tuple[list[tuple[EpisodeSpec, int]], int]:
