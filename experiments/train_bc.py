@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     print(
-        f"trained on {meta['samples']} samples ({len(meta['episodes'])} episodes) in {meta['train_s']:.0f} s; "
+        f"trained on {meta['samples']} samples ({len(meta['episodes'])} episodes) in {meta['train_s']:.0f} s "
+        f"({meta['train_cpu_s']:.0f} s CPU); "
         f"{meta['parameters']:,} parameters, {meta['checkpoint_mb']:.2f} MB: {args.out}"
     )
     print(f"serve it: python -m vabench.serve_policy {args.out}")

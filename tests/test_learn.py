@@ -25,7 +25,7 @@ from vabench.envs.seeds import eval_seeds
 from vabench.export.__main__ import export
 from vabench.launch import Exit
 from vabench.learn.data import chunks, prompt_features, read_export
-from vabench.learn.model import NetConfig
+from vabench.learn.model import NetConfig, choices_of, decode, loss_of
 from vabench.learn.train import FORMAT, TrainConfig, train
 from vabench.outcomes import read_rows
 from vabench.recordfile import read_events
@@ -84,6 +84,21 @@ def test_chunks_and_prompt_features():
     a, b = prompt_features("Grasp the red cube.", 64), prompt_features("grasp the red cube", 64)
     assert np.array_equal(a, b) and np.isclose(np.linalg.norm(a), 1.0)  # case and punctuation aside, the words
     assert not np.array_equal(a, prompt_features("click the bell", 64))
+
+
+def test_the_head_names_one_axis_per_command_as_the_expert_does():
+    scale = torch.tensor([0.05, 0.05, 0.05, 0.5, 0.5, 0.5])
+    targets = torch.tensor([[0, 0, -0.1, 0, 0, 0, 0.0], [0, 0, 0, 0, 0, 0, 1.0], [0, 0, 0, np.radians(-30), 0, 0, 1]])
+    assert choices_of(targets[:, :6] / scale).tolist() == [2, 6, 3]  # z, the gripper alone, rx
+    out = torch.zeros(3, 14)
+    out[0, 2], out[0, 7 + 2], out[0, 7 + 0], out[0, 13] = 5.0, -2.0, 1.0, -9.0  # z (x's magnitude is ignored)
+    out[1, 6], out[1, 13] = 5.0, 9.0
+    out[2, 3], out[2, 7 + 3], out[2, 13] = 5.0, np.radians(-30) / 0.5, 9.0
+    np.testing.assert_allclose(decode(out, scale).numpy(), targets.numpy(), atol=1e-3)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    right = loss_of(out[None] * torch.tensor([4.0] * 7 + [1.0] * 7), targets[None], mask, scale)
+    wrong = loss_of(out[None].roll(1, dims=1), targets[None], mask, scale)
+    assert right < 0.05 < wrong
 
 
 def test_training_writes_a_checkpoint_torch_loads_without_pickle(trained, exported):
@@ -168,7 +183,7 @@ def test_export_train_serve_and_evaluate_on_a_held_out_seed(tmp_path):
                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         assert server.stdout.readline().startswith("serving {'policy': 'bc'")  # printed once it listens
-        done = launch(tmp_path, "model=policy", f"model.extra.url=ws://127.0.0.1:{port}", "model.extra.budget_scale=1",
+        done = launch(tmp_path, "model=policy", f"model.extra.url=ws://127.0.0.1:{port}", "+model.extra.budget_scale=1",
                       f"tasks=[{TASK}]", f"seeds=[{seeds[-1]}]", "render=small", run_id="bc")  # fmt: skip
     finally:
         server.terminate()

@@ -19,7 +19,7 @@ from vabench.agents.policy import ACTIVE_IMAGE_KEY
 from vabench.envs.state import FIELDS
 from vabench.errors import VabenchError
 from vabench.learn.data import prompt_features, resize
-from vabench.learn.model import BCNet, NetConfig, parameters
+from vabench.learn.model import BCNet, NetConfig, decode, parameters
 from vabench.learn.train import FORMAT
 
 STATE_KEY, PROMPT_KEY = "observation/state", "prompt"  # the agent's default model.extra keys
@@ -47,7 +47,7 @@ class LearnedPolicy:
         norms = blob["norms"]
         self.state_mean = np.asarray(norms["state_mean"], dtype=np.float32)
         self.state_std = np.asarray(norms["state_std"], dtype=np.float32)
-        self.motion_scale = np.asarray(norms["motion_scale"], dtype=np.float32)
+        self.motion_scale = torch.tensor(norms["motion_scale"], dtype=torch.float32)
         self.execute = min(execute or 1, self.net.cfg.horizon)
         meta = blob.get("meta", {})
         self.metadata = {
@@ -74,7 +74,6 @@ class LearnedPolicy:
                 torch.from_numpy(image[None]),
                 torch.from_numpy(((state - self.state_mean) / self.state_std)[None]),
                 torch.from_numpy(prompt[None]),
-            )[0].numpy()
-        grip = 1.0 / (1.0 + np.exp(-out[:, 6:7]))
-        actions = np.concatenate([out[:, :6] * self.motion_scale, grip], axis=1)
+            )[0]
+            actions = decode(out, self.motion_scale).numpy()
         return {"actions": actions[: self.execute].astype(np.float32)}

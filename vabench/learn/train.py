@@ -1,10 +1,10 @@
 """Behaviour cloning on CPU (torch; the ``learn`` extra): fit :class:`BCNet` to an export's
 samples and save a checkpoint that ``python -m vabench.serve_policy CHECKPOINT`` serves.
 
-The loss per predicted vector is a smooth L1 on the six motion numbers (each divided by its RMS
-over the data, so a metre and a radian weigh alike) and a binary cross-entropy on the gripper,
-averaged over the chunk's real vectors. Images are shifted by up to ``shift`` pixels at random, the
-augmentation that lets a small image model learn from a few hundred frames (DrQ, Kostrikov et al.).
+The loss per predicted command is vabench.learn.model's (which axis, how far, the gripper), the
+motion divided by its RMS over the data so that a metre and a radian weigh alike. Images are
+shifted by up to ``shift`` pixels at random, the augmentation that lets a small image model learn
+from a few hundred frames (DrQ, Kostrikov et al. 2020).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from vabench.learn.data import Samples, prompt_features, read_export
-from vabench.learn.model import BCNet, NetConfig, parameters
+from vabench.learn.model import BCNet, NetConfig, loss_of, parameters
 
 FORMAT = "vabench.bc.v1"
 STATE_STD_FLOOR = 1e-3  # a state number that never varies is centred, not blown up
@@ -56,14 +56,6 @@ def shifted(images: torch.Tensor, shift: int, gen: torch.Generator) -> torch.Ten
     dx, dy = torch.randint(0, 2 * shift + 1, (2, n), generator=gen)
     out = torch.stack([padded[i, :, dy[i] : dy[i] + h, dx[i] : dx[i] + w] for i in range(n)])
     return out.permute(0, 2, 3, 1)
-
-
-def loss_of(out: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """Smooth L1 on normalised motion plus BCE on the gripper, over the chunk's real vectors."""
-    motion = F.smooth_l1_loss(out[..., :6], targets[..., :6] / scale, reduction="none").mean(dim=-1)
-    grip = F.binary_cross_entropy_with_logits(out[..., 6], targets[..., 6], reduction="none")
-    m = mask.float()
-    return ((motion + grip) * m).sum() / m.sum().clamp(min=1.0)
 
 
 def fit(samples: Samples, net_cfg: NetConfig, cfg: TrainConfig, log: Callable[[str], None]) -> tuple[BCNet, dict]:
@@ -109,7 +101,7 @@ def train(
     read_s = time.perf_counter() - started
     episodes = samples.episodes
     log(f"{len(samples)} samples from {len(episodes)} episodes of {', '.join(sorted(set(episodes.task)))}")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     net, norms = fit(samples, net_cfg, cfg, log)
     meta = {
         "dataset": str(dataset),
@@ -118,7 +110,8 @@ def train(
         "samples": len(samples),
         "train": asdict(cfg),
         "read_s": round(read_s, 2),
-        "train_s": round(time.perf_counter() - started, 2),
+        "train_s": round(time.perf_counter() - started, 2),  # wall clock
+        "train_cpu_s": round(time.process_time() - cpu, 2),  # this process's CPU time: what carries over
         "parameters": parameters(net),
         "torch": str(torch.__version__),  # a plain string: weights_only loading refuses TorchVersion
     }
