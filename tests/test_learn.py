@@ -138,6 +138,9 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line(tmp_path):
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(SystemExit, match=f"other.pt: not a {FORMAT} checkpoint"):
         checkpoint(tmp_path / "other.pt")
+    torch.save({"format": FORMAT, "net": TINY.asdict(), "state_dict": {"w": torch.zeros(2)}}, tmp_path / "old.pt")
+    with pytest.raises(SystemExit, match="old.pt: its network is not this trainer's; retrain it"):
+        checkpoint(tmp_path / "old.pt")
 
 
 def test_train_bc_refuses_what_is_not_an_export_in_one_line(tmp_path, capsys):

@@ -41,8 +41,11 @@ class LearnedPolicy:
             ) from None
         if not isinstance(blob, dict) or blob.get("format") != FORMAT:
             raise CheckpointError(f"{path}: not a {FORMAT} checkpoint; train one with python experiments/train_bc.py")
-        self.net = BCNet(NetConfig(**blob["net"]))
-        self.net.load_state_dict(blob["state_dict"])
+        try:
+            self.net = BCNet(NetConfig(**blob["net"]))
+            self.net.load_state_dict(blob["state_dict"])
+        except (TypeError, RuntimeError, KeyError):  # another version's network: names or shapes differ
+            raise CheckpointError(f"{path}: its network is not this trainer's; retrain it") from None
         self.net.eval()
         norms = blob["norms"]
         self.state_mean = np.asarray(norms["state_mean"], dtype=np.float32)
