@@ -43,6 +43,13 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   echo "[setup] creating virtualenv $VENV"
   "$PY" -m venv "$VENV"
 fi
+# torch for the learn extra (docs/learn.md), before the extras that name it: the CPU build. Where the
+# package index serves only the multi-GB CUDA build (PyPI's Linux wheel), name PyTorch's CPU index:
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu ./scripts/setup.sh
+if ! "$VENV/bin/python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"; then
+  echo "[setup] pip install torch==2.13.0 (CPU build, the learn extra)"
+  "$VENV/bin/python" -m pip install -qq ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} torch==2.13.0
+fi
 STAMP="$VENV/.vabench-installed"
 if [[ ! -f "$STAMP" || pyproject.toml -nt "$STAMP" ]]; then
   echo "[setup] pip install -e .[dev]"

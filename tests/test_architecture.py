@@ -43,6 +43,7 @@ LAYERS = [
     ("vabench.gym",),  # the Gymnasium envs over the env API
     ("vabench.agents", "vabench.analysis"),
     ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
+    ("vabench.learn",),  # the learned baseline: reads exports, trains (torch); serve_policy serves it
     ("vabench.review",),
     ("vabench.config",),  # what a run is: its validated config and its episodes
     ("vabench.runfolder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
@@ -73,6 +74,7 @@ CONFINED = {
     "imageio": ("vabench.media",),
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
     "websockets": ("vabench.agents.policy_wire", "vabench.serve_policy"),  # the policy extra
+    "torch": ("vabench.learn.model", "vabench.learn.train", "vabench.learn.policy"),  # the learn extra
 }
 
 

@@ -252,3 +252,14 @@ def test_typed_or_malformed_input_is_validated_like_any_decision(env):
         r = env.step(bad)
         assert not r.action_valid and "must be a JSON object" in r.feedback
     assert env.steps == 3 and np.allclose(gc(env), [0.30, -0.20, 1.06], atol=0.005)
+
+
+def test_a_detour_toppra_cannot_time_is_a_planner_failure_not_a_crash(env):
+    """A learned policy's small steps found it (issue 43): after a 1 mm move that needed an RRT detour,
+    the next 1.3 mm move's detour is a path toppra cannot time ("Fail to parameterize path"), which
+    mplib raises. The straight path's timing already counts that as no path; the detour's must too."""
+    steps = [move("y", "+", 1.6266328748315573), move("z", "+", 2.608894370496273), rot("ry", "+", 87.794090459185),
+             move("z", "-", 35.32818704843521), rot("ry", "+", 2.573720506862705), move("x", "+", 1.0097481863340363),
+             move("y", "+", 1.2773369962815195)]  # fmt: skip
+    results = [env.step(s) for s in steps]
+    assert all(r.action_valid for r in results) and env.steps == len(steps)

@@ -3,11 +3,13 @@
     python -m vabench.serve_policy --demo                      # all-zero chunks: the agent holds still
     python -m vabench.serve_policy --script vectors.npy        # a fixed sequence of action vectors, then zeros
     python -m vabench.serve_policy --demo --port 8001 --host 0.0.0.0
+    python -m vabench.serve_policy bc.pt                       # a checkpoint of experiments/train_bc.py (docs/learn.md)
 
 Any :class:`Policy` plugs in: ``infer(obs) -> {"actions": (horizon, 7 x arms)}`` and ``metadata``;
 :class:`PolicyServer` does the protocol (metadata on connect, one msgpack-numpy map per inference,
 ``server_timing`` added, the traceback as a text frame when ``infer`` raises, ``/healthz``). A
-trained policy (a checkpoint loader) is added as one more ``Policy`` and a branch in :func:`load`.
+checkpoint is loaded by :func:`load` (vabench.learn.policy, the ``learn`` extra: torch, imported
+only then); another kind of trained policy is one more ``Policy`` and a branch there.
 The server binds the loopback interface unless ``--host`` says otherwise.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http
+import importlib.util
 import sys
 import threading
 import time
@@ -136,30 +139,51 @@ class PolicyServer:
             ws.send(pack(out))
 
 
+DEFAULT_HORIZON = 8  # vectors per chunk of --demo and --script
+
+
 def load(args: argparse.Namespace) -> Policy:
-    """The policy the command line names (a checkpoint loader goes here)."""
+    """The policy the command line names."""
+    horizon = args.horizon or DEFAULT_HORIZON
     if args.script:
         path = Path(args.script)
         if not path.is_file():
             raise SystemExit(f"--script {path}: no such file (a .npy of shape (steps, 7 x arms))")
-        return ScriptedPolicy(np.load(path), args.horizon)
+        return ScriptedPolicy(np.load(path), horizon)
     if args.demo:
-        return ZeroPolicy(args.horizon)
-    raise SystemExit(f"{args.checkpoint}: serving a checkpoint is not here yet; use --demo or --script FILE.npy")
+        return ZeroPolicy(horizon)
+    return checkpoint(Path(args.checkpoint), args.horizon)
+
+
+def checkpoint(path: Path, horizon: int | None = None) -> Policy:
+    """A checkpoint of experiments/train_bc.py (docs/learn.md); ``horizon``: vectors served per
+    inference (None: the checkpoint's default, 1)."""
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such checkpoint; train one with python experiments/train_bc.py (docs/learn.md)")
+    if importlib.util.find_spec("torch") is None:
+        raise SystemExit("serving a checkpoint needs the learn extra (torch): pip install 'vabench[learn]'")
+    from vabench.learn.policy import CheckpointError, LearnedPolicy
+
+    try:
+        return LearnedPolicy(path, horizon)  # has Policy's members (metadata, infer, reset)
+    except CheckpointError as e:
+        raise SystemExit(str(e)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vabench.serve_policy", description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", nargs="?", help="a trained policy (not yet: use --demo or --script)")
+    parser.add_argument("checkpoint", nargs="?", help="a checkpoint of experiments/train_bc.py (docs/learn.md)")
     parser.add_argument("--demo", action="store_true", help="serve all-zero chunks")
     parser.add_argument("--script", help="serve this .npy of action vectors (steps, 7 x arms), then zeros")
-    parser.add_argument("--horizon", type=int, default=8, help="vectors per chunk (default 8)")
+    parser.add_argument(
+        "--horizon", type=int, help=f"vectors per chunk (default {DEFAULT_HORIZON}; a checkpoint's: its own, 1)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     if not (args.checkpoint or args.demo or args.script):
         parser.error("name a policy: --demo, --script FILE.npy or a CHECKPOINT")
-    if args.horizon < 1:
+    if args.horizon is not None and args.horizon < 1:
         parser.error("--horizon must be at least 1")
     try:
         server = PolicyServer(load(args), args.host, args.port)

@@ -369,7 +369,10 @@ class ArmPlanner:
                 for n in allowed:
                     acm.set_default_entry(n, True)
                 mplib.set_global_seed((int(seed) * 7 + i) % 2_000_000_000 + 1)
-                r = self.world.plan_qpos(goals, q9, time_step=TIMESTEP, planning_time=RRT_TIME_S)
+                try:
+                    r = self.world.plan_qpos(goals, q9, time_step=TIMESTEP, planning_time=RRT_TIME_S)
+                except RuntimeError:  # toppra cannot time this path (mplib raises): no path, as in plan_straight
+                    r = {"status": "untimed"}
                 _quiet_toppra()
                 if r["status"] != "Success":
                     continue
