@@ -179,9 +179,10 @@ def arm_of(rows: list[dict], made: str) -> dict:
 
 
 def cells(rows: list[dict], rates: dict, made: str) -> list[dict]:
-    """Every (protocol, track, task) with its paper rate, and where measured its two arms (a success
-    arm the servo never completed, or under MIN_RATE, is left out: the plan then takes a success as
-    spending the whole budget; a cell the paper never runs has no arms: the plan borrows them)."""
+    """Every (protocol, track, task) with its paper rate, and where measured its two kinds of episode
+    (``measured``: a success the servo never completed, or under MIN_RATE, is left out: the plan then
+    takes a success as spending the whole budget; a cell the paper never runs has none: the plan
+    borrows them)."""
     out = []
     for track in Track:
         for protocol in (ACTIVE.name, PASSIVE.name):
@@ -192,17 +193,26 @@ def cells(rows: list[dict], rates: dict, made: str) -> list[dict]:
 def _cell(rows: list[dict], rates: dict, track: str, protocol: str, task: str, made: str) -> dict:
     mine = [r for r in rows if r["task"] == task and r["protocol"] == protocol]
     rate, why = rates[(protocol, task)]
-    cell = {"protocol": protocol, "track": str(track), "task": task, "budget": task_class(task).budget}
-    cell |= {"success_rate": round(rate, 4), "success_source": why, "arms": {}}
+    cls = task_class(task)
+    cell = {"protocol": protocol, "track": str(track), "task": task, "budget": cls.budget, "robot_arms": len(cls.arms)}
+    cell |= {"success_rate": round(rate, 4), "success_source": why, "measured": {}}
     if (track, protocol) not in MEASURED:
         cell["not_measured"] = f"the paper runs no {track} episodes in the {protocol} protocol"
         return cell
     for arm, replies in ((FAILURE, "Failing"), (SUCCESS, "ServoReplies")):
         measured = [r for r in mine if r["arm"] == arm and (arm == FAILURE or r["success"])]
         if measured:
-            cell["arms"][arm] = arm_of(measured, f"benchmarks/plan_replies.{replies} replies, {made}")
-    if SUCCESS not in cell["arms"]:
-        servo = [r for r in mine if r["arm"] == SUCCESS]
+            cell["measured"][arm] = arm_of(measured, f"benchmarks/plan_replies.{replies} replies, {made}")
+    servo = [r for r in mine if r["arm"] == SUCCESS]
+    if servo:  # all the servo's episodes, for the plan of model=servo
+        steps = sum(r["steps"] for r in servo)
+        cell["servo"] = {
+            "episodes": len(servo),
+            "successes": sum(r["success"] for r in servo),
+            "steps": round(statistics.mean(r["steps"] for r in servo), 2),
+            "cpu_s_per_step": round(sum(r["cpu_s"] for r in servo) / max(steps, 1), 3),
+        }
+    if SUCCESS not in cell["measured"]:
         cell["success_as_failure"] = (
             f"the servo completed none of {len(servo)} episodes" if servo else "rate under 1 %: not measured"
         )

@@ -33,7 +33,6 @@ class Priors:
     """Expected figures that no measured episode gives (the measured ones, per protocol, track and
     task, are :mod:`vabench.plan.priors`'): stated assumptions a calibration run replaces."""
 
-    stub_tokens: int = 12  # "[image omitted: step 3 active]"
     summary_tokens: int = 600  # a learned summary in the system prompt (summary=own or shared)
     thinking_share: float = 0.6  # of an extended-thinking budget used per reply
     reasoning_tokens: int = 600  # per reply of a reasoning model with reasoning_effort set

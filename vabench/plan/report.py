@@ -27,7 +27,7 @@ from vabench.plan.estimate import (
     wall_time,
 )
 from vabench.plan.free import offline_episode
-from vabench.plan.priors import made
+from vabench.plan.priors import cell, made
 from vabench.vocab import SEEDS_PER_TASK, PromptCache, Status
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
@@ -158,6 +158,10 @@ def _from_line(run: RunConfig, plan: PlanConfig, rows, sources: list[str]) -> st
     line = f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else "")
     if "priors" in sources:
         line += f"; priors measured by {made()}, a failing and a successful episode mixed at the paper's success rate"
+        pairs = {(task, protocol) for _, task, protocol in episode_counts(run)}
+        lent = sorted({f"{p} {t} from {c.borrowed}" for t, p in pairs if (c := cell(t, p)).borrowed})
+        if lent:
+            line += f" (not measured, so borrowed: {', '.join(lent)})"
     return line
 
 
