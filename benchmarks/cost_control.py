@@ -45,7 +45,7 @@ KEY = "VABENCH_COST_KEY"
 TASKS = "[place_cube_in_bowl,grasp_single_cube]"
 USAGE = ("model_calls", "provider_attempts", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")
 USAGE += ("wall_s", "cache_hits", "limit_wait_s", "backoff_s", "record_digest", "record", "provenance_digest")
-USAGE += ("cache_write_tokens", "reasoning_tokens", "provider_retries", "attempt")
+USAGE += ("cache_write_tokens", "reasoning_tokens", "provider_retries", "attempt", "model_latency_s")
 
 
 class Slow:
@@ -188,9 +188,11 @@ def capped(server: ScriptedServer, results: Path, seeds: int, delay: float, full
     keys = ["task", "seed", "run_index"]
     a = capped.drop(columns=[c for c in USAGE if c in capped] + ["run_id"]).sort_values(keys).reset_index(drop=True)
     b = rows.drop(columns=[c for c in USAGE if c in rows] + ["run_id"]).sort_values(keys).reset_index(drop=True)
+    differ = [c for c in a.columns if c not in b or not a[c].equals(b[c])] if a.shape == b.shape else ["rows"]
     print(
         f"   rerun with ${full * 2:.2f}: exit {rc}; {len(capped)} rows; table equal to the uncapped run's: "
-        f"{a.equals(b)}; billed over both launches ${billed(results / 'capped'):.4f} vs uncapped ${full:.4f}"
+        f"{a.equals(b)}{f' (differ: {differ})' if differ else ''}; billed over both launches "
+        f"${billed(results / 'capped'):.4f} vs uncapped ${full:.4f}"
     )
 
 
@@ -198,13 +200,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--delay", type=float, default=0.2)
-    ap.add_argument("--only", choices=("plan", "all"), default="all", help="plan: section 1 alone")
+    ap.add_argument("--only", choices=("plan", "limits", "all"), default="all", help="plan: section 1; limits: 2-3")
     args = ap.parse_args()
     os.environ[KEY] = "fake-key"
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(keep_bodies=False) as server:
         results = Path(tmp)
-        per_protocol(server, results, args.seeds, args.delay)
-        if args.only == "all":
+        if args.only != "limits":
+            per_protocol(server, results, args.seeds, args.delay)
+        if args.only != "plan":
             full = calibrated(server, results, args.seeds, args.delay)
             capped(server, results, args.seeds, args.delay, full)
 
