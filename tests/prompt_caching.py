@@ -126,17 +126,18 @@ class Usage:
     read: int = 0
     written: int = 0
     repeated: int = 0  # tokens of its prefix identical to the previous request's
+    output: int = 0  # the reply's tokens
 
 
 @dataclass
 class PromptCache:
     """A provider's prompt cache (``provider``: openai | anthropic) in front of ``reply(body)``,
-    which returns the reply's text; ``output_tokens`` is what each reply reports. ``log`` keeps
-    each request's :class:`Usage` in arrival order."""
+    which returns the reply's text; ``output_tokens`` is what each reply reports (None: the reply
+    text's tokens, 4 characters a token). ``log`` keeps each request's :class:`Usage` in arrival order."""
 
     provider: str
     reply: object
-    output_tokens: int = 120
+    output_tokens: int | None = 120
     log: list[Usage] = field(default_factory=list)
     _seen: list[list[Block]] = field(default_factory=list)
     _entries: set[str] = field(default_factory=set)
@@ -146,6 +147,7 @@ class PromptCache:
         text = self.reply(body)
         with self._lock:
             usage = self._use(blocks(body, self.provider))
+            usage.output = self.output_tokens if self.output_tokens is not None else math.ceil(len(text) / 4)
             self.log.append(usage)
         return {"content": text, "usage": self._wire(usage)}
 
@@ -184,12 +186,12 @@ class PromptCache:
         if self.provider == OPENAI:
             return {
                 "prompt_tokens": u.input_tokens,
-                "completion_tokens": self.output_tokens,
+                "completion_tokens": u.output,
                 "prompt_tokens_details": {"cached_tokens": u.read},
             }
         return {
             "input_tokens": u.input_tokens - u.read - u.written,
-            "output_tokens": self.output_tokens,
+            "output_tokens": u.output,
             "cache_read_input_tokens": u.read,
             "cache_creation_input_tokens": u.written,
         }

@@ -203,6 +203,14 @@ class CacheMode(StrEnum):
     ONLY = "only"  # never call a provider: a request not in the cache fails (debugging, re-rendering)
 
 
+class PromptCache(StrEnum):
+    """How a provider's prompt cache reads a run's requests (the plan prices them so; vabench.plan.estimate)."""
+
+    AUTOMATIC = "automatic"  # OpenAI: a repeated prefix of 1,024 tokens or more, by itself
+    BREAKPOINTS = "breakpoints"  # Anthropic: up to the requests' cache_control breakpoints (model.prompt_cache=true)
+    NONE = "none"  # no breakpoints (Anthropic with model.prompt_cache=false) or a provider the plan knows no cache of
+
+
 class CostLimit(StrEnum):
     """The spending limits (each the config key that sets it): reaching one stops new requests at
     once; episodes in flight end as interrupted (no row: resumable, neither a failure nor infra)."""

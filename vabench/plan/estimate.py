@@ -1,19 +1,22 @@
-"""What a run will cost before it starts: ``python -m vabench.launch <overrides> plan=true``.
+"""What a run will cost before it starts: ``python -m vabench.launch <overrides> plan=true``
+(docs/plan.md).
 
 Prints, for the composed config and without a key, Ray, a request or a file written: episodes per
 condition; summary-learning calls; model calls per episode (an upper bound from the step budget
 and ``harness.max_calls_per_step``, and an expected figure); input, image and output tokens per
 call (each provider's image rule at the render preset's sizes); dollars from LiteLLM's local price
-map (input, cached input, cache writes, output, reasoning); wall time from latency, episodes in
-flight and ``model.rpm`` / ``model.tpm``; with ``plan.difference=D`` the seeds and runs that
-detect D at 80 % power (:mod:`vabench.analysis.power`) and what that design costs.
+map (input, cached input, cache writes, output, reasoning) at the run's prompt-cache setting; wall
+time from latency, episodes in flight and ``model.rpm`` / ``model.tpm``; with ``plan.difference=D``
+the seeds and runs that detect D at 80 % power (:mod:`vabench.analysis.power`) and what that
+design costs. An offline agent is free: its plan counts steps and time only.
 
 Expected figures come from a previous run folder (``plan.calibrate=RUN``: its rows' calls,
 tokens, cached tokens, wall time and success, per task and protocol, else per protocol), or else
-from :data:`PRIORS`, which say where each number comes from. The token model follows the
-conversation (:mod:`vabench.agents.history`): call k carries the system prompt, k-1 earlier turns
-(their images as text stubs) and the current observation; a prompt cache reads everything up to
-the previous observation's text (:mod:`vabench.agents.prefix`).
+from the measured priors (:mod:`vabench.plan.priors`: a failing and a successful episode per
+protocol, track and task, mixed at the paper's success rate) and :data:`PRIORS` (assumptions). The
+token model follows the conversation (:mod:`vabench.agents.history`): call k carries the system
+prompt, the current observation and k-1 earlier turns (their images as text stubs); a prompt cache
+reads everything up to the previous observation's text (:mod:`vabench.agents.prefix`).
 """
 
 from __future__ import annotations
@@ -22,28 +25,21 @@ from dataclasses import dataclass, field, fields, replace
 
 from vabench.config.run import RunConfig
 from vabench.config.specs import expand
-from vabench.vocab import SummaryKind, Track, protocol_named
+from vabench.vocab import PromptCache, SummaryKind, Track, protocol_named
 
 
 @dataclass(frozen=True)
 class Priors:
-    """Expected figures when no run calibrates them. Measured with ``benchmarks/prompt_cache.py``
-    (observation and reply texts: the harness's own, at ``paper``) and ``benchmarks/action_cost.py``
-    (simulator time per step); the rest are stated assumptions a calibration replaces."""
+    """Expected figures that no measured episode gives (the measured ones, per protocol, track and
+    task, are :mod:`vabench.plan.priors`'): stated assumptions a calibration run replaces."""
 
-    step_share: float = 1.0  # steps used / budget: most episodes of today's models fail and use the whole budget
-    calls_per_step: float = 1.05  # repairs and tool calls add a few calls per step
-    obs_text_tokens: int = 225  # one observation's text (robot state, executed actions), single arm, mean of 50 steps
-    dual_arm_extra_tokens: int = 70  # a second arm's state
-    reply_tokens: int = 100  # one decision with its reason (71 in the benchmark's replies)
-    stub_tokens: int = 12  # "[image omitted: step 3 active]"
     summary_tokens: int = 600  # a learned summary in the system prompt (summary=own or shared)
     thinking_share: float = 0.6  # of an extended-thinking budget used per reply
     reasoning_tokens: int = 600  # per reply of a reasoning model with reasoning_effort set
     latency_s: float = 8.0  # per call (5-20 s for multimodal models)
-    sim_s_per_step: float = 0.15  # simulator, render and harness per step at paper (benchmarks/action_cost.py)
     learn_calls: int = 8  # summary learning: retrieve, a few frame looks, learn
     learn_images: int = 6  # demo frames a learning request carries on average
+    learn_reply_tokens: int = 300  # a learning reply (a tool call, or the summary)
     baseline: float = 0.3  # success rate for plan.difference without calibration
     startup_s: float = 20.0  # launcher, imports, the first env (plus ray_startup_s on Ray)
     ray_startup_s: float = 30.0
@@ -110,16 +106,34 @@ def _supports_reasoning(model_id: str) -> bool:
     return name.startswith(("o1", "o3", "o4", "gpt-5"))
 
 
-def _cache_kind(run: RunConfig) -> str:
+def cache_kind(run: RunConfig) -> PromptCache:
+    """How the provider's prompt cache reads this run's requests: ``automatic`` (OpenAI caches a
+    repeated prefix by itself), ``breakpoints`` (Anthropic, up to ``model.prompt_cache``'s
+    breakpoints) or ``none`` (Anthropic with ``model.prompt_cache=false``, other providers)."""
     provider = run.model.id.split("/", 1)[0]
     if provider == "anthropic":
-        return "breakpoints" if run.model.prompt_cache else "none"
-    return "automatic" if provider == "openai" else "none"
+        return PromptCache.BREAKPOINTS if run.model.prompt_cache else PromptCache.NONE
+    return PromptCache.AUTOMATIC if provider == "openai" else PromptCache.NONE
 
 
 def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRIORS) -> Estimate:
-    """One episode from the priors and the code: the real system prompt, the provider's image rule
-    at the preset's sizes, the conversation's growth, and the prompt cache's reads and writes."""
+    """One expected episode from the measured priors: a failing and a successful episode of the
+    task and protocol (:func:`vabench.plan.priors.cell`), mixed at the paper's success rate."""
+    from vabench.plan.priors import cell
+
+    c = cell(task, protocol)
+    kind = cache_kind(run)
+    failing = arm_episode(run, task, protocol, c.failure, kind, priors)
+    succeeding = arm_episode(run, task, protocol, c.success, kind, priors)
+    est = failing.scaled(1 - c.success_rate) + succeeding.scaled(c.success_rate)
+    est.success = c.success_rate
+    return est
+
+
+def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors: Priors = PRIORS) -> Estimate:
+    """One episode of one kind (a :class:`vabench.plan.priors.Arm`) from the code: the real system
+    prompt, the provider's image rule at the preset's sizes, the conversation's growth, and the
+    prompt cache's reads and writes (``kind``: :func:`cache_kind`)."""
     from vabench.agents import prompts
     from vabench.agents.history import text_tokens
     from vabench.agents.prefix import image_tokens_for
@@ -131,23 +145,21 @@ def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRI
     summary = "x" * 4 * priors.summary_tokens if run.summary.kind != SummaryKind.NONE else None
     system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
-    images = 5 if p.bundle else 1
-    image = images * image_tokens_for(run.model.id, *size)
-    obs = priors.obs_text_tokens + (priors.dual_arm_extra_tokens if len(cls.arms) == 2 else 0)
-    n = max(1.0, cls.budget * priors.step_share * priors.calls_per_step)
-    turn = obs + priors.reply_tokens + images * priors.stub_tokens  # what each earlier step leaves in a request
-    input_ = n * (system + obs + image) + turn * n * (n - 1) / 2
-    kind = _cache_kind(run)
+    image = (5 if p.bundle else 1) * image_tokens_for(run.model.id, *size)
+    steps = cls.budget * arm.share
+    n = max(1.0, steps * arm.calls_per_step)
+    head = system + arm.obs_tokens  # what every call carries but the images and the earlier turns
+    input_ = n * (head + image) + arm.turn_tokens * n * (n - 1) / 2
     cached = written = 0.0
-    if kind != "none":
-        cached = (n - 1) * (system + obs) + turn * (n - 1) * (n - 2) / 2
-        if kind == "automatic":
+    if kind != PromptCache.NONE:  # call k reads the system prompt, k-2 turns and the previous observation's text
+        cached = (n - 1) * head + arm.turn_tokens * (n - 1) * (n - 2) / 2
+        if kind == PromptCache.AUTOMATIC:
             cached -= (n - 1) * 64  # read in 128-token steps
         else:
-            written = system + obs + (n - 1) * turn
+            written = head + (n - 1) * arm.turn_tokens
     reasoning = n * reasoning_per_reply(run, priors)
-    output = n * priors.reply_tokens + reasoning
-    wall = n * priors.latency_s + cls.budget * priors.step_share * priors.sim_s_per_step
+    output = n * arm.reply_tokens + reasoning
+    wall = n * priors.latency_s + steps * arm.s_per_step
     calls_max = cls.budget * run.harness.max_calls_per_step
     return Estimate(1, n, calls_max, input_, n * image, max(0.0, cached), written, output, reasoning, wall)
 
@@ -171,7 +183,7 @@ def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estima
     n = priors.learn_calls
     per = Estimate(
         1, n, MAX_ATTEMPTS * run.harness.max_calls_per_step, n * (1500 + image), n * image,
-        output=n * (priors.reply_tokens * 3 + reasoning_per_reply(run, priors)),
+        output=n * (priors.learn_reply_tokens + reasoning_per_reply(run, priors)),
         reasoning=n * reasoning_per_reply(run, priors), wall_s=n * priors.latency_s * 2,
     )  # fmt: skip
     return missing, per.scaled(len(missing))

@@ -10,18 +10,25 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.agents.policy import DEFAULT_NAME as POLICY
+from vabench.agents.registry import is_offline
 from vabench.config.run import PlanConfig, RunConfig, from_config
+from vabench.envs.tasks import task_class
 from vabench.outcometable import load
+from vabench.plan.cost import cost_lines
 from vabench.plan.estimate import (
     PRIORS,
     Estimate,
+    cache_kind,
     episode_counts,
     in_flight,
     learning,
     prior_episode,
     wall_time,
 )
-from vabench.vocab import SEEDS_PER_TASK, Status
+from vabench.plan.free import offline_episode
+from vabench.plan.priors import cell, made
+from vabench.vocab import SEEDS_PER_TASK, PromptCache, Status
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
 _COLUMNS = {"input": "prompt_tokens", "cached": "cached_tokens", "written": "cache_write_tokens"}
@@ -74,19 +81,28 @@ def _measured(prior: Estimate, rows: pd.DataFrame, overhead: float) -> Estimate:
 
 def episode(run: RunConfig, task: str, protocol: str, rows: pd.DataFrame | None) -> tuple[Estimate, str]:
     """The expected episode of ``task`` in ``protocol`` and where it comes from."""
+    if is_offline(run.model.id):
+        return offline_episode(run, task, protocol)
     prior = prior_episode(run, task, protocol)
     if rows is None or rows.empty:
         return prior, "priors"
     overhead = rows.attrs.get("overhead", 1.0)
     same = rows[(rows["task"] == task) & (rows["protocol"] == protocol)]
     if not same.empty:
-        return _measured(prior, same, overhead), f"calibrated ({len(same)} episodes)"
+        return _uncached(run, _measured(prior, same, overhead)), f"calibrated ({len(same)} episodes)"
     same = rows[rows["protocol"] == protocol]
     if not same.empty:  # another task: its per-step figures, scaled to this task's budget
         est = _measured(prior, same, overhead)
         scale = prior.calls / max(est.calls, 1e-9)
-        return est.scaled(scale), f"calibrated by protocol ({len(same)} episodes, scaled to the budget)"
+        return _uncached(run, est.scaled(scale)), f"calibrated by protocol ({len(same)} episodes, scaled to the budget)"
     return prior, "priors (the calibration run has no such protocol)"
+
+
+def _uncached(run: RunConfig, est: Estimate) -> Estimate:
+    """A calibrated episode as this run's prompt cache reads it: none read or written without one."""
+    if cache_kind(run) == PromptCache.NONE:
+        est.cached = est.written = 0.0
+    return est
 
 
 def _usd(value: float | None) -> str:
@@ -97,30 +113,62 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.1f} min"
 
 
-def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, int], list[str]]:
+def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list[str]]:
+    """The run's expected episodes summed, per condition, and where their figures come from."""
     total, per_condition, sources = Estimate(), {}, set()
     for (condition, task, protocol), n in sorted(episode_counts(run).items()):
         est, source = episode(run, task, protocol, rows)
         sources.add(source.split(" (")[0])
         total = total + est.scaled(n)
-        per_condition[condition] = per_condition.get(condition, 0) + n
+        per_condition[condition] = per_condition.get(condition, Estimate()) + est.scaled(n)
+        budgets = total.per.setdefault("budgets", {})
+        budget = task_class(task).budget
+        budgets[budget] = budgets.get(budget, Estimate()) + est.scaled(n)
         if est.success is not None:
             total.per.setdefault("success", []).append((est.success, n))
     return total, per_condition, sorted(sources)
 
 
 def plan_text(run: RunConfig, plan: PlanConfig) -> str:
-    """Everything the plan prints (docs/cost.md)."""
+    """Everything the plan prints (docs/plan.md)."""
     from vabench.agents.llm import prices
 
     rows = calibration(plan.calibrate)
-    price = prices(run.model.id)
     total, per_condition, sources = _episodes(run, rows)
+    free = is_offline(run.model.id)
+    price = None if free else prices(run.model.id)
+    lines = [f"plan of run {run.run_id} ({run.experiment}): {run.model.id}, render {run.render}, nothing sent"]
+    lines += [_condition_line(condition, est, price, free) for condition, est in per_condition.items()]
+    if free:
+        return "\n".join(lines + _free_lines(run, plan, total, sources))
+    return "\n".join(lines + _model_lines(run, plan, rows, total, sources, price))
+
+
+def _condition_line(condition: str, est: Estimate, price, free: bool) -> str:
+    """One condition: its episodes and what one of them is expected to take."""
+    n = max(est.episodes, 1)
+    each = f"{est.calls / n:,.1f} steps" if free else f"{est.calls / n:,.1f} calls"
+    if not free:
+        cost = est.cost(price)
+        each += f", {_usd(None if cost is None else cost / n)}"
+    return f"  {condition}: {est.episodes:,.0f} episodes; each about {each}, {est.wall_s / n:,.0f} s"
+
+
+def _from_line(run: RunConfig, plan: PlanConfig, rows, sources: list[str]) -> str:
+    line = f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else "")
+    if "priors" in sources:
+        line += f"; priors measured by {made()}, a failing and a successful episode mixed at the paper's success rate"
+        pairs = {(task, protocol) for _, task, protocol in episode_counts(run)}
+        lent = sorted({f"{p} {t} from {c.borrowed}" for t, p in pairs if (c := cell(t, p)).borrowed})
+        if lent:
+            line += f" (not measured, so borrowed: {', '.join(lent)})"
+    return line
+
+
+def _model_lines(run: RunConfig, plan: PlanConfig, rows, total: Estimate, sources: list[str], price) -> list[str]:
     learn_tasks, learn = learning(run)
     n = max(total.episodes, 1)
-    lines = [f"plan of run {run.run_id} ({run.experiment}): {run.model.id}, render {run.render}, nothing sent"]
-    lines += [f"  {condition}: {count:,} episodes" for condition, count in per_condition.items()]
-    lines.append(f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else ""))
+    lines = [_from_line(run, plan, rows, sources)]
     lines.append(
         f"summary learning: {len(learn_tasks)} summaries to learn, about {learn.calls:,.0f} calls "
         f"(at most {learn.calls_max:,.0f}), {_usd(learn.cost(price))}"
@@ -140,14 +188,39 @@ def plan_text(run: RunConfig, plan: PlanConfig) -> str:
             f"prices per 1M tokens (LiteLLM {_litellm_version()}): input ${price.input * 1e6:g}, cached input "
             f"${price.cached_input * 1e6:g}, cache write ${price.cache_write * 1e6:g}, output ${price.output * 1e6:g}"
         )
-    cost = total.cost(price)
-    uncached = Estimate(input=total.input, output=total.output, reasoning=total.reasoning).cost(price)
-    lines.append(f"cost: episodes {_usd(cost)} ({_usd(cost / n if cost is not None else None)} each; without a prompt "
-                 f"cache {_usd(uncached)}), summary learning {_usd(learn.cost(price))}")  # fmt: skip
+    lines += cost_lines(run, total, learn, price, lambda other: _episodes(other, rows)[0])
+    lines.append(_budget_line(total, price))
     lines += _time_lines(run, total, learn, len(learn_tasks))
     if plan.difference is not None:
         lines += _power_lines(run, plan, total, price)
-    return "\n".join(lines)
+    return lines
+
+
+def _budget_line(total: Estimate, price) -> str:
+    """Calls and dollars per episode by the tasks' step budgets: what one episode of a kind costs."""
+    parts = []
+    for budget, est in sorted(total.per.get("budgets", {}).items()):
+        n, cost = max(est.episodes, 1), est.cost(price)
+        parts.append(f"{budget} steps: {est.calls / n:,.1f} calls, {_usd(None if cost is None else cost / n)}")
+    return "  per episode by step budget: " + "; ".join(parts)
+
+
+def _free_lines(run: RunConfig, plan: PlanConfig, total: Estimate, sources: list[str]) -> list[str]:
+    """An offline agent's plan: one line that it is free, then its steps and time."""
+    n = max(total.episodes, 1)
+    expected, most = total.calls / n, total.calls_max / n
+    lines = [f"{run.model.id} is an offline agent: free (no provider is called: no tokens, no price)"]
+    if expected < most:
+        lines.append(f"steps per episode: expected {expected:,.1f} ({'; '.join(sources)}), at most {most:,.0f}")
+    else:
+        why = "; ".join(s.removeprefix("at most: ") for s in sources)
+        lines.append(f"steps per episode: at most {most:,.0f} ({why}; the wall time takes every episode to use it)")
+    lines += _time_lines(run, total, None, 0)
+    if run.model.id == POLICY:
+        lines[-1] += "; the policy server's inference time not included"
+    if plan.difference is not None:
+        lines += _power_lines(run, plan, total, None, free=True)
+    return lines
 
 
 def totals(run: RunConfig) -> dict[str, float | None]:
@@ -172,18 +245,21 @@ def _litellm_version() -> str:
     return metadata.version("litellm")
 
 
-def _time_lines(run: RunConfig, total: Estimate, learn: Estimate, learn_tasks: int) -> list[str]:
-    t = wall_time(run, total, learn, learn_tasks)
+def _time_lines(run: RunConfig, total: Estimate, learn: Estimate | None, learn_tasks: int) -> list[str]:
+    """The wall time (``learn`` None: an offline agent, which learns no summary and has no rate limits)."""
+    t = wall_time(run, total, learn or Estimate(), learn_tasks)
     binding = max(("work", "rpm", "tpm"), key=lambda k: t[k])
+    flight = f"{in_flight(run)} episodes in flight at {total.wall_s / max(total.episodes, 1):,.0f} s each"
+    if learn is None:
+        return [f"wall time: about {_hours(t['episodes'])} ({flight})"]
     limits = f"model.rpm={run.model.rpm}, model.tpm={run.model.tpm}"
     return [
         f"wall time: about {_hours(t['episodes'] + t['learning'])} (episodes {_hours(t['episodes'])}, bound by "
-        f"{binding}; {in_flight(run)} episodes in flight at {total.wall_s / max(total.episodes, 1):,.0f} s each; "
-        f"{limits}; summary learning {_hours(t['learning'])})"
+        f"{binding}; {flight}; {limits}; summary learning {_hours(t['learning'])})"
     ]
 
 
-def _power_lines(run: RunConfig, plan: PlanConfig, total: Estimate, price) -> list[str]:
+def _power_lines(run: RunConfig, plan: PlanConfig, total: Estimate, price, free: bool = False) -> list[str]:
     """Seeds and runs that detect ``plan.difference`` at 80 % power, and what each design costs."""
     from vabench.analysis.power import sample_size_table
 
@@ -210,6 +286,7 @@ def _power_lines(run: RunConfig, plan: PlanConfig, total: Estimate, price) -> li
         cost = episodes * conditions * per_episode
         lines.append(
             f"  {int(r['runs'])} run(s) x {seeds} seeds per task{short} = {episodes:,} episodes per "
-            f"condition, power {r['power']:.2f}, {_usd(None if math.isnan(cost) else cost)} for the run's conditions"
+            f"condition, power {r['power']:.2f}, "
+            + ("free" if free else f"{_usd(None if math.isnan(cost) else cost)} for the run's conditions")
         )
     return lines

@@ -1,0 +1,88 @@
+"""Reply policies for measured episodes behind a priced fake provider (``tests/openai_server.py``):
+what the plan's priors (``benchmarks/plan_priors.py``) and its check (``benchmarks/cost_control.py``)
+stand on. No real model answers here, so an episode of "today's models" is one of two kinds, mixed
+at the paper's success rate for its protocol, track and task (docs/plan.md):
+
+- :class:`Failing`: a model that never succeeds and spends the whole step budget, as most of the
+  paper's episodes do (its 12 primary conditions succeed in 21 % of base episodes on average): small
+  moves about the start pose, a look every sixth step in the active protocol, the gripper now and
+  then, and one invalid reply in twenty (a repair, so about 1.05 calls per step);
+- :class:`ServoReplies`: a model that succeeds, taking the steps the servo agent (``model=servo``)
+  takes: it sees what a model sees and looks and probes as a model would, so its decisions stand
+  for a successful model's.
+
+Both are deterministic functions of the request (a resumed attempt asks the same) and write the same
+kind of reason with each decision, about 70 tokens, as a model's decision with its reason does.
+"""
+
+from __future__ import annotations
+
+import json
+
+from vabench.agents.models import EpisodeContext
+from vabench.agents.servo import ServoAgent
+from vabench.agents.servo.perception import parse_request
+from vabench.envs.actions import SEMANTIC_VIEWS
+
+MOVES = ("x", "y", "z")
+LOOK_EVERY = 6  # active: one camera action in six steps
+REPAIR_EVERY = 20  # one invalid reply in twenty calls
+REASONS = (
+    "The gripper is still above and to the side of the target; I move it along {axis} to line the fingers up "
+    "with the object's faces before descending, keeping clear of the other objects on the table.",
+    "The last move brought the fingers closer but the offset along {axis} is still visible in the image; I "
+    "correct it with a small step so the grasp closes on the middle of the object rather than its edge.",
+    "I cannot judge the height of the fingers above the object from this angle, so I check the scene from "
+    "another view before committing to the descent; the arm state shows the gripper open and free.",
+)
+
+
+def _calls(body: dict) -> int:
+    """The call's number in its episode (1 for the first request): earlier replies plus one."""
+    return 1 + sum(m.get("role") == "assistant" for m in body.get("messages", []))
+
+
+def reason(n: int, axis: str = "x") -> str:
+    return REASONS[n % len(REASONS)].format(axis=axis)
+
+
+class Failing:
+    """A model that never completes the task and uses its whole budget (module docstring)."""
+
+    def __init__(self, arms: tuple[str, ...], active: bool):
+        self.arms, self.active = arms, active
+
+    def __call__(self, body: dict) -> str:
+        n = _calls(body)
+        axis, sign = MOVES[n % 3], "+-"[(n // 3) % 2]
+        decision: dict = {"action": "gripper.move_world", "axis": axis, "sign": sign, "distance_mm": 20}
+        if n % REPAIR_EVERY == 0:
+            decision["distance_mm"] = 250  # out of range (1-100 mm): the harness asks again
+        elif self.active and n % LOOK_EVERY == 1:
+            view = SEMANTIC_VIEWS[(n // LOOK_EVERY) % len(SEMANTIC_VIEWS)]
+            decision = {"action": f"camera.view_{'both_' if len(self.arms) == 2 else ''}{view}"}
+        elif n % 9 in (4, 5):
+            decision = {"action": "gripper.close" if n % 9 == 4 else "gripper.open"}
+        if len(self.arms) == 2 and decision["action"].startswith("gripper."):
+            decision["arm"] = self.arms[n % 2]
+        decision["reason"] = reason(n, axis)
+        return json.dumps(decision)
+
+
+class ServoReplies:
+    """The servo agent's decisions, read from the request as it arrived over HTTP (the servo keeps
+    its own state per episode: a request with no earlier reply starts a new one)."""
+
+    def __init__(self, protocol: str, task: str = ""):
+        self.protocol, self.task = protocol, task
+        self.agent: ServoAgent | None = None
+
+    def __call__(self, body: dict) -> str:
+        messages, n = body["messages"], _calls(body)
+        if n == 1 or self.agent is None:
+            arms = tuple(sorted(parse_request(messages).arms))
+            self.agent = ServoAgent()
+            self.agent.start_episode(EpisodeContext(self.task, 0, arms, self.protocol))
+        decision = json.loads(self.agent.complete(messages).text)
+        decision["reason"] = reason(n, str(decision.get("axis", "x")))
+        return json.dumps(decision)

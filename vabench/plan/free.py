@@ -1,0 +1,50 @@
+"""The plan of an offline agent (oracle, random, servo, posetext, replay, policy): free, since no
+provider is called, so it counts steps and time only; a policy server's episodes have their own
+step budget (the task's times ``model.extra.budget_scale``, :mod:`vabench.agents.policy`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vabench.config.run import RunConfig
+from vabench.plan.estimate import Estimate
+
+
+def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
+    """The steps an episode of ``task`` may take with this agent, and why."""
+    from vabench.agents.policy import DEFAULT_NAME, PolicyConfig
+    from vabench.envs.tasks import task_class
+
+    budget = task_class(task).budget
+    if run.model.id == DEFAULT_NAME:
+        scale = PolicyConfig.of(dict(run.model.extra)).budget_scale
+        return max(1, round(budget * scale)), f"the task's step budget x model.extra.budget_scale={scale:g}"
+    replay = _replay(run)
+    if replay is not None:
+        return min(len(replay.replies), replay.step_budget(budget)), "the record's replies"
+    return budget, "the step budget"
+
+
+def _replay(run: RunConfig):
+    """The replay agent of ``model=replay`` (its record read), else None."""
+    from vabench.agents.offline import ReplayAgent
+
+    record = run.model.extra.get("record")
+    return ReplayAgent(Path(record)) if run.model.id == "replay" and record else None
+
+
+def offline_episode(run: RunConfig, task: str, protocol: str) -> tuple[Estimate, str]:
+    """One episode's steps (as ``calls``: one answer a step) and time, and where they come from:
+    the servo's measured episodes for the servo, else the whole budget (an upper bound)."""
+    from vabench.agents.servo.agent import ServoAgent
+    from vabench.plan.priors import cell
+
+    prior = cell(task, protocol)
+    most, why = step_budget(run, task)
+    servo = prior.servo if run.model.id == ServoAgent().name else None
+    if servo:
+        steps, s_per_step = min(float(servo["steps"]), most), float(servo["cpu_s_per_step"])
+        source = f"the servo's measured episodes ({servo['successes']} of {servo['episodes']} succeeded)"
+    else:
+        steps, s_per_step, source = float(most), prior.failure.s_per_step, f"at most: {why}"
+    return Estimate(1, steps, most, wall_s=steps * s_per_step), source
