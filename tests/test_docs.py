@@ -145,7 +145,7 @@ def claims(path: Path) -> list[tuple[int, str, str]]:
         elif re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)+", span):
             out.append((n, "name", span))
     for n, line in enumerate(text.split("\n"), 1):
-        for m in re.finditer(rf"(?<![\w./$-])(?:{'|'.join(SECTIONS)})\.[a-z_]+(?![\w(=])", line):
+        for m in re.finditer(rf"(?<![\w./$(-])(?:{'|'.join(SECTIONS)})\.[a-z_]+(?![\w(=])", line):
             out.append((n, "section", m.group(0)))
     return out
 
