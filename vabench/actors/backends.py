@@ -6,8 +6,10 @@ Both give the driver the same small interface (start workers, submit an episode 
 learning job, wait, collect, fetch partial records, kill, release at the end), so the driver, its
 run folder, resume and retries are the same whichever runs the episodes. Both share one rate limiter
 per run among all episodes of the model (``model.rpm``/``model.tpm``): on Ray a small actor on the
-driver's node, which every worker on every node asks before each request. Ray is imported only by
-:class:`RayBackend` and :class:`RemoteLimiter`.
+head node, which every worker on every node asks before each request; its slots come from the key's
+budget file there (vabench.agents.keybudget), which every run of the cluster shares, and so do
+launchers with a private Ray or none on that machine. Ray is imported only by :class:`RayBackend`
+and :class:`RemoteLimiter`.
 """
 
 from __future__ import annotations
@@ -16,15 +18,22 @@ import os
 import uuid
 from concurrent.futures import Future
 
-from vabench.actors.workerconfig import NodeCheckFailed, WorkerConfig, check_local_key, make_limiter, node_has
+from vabench.actors.workerconfig import (
+    NodeCheckFailed,
+    WorkerConfig,
+    check_local_key,
+    limiter_args,
+    make_limiter,
+    node_has,
+)
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
 from vabench.errors import VabenchError
-from vabench.runfolder.state import spent_before
 
 from .backstop import ProgressBoard
 
+HEAD = "node:__internal_head__"  # Ray's resource of the head node: the limiter asks a sliver of it
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
 LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
 ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
@@ -171,14 +180,15 @@ class RayBackend:
         self._prefix, self._made = uuid.uuid4().hex[:8], 0
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        # the run's small actors live on the driver's node, owned by the driver: they end with it
+        # the run's small actors are owned by the driver: they end with it. The board lives on the driver's
+        # node; the limiter on the head node, where every run of the cluster shares the key's budget file
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        small = {"num_cpus": 0, "max_restarts": 0, "scheduling_strategy": here}
-        self.board = ray.remote(ProgressBoard).options(**small).remote()
+        small = {"num_cpus": 0, "max_restarts": 0}
+        self.board = ray.remote(ProgressBoard).options(**small, scheduling_strategy=here).remote()
         self.limiter = None
         if not is_offline(run.model.id):
-            limits = (run.model.rpm, run.model.tpm)  # and model.max_cost_usd counts on from the run folder's spend
-            self.limiter = ray.remote(RateLimiter).options(**small).remote(*limits, spent=spent_before(run))
+            args, kwargs = limiter_args(run)
+            self.limiter = ray.remote(RateLimiter).options(**small, resources={HEAD: 0.001}).remote(*args, **kwargs)
 
     def check_nodes(self) -> None:
         """Before any work, when the model names a key variable, every alive node must have it in its

@@ -136,10 +136,14 @@ class ModelConfig:
     max_tokens: int = 4096
     temperature: float | None = None
     max_concurrency: int = 8  # episodes in flight for this model at once (a provider's rate limit)
-    # requests / tokens (prompt + completion) per minute for this model across the whole run, all workers and
-    # nodes (vabench.agents.ratelimit); None: unlimited
+    # requests / tokens (prompt + completion) per minute for this model's key, across the whole run, all workers
+    # and nodes (vabench.agents.ratelimit), and across runs (share_limits); None: unlimited
     rpm: float | None = None
     tpm: float | None = None
+    # rpm/tpm are one budget with every other run of this model id, endpoint and key on this machine (or cluster):
+    # parallel jobs and launchers together stay under them (vabench.agents.keybudget, docs/limits.md).
+    # False: this run's alone (each job of a sweep then takes the whole limit).
+    share_limits: bool = True
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
     cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.cache)
     # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (vabench.agents.llm);
