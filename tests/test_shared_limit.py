@@ -15,16 +15,18 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 
-from tests.openai_server import RateLimit, ScriptedServer
-from tests.test_cluster import stop_after
-from tests.test_launch import validate
-from vabench.actors.workerconfig import make_limiter
-from vabench.agents.keybudget import STALE_S, BudgetBusy, KeyBudget, budget_for, key_id, sweep
-from vabench.agents.models import ModelConfig
-from vabench.agents.ratelimit import RateLimiter, pace
-from vabench.outcomes import read_rows
+import pytest  # noqa: E402
+
+from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
+from tests.test_cluster import stop_after  # noqa: E402
+from tests.test_launch import validate  # noqa: E402
+from vabench.actors.workerconfig import make_limiter  # noqa: E402
+from vabench.agents.keybudget import STALE_S, BudgetBusy, KeyBudget, budget_for, key_id, sweep  # noqa: E402
+from vabench.agents.models import ModelConfig  # noqa: E402
+from vabench.agents.ratelimit import RateLimiter, pace  # noqa: E402
+from vabench.outcomes import read_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VAR = "VABENCH_TEST_KEY"
@@ -84,6 +86,21 @@ def test_a_budget_only_where_limits_are_set_and_shared(monkeypatch, tmp_path):
     assert run.model.share_limits is True and make_limiter(run).shared.key == key_id(run.model)
     alone = validate("+experiment=smoke", "model=openai", "model.rpm=120", "model.share_limits=false")
     assert make_limiter(alone).shared is None and make_limiter(alone).stats()["shared"] is False
+
+
+def test_the_endpoint_probe_takes_a_slot_of_the_keys_budget(monkeypatch, tmp_path):
+    """The probe is a request the provider counts: the next request of the key waits behind it."""
+    from vabench.run import probe
+
+    monkeypatch.setenv("VABENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv(KEY_VAR, f"sk-test-{uuid.uuid4().hex}")
+    with ScriptedServer(default="ok") as server:
+        cfg = ModelConfig(id="openai/test-model", api_base=server.url, api_key_env=KEY_VAR, rpm=1)
+        before = time.time()
+        assert probe._ask(cfg, log=print) is None and len(server.times) == 1
+    next_slot, _, _ = budget_for(cfg).read()
+    assert next_slot >= before + pace(1, None)[0]  # booked: the key's next request is a minute (61 s) after it
+    assert list((tmp_path / "limits").iterdir()) == [budget_for(cfg).path]
 
 
 # -- the shared schedule on a fake clock ---------------------------------------------------------------
@@ -181,10 +198,11 @@ def test_a_stuck_holder_never_holds_a_run_back(tmp_path, caplog):
     try:
         with pytest.raises(BudgetBusy):
             KeyBudget("k", str(tmp_path), lock_wait_s=0.05).book(0, 1.0, 0.0)
-        lim = RateLimiter(60, None, headroom=0.0, shared=KeyBudget("k", str(tmp_path), lock_wait_s=0.05))
+        clock = Clock()
+        lim = RateLimiter(60, None, headroom=0.0, clock=clock, shared=KeyBudget("k", str(tmp_path), clock, 0.05))
         with caplog.at_level(logging.WARNING, logger="vabench.agents.ratelimit"):
             first, second = lim.acquire(1), lim.acquire(1)
-        assert first == 0.0 and 0.9 < second <= 1.0  # its own 60 rpm
+        assert (first, second) == (0.0, 1.0)  # its own 60 rpm
         assert caplog.text.count("pacing alone") == 1 and lim.stats()["shared"] is False
     finally:
         proc.kill()

@@ -36,6 +36,7 @@ from .backstop import ProgressBoard
 HEAD = "node:__internal_head__"  # Ray's resource of the head node: the limiter asks a sliver of it
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
 LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
+ASK_LIMITER_S = 60.0  # the limiter answers at once (callers sleep, not it): past this the call goes on without it
 ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
 
 
@@ -53,7 +54,7 @@ class RemoteLimiter:
     def acquire(self, tokens: int) -> float:
         import ray
 
-        return ray.get(self.actor.acquire.remote(tokens))
+        return ray.get(self.actor.acquire.remote(tokens), timeout=ASK_LIMITER_S)
 
     def settle(self, reserved: int, used: int) -> None:
         self.actor.settle.remote(reserved, used)
@@ -67,7 +68,7 @@ class RemoteLimiter:
     def spent(self) -> float:
         import ray
 
-        return ray.get(self.actor.spent.remote())
+        return ray.get(self.actor.spent.remote(), timeout=ASK_LIMITER_S)
 
 
 def _demo_root(run: RunConfig) -> str | None:
