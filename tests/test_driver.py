@@ -384,20 +384,23 @@ def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
 
 class AllAtOnce:
     """Holds each model's first request until every one of ``models`` has sent one (or ``wait_s``
-    passed, which it notes in ``waited_out``): jobs run one after another could never all be here."""
+    passed, which it notes in ``waited_out``): jobs run one after another could never all be here.
+    ``by``: the request field that tells the jobs apart; a request without it passes."""
 
-    def __init__(self, models: set[str], reply, wait_s: float = 150.0):
-        self.models, self.reply, self.wait_s = models, reply, wait_s
+    def __init__(self, models: set[str], reply, wait_s: float = 150.0, by: str = "model"):
+        self.models, self.reply, self.wait_s, self.by = models, reply, wait_s, by
         self.seen: set[str] = set()
         self.waited_out: list[str] = []
         self._cv = threading.Condition()
 
     def __call__(self, body: dict):
-        with self._cv:
-            self.seen.add(body["model"])
-            self._cv.notify_all()
-            if not self._cv.wait_for(lambda: self.seen >= self.models, timeout=self.wait_s):
-                self.waited_out.append(body["model"])
+        job = body.get(self.by)
+        if job is not None:
+            with self._cv:
+                self.seen.add(job)
+                self._cv.notify_all()
+                if not self._cv.wait_for(lambda: self.seen >= self.models, timeout=self.wait_s):
+                    self.waited_out.append(job)
         return self.reply(body)
 
 

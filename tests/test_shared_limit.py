@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest  # noqa: E402
 
 from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
 from tests.test_cluster import stop_after  # noqa: E402
+from tests.test_driver import AllAtOnce  # noqa: E402
 from tests.test_launch import validate  # noqa: E402
 from vabench.actors.workerconfig import make_limiter  # noqa: E402
 from vabench.agents.keybudget import STALE_S, BudgetBusy, KeyBudget, budget_for, key_id, sweep  # noqa: E402
@@ -214,35 +214,12 @@ def test_a_stuck_holder_never_holds_a_run_back(tmp_path, caplog):
 # -- real processes over real HTTP -----------------------------------------------------------------------
 
 
-class Together:
-    """Holds each job's first request (jobs told apart by the request's ``job`` field, sent through
-    ``model.extra.extra_body``) until every one of ``jobs`` has sent one (``waited_out`` notes a job
-    that waited ``wait_s`` in vain), so the jobs overlap however long each takes to start. Requests
-    without one (endpoint probes) pass."""
-
-    def __init__(self, jobs: set[str], reply, wait_s: float = 300.0):
-        self.jobs, self.reply, self.wait_s = jobs, reply, wait_s
-        self.seen: set[str] = set()
-        self.waited_out: list[str] = []
-        self._cv = threading.Condition()
-
-    def __call__(self, body: dict):
-        user = body.get("job")
-        if user is not None:
-            with self._cv:
-                first = user not in self.seen
-                self.seen.add(user)
-                self._cv.notify_all()
-                if first and not self._cv.wait_for(lambda: self.seen >= self.jobs, timeout=self.wait_s):
-                    self.waited_out.append(user)
-        return self.reply(body) if callable(self.reply) else self.reply
-
-
-def provider(jobs: set[str], reply) -> tuple[RateLimit, Together]:
-    """At most 4 requests in any 2 s (120 rpm), counted on arrival; the jobs ask for model.rpm=90
+def provider(jobs: set[str], reply) -> tuple[RateLimit, AllAtOnce]:
+    """At most 4 requests in any 2 s (120 rpm), counted on arrival, each job's first held until every
+    job has sent one (jobs named by ``model.extra.extra_body.job``); the jobs ask for model.rpm=90
     (one request every 0.68 s, so 5 span 2.72 s: 0.7 s for a loaded machine to delay a request).
     Two jobs pacing alone send about 2.9 a second and are refused."""
-    gate = Together(jobs, reply)
+    gate = AllAtOnce(jobs, reply, wait_s=300.0, by="job")  # the jobs overlap however long each takes to start
     return RateLimit(gate, rpm=4, window_s=2.0), gate
 
 
@@ -254,7 +231,7 @@ def env(key: str) -> dict:
 def test_two_client_processes_on_one_key(share):
     """Two processes, 8 requests each at model.rpm=90: with the shared budget the provider refuses
     none; each pacing alone (the behaviour before issue 41) they are refused."""
-    limit, gate = provider({"a", "b"}, "ok")
+    limit, gate = provider({"a", "b"}, lambda body: "ok")
     key = f"sk-test-{uuid.uuid4().hex}"
     with ScriptedServer(default=limit, keep_bodies=False) as server:
         procs = [
@@ -308,7 +285,7 @@ def launcher(server, results: Path, run_id: str, *more: str) -> list[str]:
     ]
 
 
-def sweep_and_launcher(tmp_path, *more: str) -> tuple[RateLimit, Together, list]:
+def sweep_and_launcher(tmp_path, *more: str) -> tuple[RateLimit, AllAtOnce, list]:
     """A 2-job joblib sweep and a second launcher at once, one key, one provider: 3 jobs."""
     limit, gate = provider({"a", "b", "c"}, stop_after(8))
     key = f"sk-test-{uuid.uuid4().hex}"
