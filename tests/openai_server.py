@@ -25,6 +25,7 @@ test that sends more requests than it scripted fails loudly.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import random
@@ -338,3 +339,11 @@ class RateLimit:
                 return {"status": 429, "body": "rate limit reached", "headers": {"Retry-After": f"{retry_after:.1f}"}}
             self.accepted.append(now)
         return self.reply(body) if callable(self.reply) else self.reply
+
+    def most_within(self, window_s: float | None = None) -> int:
+        """The most requests (accepted or refused) that arrived within any ``window_s`` (default: the
+        limit's window), as this provider counts a window: (t - window_s, t]."""
+        window_s = self.window_s if window_s is None else window_s
+        with self._lock:
+            times = sorted(self.accepted + self.rejected)
+        return max((i - bisect.bisect_right(times, t - window_s) + 1 for i, t in enumerate(times)), default=0)

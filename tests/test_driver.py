@@ -20,8 +20,9 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
 from tests.test_learning import SUMMARY, tool
-from vabench.actors import backends
-from vabench.actors.backends import InProcessBackend, backend_for
+from vabench.actors import backends, inprocess
+from vabench.actors.backends import backend_for
+from vabench.actors.inprocess import InProcessBackend
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.summary_store import SummaryStore
 from vabench.analysis import success_matrix
@@ -169,7 +170,7 @@ def test_own_summaries_are_learned_once_over_http_and_reach_the_episode(tmp_path
     monkeypatch.setenv("VABENCH_TEST_KEY", "sk-test-driver")
     limiters = []  # the run's limiter: learning and the episode both ask it (model.rpm)
     monkeypatch.setattr(
-        backends, "make_limiter", lambda run: limiters.append(RateLimiter(run.model.rpm, None)) or limiters[-1]
+        inprocess, "make_limiter", lambda run: limiters.append(RateLimiter(run.model.rpm, None)) or limiters[-1]
     )
     stop = json.dumps({"stop": True})
     with ScriptedServer() as server:
@@ -384,20 +385,23 @@ def test_multirun_over_summary_sources_gives_one_run_folder_per_job(tmp_path):
 
 class AllAtOnce:
     """Holds each model's first request until every one of ``models`` has sent one (or ``wait_s``
-    passed, which it notes in ``waited_out``): jobs run one after another could never all be here."""
+    passed, which it notes in ``waited_out``): jobs run one after another could never all be here.
+    ``by``: the request field that tells the jobs apart; a request without it passes."""
 
-    def __init__(self, models: set[str], reply, wait_s: float = 150.0):
-        self.models, self.reply, self.wait_s = models, reply, wait_s
+    def __init__(self, models: set[str], reply, wait_s: float = 150.0, by: str = "model"):
+        self.models, self.reply, self.wait_s, self.by = models, reply, wait_s, by
         self.seen: set[str] = set()
         self.waited_out: list[str] = []
         self._cv = threading.Condition()
 
     def __call__(self, body: dict):
-        with self._cv:
-            self.seen.add(body["model"])
-            self._cv.notify_all()
-            if not self._cv.wait_for(lambda: self.seen >= self.models, timeout=self.wait_s):
-                self.waited_out.append(body["model"])
+        job = body.get(self.by)
+        if job is not None:
+            with self._cv:
+                self.seen.add(job)
+                self._cv.notify_all()
+                if not self._cv.wait_for(lambda: self.seen >= self.models, timeout=self.wait_s):
+                    self.waited_out.append(job)
         return self.reply(body)
 
 

@@ -1,33 +1,42 @@
 """Where the driver's workers run: on Ray (one threaded actor per env worker, each hosting up to
 ``ray.episodes_per_actor`` episodes at once, on this machine or a cluster), or in this process
-(``ray.address=none``: one worker, one episode at a time, no Ray at all).
+(``ray.address=none``: :class:`vabench.actors.inprocess.InProcessBackend`, no Ray at all).
 
 Both give the driver the same small interface (start workers, submit an episode or a summary
 learning job, wait, collect, fetch partial records, kill, release at the end), so the driver, its
 run folder, resume and retries are the same whichever runs the episodes. Both share one rate limiter
 per run among all episodes of the model (``model.rpm``/``model.tpm``): on Ray a small actor on the
-driver's node, which every worker on every node asks before each request. Ray is imported only by
-:class:`RayBackend` and :class:`RemoteLimiter`.
+head node, which every worker on every node asks before each request; its slots come from the key's
+budget file there (vabench.agents.keybudget), which every run of the cluster shares, and so do
+launchers with a private Ray or none on that machine. Ray is imported only by :class:`RayBackend`
+and :class:`RemoteLimiter`.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from concurrent.futures import Future
 
-from vabench.actors.workerconfig import NodeCheckFailed, WorkerConfig, check_local_key, make_limiter, node_has
+from vabench.actors.workerconfig import (
+    NodeCheckFailed,
+    WorkerConfig,
+    check_local_key,
+    limiter_args,
+    node_has,
+)
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
 from vabench.errors import ClusterTooSmall, VabenchError, one_line
-from vabench.runfolder.state import spent_before
 
 from . import raylines
 from .backstop import ProgressBoard
+from .inprocess import InProcessBackend, demo_root
 
+HEAD = "node:__internal_head__"  # Ray's resource of the head node: the limiter asks a sliver of it
 CONTROL = "control"  # a worker's concurrency group for pings and checks: answered while all its slots are busy
 LEARN_KEY = "learning"  # the progress board's entry a started summary learning sets
+ASK_LIMITER_S = 60.0  # the limiter answers at once (callers sleep, not it): past this the call goes on without it
 ASK_S = 10.0  # how long the driver waits for a dying worker's partial records, or an idle one's goodbye
 
 
@@ -45,7 +54,7 @@ class RemoteLimiter:
     def acquire(self, tokens: int) -> float:
         import ray
 
-        return ray.get(self.actor.acquire.remote(tokens))
+        return ray.get(self.actor.acquire.remote(tokens), timeout=ASK_LIMITER_S)
 
     def settle(self, reserved: int, used: int) -> None:
         self.actor.settle.remote(reserved, used)
@@ -59,87 +68,7 @@ class RemoteLimiter:
     def spent(self) -> float:
         import ray
 
-        return ray.get(self.actor.spent.remote())
-
-
-def _demo_root(run: RunConfig) -> str | None:
-    return str(run.demo_root) if run.demo_root else None
-
-
-class InProcessBackend:
-    """One :class:`EpisodeWorker` in the driver's process: episodes run one at a time, inside
-    :meth:`submit`. For a laptop or a debugger; there is no isolation (a segfault ends the run,
-    which then resumes on rerun) and no backstop for an episode stuck in the simulator (the time
-    limit still ends an episode at its next model call). Ctrl-C interrupts at once."""
-
-    slots = 1
-    catches_ctrl_c = False
-    watched = False  # no backstop: an episode runs inside submit()
-
-    def __init__(self, run: RunConfig):
-        check_local_key(run)
-        self.run = run
-        self._worker = None
-        self.limiter = make_limiter(run)
-
-    def new_worker(self, slots: int = 1):
-        if self._worker is None:
-            from .worker import EpisodeWorker
-
-            self._worker = EpisodeWorker(WorkerConfig.of(self.run, limiter=self.limiter))
-        return self._worker
-
-    def placing(self, worker) -> Future:
-        return self._now(os.getpid)  # built in this process: live at once
-
-    def lacks(self) -> str:
-        return "this process"
-
-    def runs(self) -> None:
-        return None  # one worker in this process: nothing to share
-
-    def limit_stats(self) -> dict | None:
-        return self.limiter.stats() if self.limiter is not None else None
-
-    def live(self) -> dict:
-        """Usage of the episodes in flight: none whenever the driver asks (they run inside submit)."""
-        return {}
-
-    @staticmethod
-    def _now(fn, *args) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args))
-        except Exception as e:  # collected by the driver as an infrastructure error
-            future.set_exception(e)
-        return future
-
-    def submit(self, worker, episode) -> Future:
-        return self._now(worker.run, episode)
-
-    def submit_learn(self, task: str) -> Future:
-        from .worker import learn
-
-        return self._now(learn, self.run.model, task, _demo_root(self.run), self.limiter, self.run.render)
-
-    def learning_started(self) -> bool:
-        return True  # it runs inside submit_learn()
-
-    def wait(self, refs: list, timeout: float, every: bool = False) -> list:
-        return [r for r in refs if r.done()]
-
-    def get(self, ref: Future):
-        return ref.result()
-
-    def kill(self, worker) -> None:
-        """The run is over (an in-process episode has finished when the driver sees it): free the env."""
-        worker.close()
-        self._worker = None
-
-    release = kill
-
-    def partial(self, worker) -> dict:
-        return {}  # in this process records are written in place
+        return ray.get(self.actor.spent.remote(), timeout=ASK_LIMITER_S)
 
 
 class RayBackend:
@@ -175,14 +104,15 @@ class RayBackend:
         self._prefix, self._made = uuid.uuid4().hex[:8], 0
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        # the run's small actors live on the driver's node, owned by the driver: they end with it
+        # the run's small actors are owned by the driver: they end with it. The board lives on the driver's
+        # node; the limiter on the head node, where every run of the cluster shares the key's budget file
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        small = {"num_cpus": 0, "max_restarts": 0, "scheduling_strategy": here}
-        self.board = ray.remote(ProgressBoard).options(**small).remote()
+        small = {"num_cpus": 0, "max_restarts": 0}
+        self.board = ray.remote(ProgressBoard).options(**small, scheduling_strategy=here).remote()
         self.limiter = None
         if not is_offline(run.model.id):
-            limits = (run.model.rpm, run.model.tpm)  # and model.max_cost_usd counts on from the run folder's spend
-            self.limiter = ray.remote(RateLimiter).options(**small).remote(*limits, spent=spent_before(run))
+            args, kwargs = limiter_args(run)
+            self.limiter = ray.remote(RateLimiter).options(**small, resources={HEAD: 0.001}).remote(*args, **kwargs)
 
     def check_nodes(self) -> None:
         """Before any work, when the model names a key variable, every alive node must have it in its
@@ -333,7 +263,7 @@ class RayBackend:
         run = self.run
         limiter = RemoteLimiter(self.limiter) if self.limiter is not None else None
         remote = self.ray.remote(learn).options(num_cpus=min(1.0, run.ray.actor_cpus))
-        return remote.remote(run.model, task, _demo_root(run), limiter, run.render, self.board, LEARN_KEY)
+        return remote.remote(run.model, task, demo_root(run), limiter, run.render, self.board, LEARN_KEY)
 
     def learning_started(self) -> bool:
         """Some learning of this run has started (Ray placed it), as the progress board says."""

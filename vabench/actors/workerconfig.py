@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from vabench.agents.harness_config import HarnessConfig
+from vabench.agents.keybudget import budget_for
 from vabench.agents.models import ModelConfig
 from vabench.agents.ratelimit import RateLimiter
 from vabench.agents.registry import is_offline
@@ -65,7 +66,16 @@ def spread(slots: int, actors: int) -> list[int]:
     return [base + (i < extra) for i in range(n)]
 
 
+def limiter_args(run: RunConfig) -> tuple[tuple, dict]:
+    """(args, kwargs) of the run's :class:`RateLimiter`: its limits, drawn from the key's shared
+    budget (``model.share_limits``); under ``model.max_cost_usd`` it starts from what the run folder
+    records as spent (a rerun counts on): the spend is the run's own."""
+    return (run.model.rpm, run.model.tpm), {"spent": spent_before(run), "shared": budget_for(run.model)}
+
+
 def make_limiter(run: RunConfig) -> RateLimiter | None:
-    """The run's limiter: offline agents call no provider and get none. Under ``model.max_cost_usd``
-    it starts from what the run folder records as spent (a rerun counts on)."""
-    return None if is_offline(run.model.id) else RateLimiter(run.model.rpm, run.model.tpm, spent=spent_before(run))
+    """The run's limiter in this process: offline agents call no provider and get none."""
+    if is_offline(run.model.id):
+        return None
+    args, kwargs = limiter_args(run)
+    return RateLimiter(*args, **kwargs)

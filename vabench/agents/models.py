@@ -136,8 +136,9 @@ class ModelConfig:
     max_tokens: int = 4096  # output tokens per reply (reasoning tokens included)
     temperature: float | None = None  # None: the provider's default (extended thinking accepts only None or 1)
     max_concurrency: int = 8  # episodes in flight for this model at once (a provider's rate limit)
-    rpm: float | None = None  # requests per minute across the whole run, every worker and node; None: unlimited
+    rpm: float | None = None  # requests/min for this model's key: all workers, nodes, runs (docs/limits.md); None: off
     tpm: float | None = None  # tokens (prompt + completion) per minute, the same way (vabench.agents.ratelimit)
+    share_limits: bool = True  # rpm/tpm: one budget with every run of this model id, endpoint and key; False: alone
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
     cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.cache)
     # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (vabench.agents.llm);

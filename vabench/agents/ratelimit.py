@@ -18,38 +18,54 @@ below the real usage (the client books ``max_tokens`` for the reply and settles 
 The caller sleeps, not the limiter: :meth:`RateLimiter.acquire` books the slot at once (so
 concurrent callers get increasing slots) and returns how long to wait, which also works through
 a remote actor. Standard library only; every method takes one lock.
+
+Shared: with ``shared`` (a :class:`vabench.agents.keybudget.KeyBudget`) the schedule is the key's,
+common to every run of the key on the machine or cluster; the spend and the figures stay the run's.
+Where the budget cannot be reached the run paces by itself, and says so once.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections.abc import Callable
 
 WINDOW_S = 60.0
+HEADROOM = 0.02
+
+log = logging.getLogger(__name__)
+
+
+def pace(rpm: float | None, tpm: float | None, headroom: float = HEADROOM) -> tuple[float, float]:
+    """(seconds between requests, tokens per second) at the limits less headroom; 0: no such limit."""
+    interval = WINDOW_S / (rpm * (1 - headroom)) if rpm else 0.0
+    return interval, tpm * (1 - headroom) / WINDOW_S if tpm else 0.0
 
 
 class RateLimiter:
     """``rpm`` / ``tpm``: requests / tokens per minute, None = unlimited. With neither it only counts
-    and honours :meth:`pause` (a provider's Retry-After still holds every caller back)."""
+    and honours :meth:`pause` (a provider's Retry-After still holds every caller back). ``shared``:
+    the key's budget the slots come from (book/settle/pause), or None: this limiter's own."""
 
     def __init__(
         self,
         rpm: float | None,
         tpm: float | None,
-        headroom: float = 0.02,
+        headroom: float = HEADROOM,
         clock: Callable[[], float] = time.monotonic,
         spent: float = 0.0,
+        shared=None,
     ):
         for key, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"{key} must be None or a number > 0, got {value!r}")
         if not 0 <= headroom < 1:
             raise ValueError(f"headroom must be in [0, 1), got {headroom!r}")
-        self.rpm, self.tpm, self.headroom, self._clock = rpm, tpm, headroom, clock
-        self._interval = WINDOW_S / (rpm * (1 - headroom)) if rpm else 0.0  # seconds between requests
-        self._tok_rate = tpm * (1 - headroom) / WINDOW_S if tpm else 0.0  # tokens per second
+        self.rpm, self.tpm, self.headroom, self._clock, self.shared = rpm, tpm, headroom, clock, shared
+        self._interval, self._tok_rate = pace(rpm, tpm, headroom)  # seconds between requests, tokens per second
+        self._unshared = False  # the shared budget's last call failed (said when it starts failing)
         self._lock = threading.Lock()
         self._next_req = self._next_tok = self._paused_until = float("-inf")  # earliest next slot of each
         self._recent: list[float] = []  # sorted slots granted within the last window or booked ahead
@@ -58,20 +74,23 @@ class RateLimiter:
 
     def __reduce__(self):
         """Pickling gives a fresh limiter with the same limits: slots are times on this process's
-        clock and mean nothing in another one (the spend carries over)."""
-        return type(self), (self.rpm, self.tpm, self.headroom, self._clock, self._spent)
+        clock and mean nothing in another one (the spend and the shared budget's name carry over)."""
+        return type(self), (self.rpm, self.tpm, self.headroom, self._clock, self._spent, self.shared)
 
     def acquire(self, tokens: int) -> float:
         """Book one request of ``tokens`` estimated tokens; returns the seconds to sleep before sending it."""
         tokens = max(0, int(tokens))
         with self._lock:
             now = self._clock()
-            slot = max(now, self._next_req, self._next_tok, self._paused_until)
-            if self.rpm:
-                self._next_req = slot + self._interval
-            if self.tpm:
-                self._next_tok = slot + tokens / self._tok_rate
-            wait = slot - now
+            wait = self._shared("book", tokens, self._interval, self._tok_rate)
+            if wait is None:  # this limiter's own schedule
+                slot = max(now, self._next_req, self._next_tok, self._paused_until)
+                if self.rpm:
+                    self._next_req = slot + self._interval
+                if self.tpm:
+                    self._next_tok = slot + tokens / self._tok_rate
+                wait = slot - now
+            slot = now + wait
             self._requests += 1
             self._tokens += tokens
             self._wait_s += wait
@@ -85,7 +104,7 @@ class RateLimiter:
         delta = int(used) - int(reserved)
         with self._lock:
             self._tokens += delta
-            if self.tpm:
+            if self.tpm and self._shared("settle", delta, self._tok_rate) is None:
                 self._next_tok += delta / self._tok_rate
 
     def pause(self, seconds: float) -> None:
@@ -93,6 +112,7 @@ class RateLimiter:
         Slots booked earlier stand: their callers are already asleep."""
         with self._lock:
             self._paused_until = max(self._paused_until, self._clock() + max(0.0, float(seconds)))
+            self._shared("pause", seconds)
             self._pauses += 1
 
     def charge(self, cost_usd: float) -> None:
@@ -120,7 +140,22 @@ class RateLimiter:
                 "spent_usd": self._spent,
                 "rpm_limit": self.rpm,
                 "tpm_limit": self.tpm,
+                "shared": self.shared is not None and not self._unshared,
             }
+
+    def _shared(self, method: str, *args) -> float | None:
+        """Call the shared budget (under this limiter's lock); None: there is none, or it failed."""
+        if self.shared is None:
+            return None
+        try:
+            answer = float(getattr(self.shared, method)(*args) or 0.0)
+        except Exception as exc:  # a busy or unwritable budget file: pace by this limiter alone
+            if not self._unshared:
+                log.warning("shared rate budget %s failed (%s: %s); pacing alone", method, type(exc).__name__, exc)
+            self._unshared = True
+            return None
+        self._unshared = False
+        return answer
 
     def _prune(self, now: float) -> None:
         del self._recent[: bisect.bisect_right(self._recent, now - WINDOW_S)]

@@ -3,17 +3,22 @@ a mistyped host or a rejected key costs seconds and one plain line instead of mi
 per episode.
 
 One request of one token per distinct endpoint (model id, ``api_base``, key variable) and process:
-a multirun's jobs share it. Only what retrying cannot fix stops the run (a refused connection, an
-unknown host, a rejected key, an unknown model); a slow or overloaded provider (timeout, 429, 5xx)
-gets a warning and the run goes on, where the client's own retries deal with it.
+a sequential multirun's jobs share it (a joblib sweep's jobs each send one). It takes a slot of the
+key's shared rate budget (vabench.agents.keybudget) like any request. Only what retrying cannot fix
+stops the run (a refused connection, an unknown host, a rejected key, an unknown model); a slow or
+overloaded provider (timeout, 429, 5xx) gets a warning and the run goes on, where the client's own
+retries deal with it.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from urllib.parse import urlsplit
 
+from vabench.agents.history import message_tokens
+from vabench.agents.keybudget import book_once
 from vabench.agents.models import ModelConfig
 from vabench.agents.registry import agent_probe, is_offline
 from vabench.errors import VabenchError
@@ -104,10 +109,12 @@ def _ask(cfg: ModelConfig, log) -> str | None:
         return unreachable
     from vabench.agents.llm import _litellm
 
+    ping = [{"role": "user", "content": "ping"}]
+    time.sleep(book_once(cfg, message_tokens(ping) + 1))  # the provider counts it: a slot of the key's budget
     try:
         _litellm().completion(
             model=cfg.id,
-            messages=[{"role": "user", "content": "ping"}],
+            messages=ping,
             api_base=cfg.api_base,
             api_key=os.environ.get(cfg.api_key_env) if cfg.api_key_env else None,
             timeout=min(cfg.timeout_s, PROBE_TIMEOUT_S),
