@@ -177,8 +177,10 @@ def test_a_hung_worker_is_killed_once_and_its_episodes_rerun(ray_session, tmp_pa
     episodes wait on slow replies: with no sign of progress for ray.hang_s x load the driver kills it
     (once, saying why) and re-runs both episodes on its replacement, where they finish. Until then
     the worker answers checks while its episodes wait: it is never taken for hung."""
-    slow = {"delay": 4.0, "then": STOP}
-    backstop = ("ray.check_every_s=0.5", "ray.hang_s=5")
+    slow = {"delay": 2.0, "then": STOP}
+    # hang_s leaves the replacement 5x a reply's delay of honest silence: the load factor is a
+    # one-minute average and lags a neighbouring test's burst (CI once killed the replacement at 5 s)
+    backstop = ("ray.check_every_s=0.5", "ray.hang_s=10")
     with ScriptedServer(default=slow) as server:
         run = llm_run(tmp_path, server, "hung", *ONE_WORKER, *backstop, "tasks=[grasp_single_cube]", "max_attempts=2")
         lines: list[str] = []
