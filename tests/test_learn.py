@@ -124,7 +124,8 @@ def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, t
     finally:
         server.shutdown()
     # a budget other than the default is a named ablation: the model column says so
-    assert (row.status, row.model, row.budget) == ("ok", "policy-budget-x0.1", 5) and 1 <= row.model_calls <= row.steps <= 5
+    assert (row.status, row.model, row.budget) == ("ok", "policy-budget-x0.1", 5)
+    assert 1 <= row.model_calls <= row.steps <= 5
     assert row.model_calls == len(received) and received[0]["observation/state"].shape == (11,)
     replies = [e for e in read_events(tmp_path / "ep" / "events.jsonl") if e["type"] == "action"]
     assert replies and all(e["reason"].startswith("policy: inference") for e in replies)
