@@ -11,6 +11,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -18,9 +19,11 @@ import pytest
 
 from tests.openai_server import RateLimit, ScriptedServer
 from tests.test_driver import KEY, _worker_pids, smoke, table
+from vabench.actors import worker as worker_module
 from vabench.actors.worker import EpisodeWorker, _SeatSim
 from vabench.actors.workerconfig import WorkerConfig, spread
 from vabench.config.run import ConfigError
+from vabench.config.specs import expand
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.run.driver import Driver
 
@@ -178,8 +181,8 @@ def test_a_hung_worker_is_killed_once_and_its_episodes_rerun(ray_session, tmp_pa
     (once, saying why) and re-runs both episodes on its replacement, where they finish. Until then
     the worker answers checks while its episodes wait: it is never taken for hung."""
     slow = {"delay": 2.0, "then": STOP}
-    # hang_s leaves the replacement 5x a reply's delay of honest silence: the load factor is a
-    # one-minute average and lags a neighbouring test's burst (CI once killed the replacement at 5 s)
+    # the board hears a waiting worker at most every PUSH_S and after each reply: hang_s leaves the
+    # replacement several times that; its env build is evidence too (test_building_a_workers_env...)
     backstop = ("ray.check_every_s=0.5", "ray.hang_s=10")
     with ScriptedServer(default=slow) as server:
         run = llm_run(tmp_path, server, "hung", *ONE_WORKER, *backstop, "tasks=[grasp_single_cube]", "max_attempts=2")
@@ -200,7 +203,7 @@ def test_a_hung_worker_is_killed_once_and_its_episodes_rerun(ray_session, tmp_pa
         thread.start()
         df = driver.execute()
         thread.join()
-    assert stopped and driver.counts["worker_crashes"] == 1
+    assert stopped and driver.counts["worker_crashes"] == 1, lines
     assert [line for line in lines if line.startswith("killing")] == [
         next(line for line in lines if line.startswith("killing a worker: no sign of progress for"))
     ]
@@ -223,6 +226,26 @@ def test_a_worker_reports_an_episode_stuck_inside_one_simulator_call(tmp_path):
             assert worker.stuck(2.0) == ["inside/simulator"]
             assert worker.stuck(10.0) == []
         assert worker.stuck(0.0) == []  # out of the simulator again
+    finally:
+        worker.close()
+
+
+def test_building_a_workers_env_is_evidence_of_progress(tmp_path, monkeypatch):
+    """A worker's first episode builds its scene and compiles the renderer's shaders before the
+    episode starts: no simulator step for tens of seconds on a crowded node, with native calls that
+    may hold the GIL so no check is answered. The board hears of each stage (about to build, built,
+    warmed), so the backstop never takes a worker building its env for hung (CI once killed a
+    replacement worker so, at ray.hang_s=10 x load 2.3)."""
+    pushes: list[int] = []
+    board = SimpleNamespace(bump=SimpleNamespace(remote=lambda wid, count, live: pushes.append(count)))
+    run = smoke(tmp_path, "build", "ray.address=none", "tasks=[grasp_single_cube]", "seeds=1")
+    worker = EpisodeWorker(WorkerConfig.of(run, worker_id="w", board=board))
+    real, heard = worker_module.VABenchEnv, []
+    monkeypatch.setattr(worker_module, "VABenchEnv", lambda config: heard.append(len(pushes)) or real(config))
+    try:
+        worker.env_for(worker.seats[0], expand(run)[0].condition)
+        assert heard == [1]  # the board heard of the build before it began
+        assert pushes == [1, 2, 3]  # about to build, built, warmed: each pushed at once
     finally:
         worker.close()
 

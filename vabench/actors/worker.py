@@ -159,17 +159,22 @@ class EpisodeWorker:
     def env_for(self, seat: Seat, condition: Condition) -> None:
         """Give ``seat`` an env built for ``condition``'s look, before the episode's clock starts.
         A run has one look, so this builds once per seat; with several slots no render targets are
-        kept between renders (a few MB an extra episode, not ~35)."""
+        kept between renders (a few MB an extra episode, not ~35). Each stage is pushed to the board
+        at once: a build takes no simulator step and may hold the GIL, so it is the backstop's only
+        evidence that this worker is not hung."""
         if seat.env is not None and seat.env.config.look == condition.look:
             return
         settings = {"recording": self.config.recording, "hold_cameras": self.config.slots == 1}
         with self.sim:
+            self.progress.bump(push=True)
             if seat.env is not None:
                 seat.env.close()
             seat.env = VABenchEnv(EnvConfig.of(condition, **settings))
+            self.progress.bump(push=True)
             if not self.warm:  # compile the shaders now, not inside the first timed episode
                 seat.env.reset("grasp_single_cube", 0)
                 self.warm = True
+                self.progress.bump(push=True)
 
     def _seat(self, model: Model) -> Seat:
         seat = Seat(model)
