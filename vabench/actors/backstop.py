@@ -7,8 +7,9 @@ GIL), so the backstop never waits for an answer and never judges by one's speed.
 evidence of progress, any of:
 
 - the worker's progress counter advancing: its episodes bump it at every simulator call (physics
-  steps, renders) and model call and push it, at most every :data:`PUSH_S`, to a small board actor
-  on the driver's node (:class:`ProgressBoard`), which the driver reads without waiting;
+  steps, renders), model call and stage of building a scene, and push it, at most every
+  :data:`PUSH_S`, to a small board actor on the driver's node (:class:`ProgressBoard`), which the
+  driver reads without waiting;
 - an answer to a check (one outstanding per worker, collected whenever it comes);
 - an episode of the worker finishing, or the worker taking a new one after idling.
 
