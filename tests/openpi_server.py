@@ -9,6 +9,7 @@ import threading
 import time
 import traceback
 
+import websockets.exceptions
 import websockets.frames
 from openpi_client import base_policy, msgpack_numpy
 from websockets.sync.server import serve
@@ -19,13 +20,33 @@ class OpenpiServer:
         self.policy, self.metadata = policy, metadata or {}
         self.received: list[dict] = []
         self.connections = 0
+        self.dropped = 0  # connections that ended without a close frame (the client vanished)
+        self._ended = threading.Condition()
+        self._open = 0
         self.server = serve(self._handler, "127.0.0.1", 0, compression=None, max_size=None)
         self.port = self.server.socket.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def _handler(self, websocket) -> None:
-        self.connections += 1
+        with self._ended:
+            self.connections += 1
+            self._open += 1
+        try:
+            self._serve(websocket)
+        except websockets.exceptions.ConnectionClosedError:
+            self.dropped += 1
+        finally:
+            with self._ended:
+                self._open -= 1
+                self._ended.notify_all()
+
+    def wait_closed(self, timeout: float = 30.0) -> bool:
+        """True once every connection has ended (its handler returned), within ``timeout``."""
+        with self._ended:
+            return self._ended.wait_for(lambda: self._open == 0, timeout)
+
+    def _serve(self, websocket) -> None:
         packer = msgpack_numpy.Packer()
         websocket.send(packer.pack(self.metadata))
         self.policy.reset()

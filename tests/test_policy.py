@@ -71,6 +71,7 @@ def served_run(tmp_path_factory):
     done = launch(
         results, "model=policy", f"model.extra.url={server.url}", f"tasks=[{TASK}]", "seeds=1", "render=small"
     )
+    assert server.wait_closed()
     server.shutdown()
     assert done.returncode == Exit.JUDGED, done.stderr[-3000:]
     return results / "policy", server, seed
@@ -83,6 +84,7 @@ def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
     row = rows.iloc[0]
     assert (row.model, row.task, row.seed, row.status, row.success) == ("policy", TASK, seed, "ok", True)
     assert (row.budget, row.privileged) == (500, False)  # 10 x the task's 50
+    assert (server.connections, server.dropped) == (2, 0)  # the probe's and the run's, each closed with a close frame
     assert row.model_calls == row.provider_attempts == len(server.received) >= 2  # one per chunk
     assert row.model_latency_s > 0 and row.steps == len(expert_decisions(TASK, seed))
     events = read_events(run / row.record)

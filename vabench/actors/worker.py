@@ -183,9 +183,10 @@ class EpisodeWorker:
         return seat
 
     def close(self) -> None:
-        """Free every scene and the scratch folder (the in-process backend, when its run is over)."""
+        """Free every scene, every model's connections and the scratch folder (the run is over)."""
         with self.sim:
             for seat in self.seats:
+                seat.model.close()
                 if seat.env is not None:
                     seat.env.close()
         if self.scratch is not None:

@@ -67,6 +67,9 @@ class CachedModel(Model):
     def warm(self) -> None:
         self.inner.warm()
 
+    def close(self) -> None:
+        self.inner.close()
+
     def complete(self, messages: list[dict]) -> Reply:
         path = self.folder / f"{request_key(self.cfg, messages)[:32]}.json" if self.folder is not None else None
         if path is not None and path.is_file():

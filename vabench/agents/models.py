@@ -112,6 +112,10 @@ class Model(ABC):
     def warm(self) -> None:  # noqa: B027 (optional hook)
         """Pay one-time start-up costs now (a worker calls this before its first episode)."""
 
+    def close(self) -> None:  # noqa: B027 (optional hook)
+        """Let go of what the model holds across episodes (a policy server's connection, closed with
+        a close frame); the worker calls this when it ends."""
+
     @abstractmethod
     def complete(self, messages: list[dict]) -> Reply:
         """Answer one chat request (OpenAI message format)."""
