@@ -71,9 +71,10 @@ def served_run(tmp_path_factory):
     done = launch(
         results, "model=policy", f"model.extra.url={server.url}", f"tasks=[{TASK}]", "seeds=1", "render=small"
     )
-    assert server.wait_closed()
+    closed = server.wait_closed()
     server.shutdown()
-    assert done.returncode == Exit.JUDGED, done.stderr[-3000:]
+    assert done.returncode == Exit.JUDGED, done.stderr[-3000:]  # a failed launch shows its own error first
+    assert closed
     return results / "policy", server, seed
 
 
