@@ -17,11 +17,16 @@ kind of reason with each decision, about 70 tokens, as a model's decision with i
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import re
 
-from vabench.agents.models import EpisodeContext
+import numpy as np
+from PIL import Image
+
 from vabench.agents.servo import ServoAgent
-from vabench.agents.servo.perception import parse_request
+from vabench.boundary import ArmProprio, Brief, Feedback, Frame, Observation, payload
 from vabench.envs.actions import SEMANTIC_VIEWS
 
 MOVES = ("x", "y", "z")
@@ -69,6 +74,50 @@ class Failing:
         return json.dumps(decision)
 
 
+_VEC = r"\[([-0-9.,\s]+)\]"
+_ARM = re.compile(
+    rf"(left|right) arm: gripper (open|closed); GC {_VEC}; end-effector {_VEC}, quat_wxyz {_VEC}, "
+    rf"rpy_deg {_VEC}; rx {_VEC}, ry {_VEC}, rz {_VEC}"
+)
+_FEEDBACK = re.compile(r"last_action_valid: (true|false); last_planner_success: (true|false)")
+_TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
+
+
+def _vec(text: str) -> tuple:
+    return tuple(float(v) for v in text.split(","))
+
+
+def _image(url: str) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.partition(",")[2]))).convert("RGB"))
+
+
+def observation(messages: list[dict], protocol: str) -> Observation:
+    """The newest observation of a request as it arrived over HTTP, read back from its text and
+    images as a model on the other side reads them (this stands in for a model, not for vabench)."""
+    for message in reversed(messages):
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
+        text = "\n".join(p.get("text") or "" for p in parts if p.get("type") == "text")
+        if message.get("role") != "user" or "Robot state" not in text:
+            continue
+        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+        images = [
+            np.asarray(Image.open(io.BytesIO(base64.b64decode(u.partition(",")[2]))).convert("RGB")) for u in urls
+        ]
+        arms = {
+            m[1]: ArmProprio(
+                _vec(m[4]), _vec(m[5]), _vec(m[6]), m[2] == "closed", _vec(m[3]), *map(_vec, m.groups()[6:])
+            )
+            for m in _ARM.finditer(text)
+        }
+        fb = _FEEDBACK.search(text)
+        feedback = Feedback("", fb[1] == "true", fb[2] == "true") if fb else None
+        return Observation(
+            0, _TASK.search(text)[1], protocol, tuple(Frame("", i) for i in images), arms, (), 0, (), (), feedback
+        )
+    raise ValueError("no observation with a robot state in the request")
+
+
 class ServoReplies:
     """The servo agent's decisions, read from the request as it arrived over HTTP (the servo keeps
     its own state per episode: a request with no earlier reply starts a new one)."""
@@ -79,10 +128,10 @@ class ServoReplies:
 
     def __call__(self, body: dict) -> str:
         messages, n = body["messages"], _calls(body)
+        seen = observation(messages, self.protocol)
         if n == 1 or self.agent is None:
-            arms = tuple(sorted(parse_request(messages).arms))
             self.agent = ServoAgent()
-            self.agent.start_episode(EpisodeContext(self.task, 0, arms, self.protocol))
-        decision = json.loads(self.agent.complete(messages).text)
+            self.agent.start(Brief(self.task, 0, tuple(sorted(seen.arms)), self.protocol))
+        decision = payload(self.agent.act(seen))
         decision["reason"] = reason(n, str(decision.get("axis", "x")))
         return json.dumps(decision)

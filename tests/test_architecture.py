@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 LAYERS = [
     ("vabench.errors", "vabench.registry"),
     ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
-    ("vabench.condition",),
+    ("vabench.condition", "vabench.boundary"),
     (
         "vabench.outcomes",
         "vabench.unreadable",
@@ -277,7 +277,7 @@ OTHER_MEANINGS = {
     ("vabench.envs.tasks", "base"): "the module name tasks/base.py",
     ("vabench.envs.tasks", "expert"): "the module name tasks/expert.py",
     ("vabench.agents.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
-    ("vabench.agents.harness", "invalid"): "the compaction digest's wording (valid | invalid)",
+    ("vabench.agents.chat", "invalid"): "the compaction digest's wording (valid | invalid)",
     ("vabench.envs.sim.embodiments", "robot"): "the URDF root element",
     ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",

@@ -386,14 +386,14 @@ def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(phys
     """Validation refuses these runs; an episode that starts anyway (a hand-built run) is never
     retried as infrastructure."""
     from vabench.agents.harness import Episode, run_episode
-    from vabench.agents.offline import ReplayAgent
+    from vabench.agents.offline import replay
     from vabench.agents.posetext import PosetextAgent
 
     record = tmp_path / "events.jsonl"
     start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1001, "protocol": "active"}
     record.write_text(json.dumps(start) + "\n")
     replay = run_episode(
-        physics_env, ReplayAgent(record), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path / "a"
+        physics_env, replay(record), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path / "a"
     )
     assert (replay.status, replay.error_kind) == ("infra_error", "permanent") and "seeds=[1001]" in replay.error
     one_arm = run_episode(physics_env, PosetextAgent(), Episode.of("place_shoe", 1000, env=physics_env), tmp_path / "b")

@@ -19,11 +19,14 @@ from tests.openai_server import ScriptedServer
 from tests.probes import ShortBudgetProbe, registered
 from vabench.agents import prompts
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.models import EpisodeContext, Model, ModelConfig, Reply
-from vabench.agents.offline import OracleAgent, RandomAgent, ReplayAgent
+from vabench.agents.models import Model, ModelConfig, Reply
+from vabench.agents.offline import OracleAgent, RandomAgent
+from vabench.agents.offline import replay as replay_agent
 from vabench.agents.prompts import PASSIVE_VIEWS
 from vabench.agents.records import read_events
 from vabench.agents.registry import make_model
+from vabench.boundary import Brief, payload
+from vabench.envs.actions import action_names
 
 KEY_VAR = "VABENCH_TEST_KEY"
 MOVE_UP = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10}
@@ -222,7 +225,7 @@ def _oracle_server(env):
         if state["started"] != episode:  # a new episode began
             state["started"] = episode
             oracle._actions = env.expert()
-        return oracle.complete([]).text
+        return json.dumps(payload(oracle.act(None)))
 
     return ScriptedServer(default=reply)
 
@@ -348,11 +351,12 @@ def test_no_object_position_in_tool_outputs_or_failure_feedback(render_env, tmp_
     def reply(body):
         if calls["episode"] != render_env.seed:
             calls["episode"] = render_env.seed
-            agent.start_episode(EpisodeContext("place_cube_in_bowl", render_env.seed, ("right",), protocol))
+            names = action_names(("right",), camera=protocol == "active")
+            agent.start(Brief("place_cube_in_bowl", render_env.seed, ("right",), protocol, actions=names))
         calls["n"] += 1
         if calls["n"] % 3 == 0:
             return json.dumps(tools[calls["n"] % 2])
-        return agent.complete([]).text
+        return json.dumps(payload(agent.act(None)))
 
     with ScriptedServer(default=reply) as server:
         r = run_episode(
@@ -372,7 +376,7 @@ def test_oracle_record_replays_to_the_same_outcome(render_env, tmp_path):
     first = run_episode(
         render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1002, env=render_env), tmp_path / "oracle"
     )
-    replay = ReplayAgent(tmp_path / "oracle" / "events.jsonl")
+    replay = replay_agent(tmp_path / "oracle" / "events.jsonl")
     second = run_episode(
         render_env, replay, Episode.of("place_cube_in_bowl", 1002, env=render_env), tmp_path / "replay"
     )
@@ -461,7 +465,9 @@ def test_arbitrary_replies_never_crash_the_harness(physics_env, replies):
 
 def test_long_episodes_are_compacted_and_the_record_stays_complete(render_env, tmp_path):
     cfg = HarnessConfig(context_tokens=3500, keep_turns=3)
-    r = run_episode(render_env, OracleAgent(), Episode.of("place_cube_in_bowl", 1000, env=render_env), tmp_path, cfg)
+    with _oracle_server(render_env) as server:
+        episode = Episode.of("place_cube_in_bowl", 1000, env=render_env)
+        r = run_episode(render_env, llm(server), episode, tmp_path, cfg)
     events = read_events(tmp_path / "events.jsonl")
     requests = [e for e in events if e["type"] == "request"]
     assert r.success and r.compactions >= 1

@@ -89,8 +89,9 @@ def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
     assert row.model_calls == row.provider_attempts == len(server.received) >= 2  # one per chunk
     assert row.model_latency_s > 0 and row.steps == len(expert_decisions(TASK, seed))
     events = read_events(run / row.record)
-    replies = [e for e in events if e["type"] == "reply"]
-    assert len(replies) == row.steps and sum(e["model_latency_s"] > 0 for e in replies) == row.model_calls
+    answers = [e for e in events if e["type"] == "answer"]  # an agent's answers (a chat model's: replies)
+    assert len(answers) == row.steps and sum(e["model_latency_s"] > 0 for e in answers) == row.model_calls
+    assert sum(e["model_calls"] for e in answers) == row.model_calls
     assert (run / row.record).parent.joinpath("frames").is_dir()
 
 

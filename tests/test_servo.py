@@ -10,35 +10,32 @@ from __future__ import annotations
 
 import ast
 import inspect
-import io
 import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
-from vabench.agents import prompts
 from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import ModelConfig, image_part
+from vabench.agents.models import ModelConfig
 from vabench.agents.registry import make_model
 from vabench.agents.servo import ServoAgent
 from vabench.agents.servo.basket import loose_objects, teal
 from vabench.agents.servo.dual import dark_bars
 from vabench.agents.servo.perception import (
-    ArmState,
     Seen,
     colour_mask,
     find,
     goal_from_instruction,
     long_ends,
     near_edge,
-    parse_request,
+    seen_of,
 )
 from vabench.agents.servo.shoe import shoe_blob
 from vabench.agents.servo.skills import PASSIVE_COLUMNS, Servo
 from vabench.agents.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
+from vabench.boundary import ArmProprio, observation_of
 from vabench.envs.objects.common import BOTTLE_MODELS
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.sim.scene import TABLE_COLOR
@@ -164,11 +161,12 @@ class WristedTopdown:
         img[max(0, int(v) - 15) : max(0, int(v) + 15), max(0, int(u) - 15) : max(0, int(u) + 15)] = (200, 30, 30)
         img[:, : self.WRIST_U] = (90, 90, 95)
         down = np.array([0.0, 0.0, -1.0])
-        arm = ArmState(
-            False, self.gc.copy(), self.gc + (0, 0, 0.1), down, np.array([-1.0, 0, 0]), np.array([0, 1.0, 0])
-        )
+        arm = ArmProprio(
+            self.gc + (0, 0, 0.1), np.zeros(4), np.zeros(3), False, self.gc.copy(), down, np.array([-1.0, 0, 0]),
+            np.array([0, 1.0, 0]),
+        )  # fmt: skip
         return Seen(
-            "", "Use the right arm to grasp the red cube and lift it off the table.", {"right": arm}, [img], True, True
+            "Use the right arm to grasp the red cube and lift it off the table.", {"right": arm}, [img], True, True
         )
 
     def run(self, skill):
@@ -273,23 +271,13 @@ def test_loose_objects_are_the_five_outside_the_basket(render_env):
     assert not any(teal(img)[int(b.centre[1]), int(b.centre[0])] for b in found)
 
 
-def _request(obs) -> list[dict]:
-    """A request built as the harness builds one: the step text, then the images as JPEG data URLs."""
-    parts = [{"type": "text", "text": prompts.step_text(obs, [], 0)}]
-    for img in obs.images.values():
-        buf = io.BytesIO()
-        Image.fromarray(img).save(buf, format="JPEG", quality=95)
-        parts.append(image_part(buf.getvalue()))
-    return [{"role": "system", "content": "x"}, {"role": "user", "content": parts}]
-
-
-def test_perception_reads_a_real_request(render_env):
+def test_perception_reads_a_real_observation(render_env):
     """The robot state, feedback and topdown image of a real observation, and the red cube in it."""
     task = "grasp_single_cube"
     render_env.reset(task, eval_seeds(task)[0])
     render_env.step({"action": "gripper.move_world", "axis": "y", "sign": "-", "distance_mm": 100})
     obs = render_env.step({"action": "camera.view_topdown"}).observation
-    seen = parse_request(_request(obs))
+    seen = seen_of(observation_of(obs))
     assert np.allclose(seen.arms["right"].gc, obs.proprio["right"].gc, atol=1e-4)
     assert np.allclose(seen.arms["right"].ry, obs.proprio["right"].ry, atol=1e-4)
     assert seen.valid is True and seen.planned is True and "red cube" in seen.instruction
@@ -324,7 +312,7 @@ def test_the_bottle_blob_of_a_real_passive_request_is_stable_to_a_grey_level(ren
     every pixel is one grey level off (green up, blue down: how the lean shader v2 differs from v1)."""
     task = "grasp_single_bottle"
     obs = render_env.reset(task, eval_seeds(task)[0], "passive")
-    seen = parse_request(_request(obs))
+    seen = seen_of(observation_of(obs))
     assert len(seen.images) == 5
     for img in (seen.images[i] for i in PASSIVE_COLUMNS):
         off = np.clip(img.astype(int) + (0, 1, -1), 0, 255).astype(np.uint8)
@@ -340,16 +328,16 @@ class Guard:
         self.deciding, self.violations, self.calls = False, [], 0
         for name in ("privileged", "evaluator_state", "expert"):
             monkeypatch.setattr(env, name, self._wrap(getattr(env, name), name))
-        complete = agent.complete
+        act = agent.act
 
-        def guarded(messages):
+        def guarded(obs):
             self.deciding = True
             try:
-                return complete(messages)
+                return act(obs)
             finally:
                 self.deciding = False
 
-        monkeypatch.setattr(agent, "complete", guarded)
+        monkeypatch.setattr(agent, "act", guarded)
 
     def _wrap(self, fn, name):
         def checked(*args, **kwargs):
@@ -391,9 +379,9 @@ def test_guard_catches_a_cheating_agent(render_env, tmp_path, monkeypatch):
     """The guard is not vacuous: an agent that reads env.privileged() while deciding is caught."""
 
     class Cheat(ServoAgent):
-        def complete(self, messages):
+        def act(self, obs):
             render_env.privileged()
-            return super().complete(messages)
+            return super().act(obs)
 
     agent = Cheat("cheat")
     guard = Guard(render_env, agent, monkeypatch)

@@ -159,11 +159,11 @@ def test_an_edited_reply_and_an_edited_row_are_one_episode_with_differences_each
     finding naming its file, column and values (not a second one from the re-simulation, which is
     compared with the record). Both in one verify: each re-simulation costs seconds."""
     df = rows_of(copy)
-    events = copy / df.loc[0, "record"]  # click_bell_right's record: its reply edited
+    events = copy / df.loc[0, "record"]  # click_bell_right's record: the oracle's first answer edited
     lines = events.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "reply")
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "answer")  # a chat model's: reply
     edited = json.loads(lines[at])
-    edited["text"] = json.dumps({"stop": True})
+    edited["payload"] = {"stop": True}
     lines[at] = json.dumps(edited)
     events.write_text("\n".join(lines) + "\n")
     path = next((copy / "outcomes").rglob("grasp_single_cube/*.parquet"))  # grasp_single_cube's row edited

@@ -32,6 +32,7 @@ class Event(StrEnum):
     REPLY = (
         "reply"  # call, text, tokens, cost, attempts, waits, latency, request_id, reasoning (kept here only), cached
     )
+    ANSWER = "answer"  # an agent's typed answer (vabench.boundary): call, payload, model_calls, model_latency_s
     MODEL_ERROR = "model_error"  # the provider could not answer: error, permanent, attempts
     REJECTED = "rejected"  # a reply that failed validation: error, repairs_used
     DECISION = "decision"  # a valid decision: kind, label, reason

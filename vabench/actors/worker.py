@@ -33,10 +33,11 @@ from pathlib import Path
 from vabench.agents.cache import CACHE, CachedModel
 from vabench.agents.harness import Episode, Runtime, run_episode
 from vabench.agents.learning import learn_summary
-from vabench.agents.models import Model, ModelConfig
+from vabench.agents.models import ModelConfig
 from vabench.agents.records import set_aside
 from vabench.agents.registry import make_model
 from vabench.agents.summary_store import SummaryStore
+from vabench.boundary import Participant
 from vabench.condition import DEFAULT_RENDER, Condition
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.errors import CostCapReached
@@ -58,7 +59,7 @@ class Seat:
     """One episode place in a worker: an env and a model client of its own (offline agents keep
     per-episode state), and the running episode's clocks."""
 
-    model: Model
+    model: Participant  # a chat model or an agent that reads observations (vabench.boundary)
     env: VABenchEnv | None = None  # built for the first episode's condition look (EpisodeWorker.env_for)
     key: str | None = None  # the running episode (its folder key), None when free
     started: float = 0.0
@@ -176,7 +177,7 @@ class EpisodeWorker:
                 self.warm = True
                 self.progress.bump(push=True)
 
-    def _seat(self, model: Model) -> Seat:
+    def _seat(self, model: Participant) -> Seat:
         seat = Seat(model)
         if self.limiter is not None:
             model.limiter = _SeatLimiter(self.limiter, seat)

@@ -1,8 +1,10 @@
-"""The agent side: the decision protocol, prompts, the harness loop, models (LiteLLM and the
-offline oracle / random / replay agents), demonstration summaries and episode records.
+"""The agent side: the episode loop (harness), the chat harness (chat, dialogue, prompts, protocol,
+history), the things that answer (the LiteLLM client, its cache and limits, the offline oracle /
+random / replay / servo / posetext agents, the policy client), demonstration summaries and
+episode records. Every agent meets the loop at one typed boundary (:mod:`vabench.boundary`).
 
 Talks to the simulator only through the env API of :mod:`vabench.envs`; the single privileged
-call (the task expert) goes only to models that declare ``privileged = True``.
+call (the task expert) goes only to agents that declare ``privileged = True``.
 
     from vabench.agents.harness import Episode, run_episode
     from vabench.agents.models import ModelConfig

@@ -1,15 +1,20 @@
-"""One decision from the model: repairs of bad replies, tool calls answered in the same thread,
-the per-step call limit, and the provider's usage and retries counted per call. Shared by
-evaluation episodes (:mod:`vabench.agents.harness`) and summary learning."""
+"""One decision from an agent: repairs of bad answers, tool calls answered within the step, the
+per-step call limit, and the usage and retries counted per call. The chat model's side
+(:class:`Dialogue`) is shared by evaluation episodes (:mod:`vabench.agents.chat`) and summary
+learning; :class:`Direct` asks agents that read observations (vabench.boundary)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
+from vabench.boundary import Agent, Answer, Observation, ToolResult, payload
 from vabench.errors import CostCapReached, RunStopped, VabenchError
+from vabench.recordfile import Event
 from vabench.vocab import CostLimit, EndReason, ErrorKind
 
 from . import prompts
@@ -17,7 +22,6 @@ from .history import ASSISTANT, USER, Conversation, ImageRef
 from .models import Model, ModelError, Reply, Usage
 from .protocol import TOOL, Decision, ProtocolError
 from .records import EpisodeRecord
-from .tools import ToolResult
 
 
 class EpisodeEnd(VabenchError):
@@ -30,28 +34,26 @@ class EpisodeEnd(VabenchError):
         self.kind = kind or (ErrorKind.INFRA if reason == EndReason.INFRA_ERROR else None)
 
 
-class Dialogue:
-    """Calls the model for one decision: repairs, tool calls and the per-step call limit.
-
-    Shared by evaluation episodes and summary learning."""
+class Exchange(ABC):
+    """One decision from an agent: the per-step call limit, repairs of invalid answers, tool calls
+    answered without advancing the simulator, and the usage counted per call. The chat harness's
+    :class:`Dialogue` asks a chat model; :class:`Direct` asks an agent that reads observations."""
 
     def __init__(
         self,
-        model: Model,
-        conv: Conversation,
         record: EpisodeRecord,
         config,  # a HarnessConfig (max_repairs, max_calls_per_step, max_episode_cost_usd)
         overdue: Callable[[], str | None] | None = None,
         counted: Callable[[Usage], None] | None = None,
     ):
-        self.model, self.conv, self.record, self.config = model, conv, record, config
+        self.record, self.config = record, config
         self.overdue = overdue  # a reason when the episode ran out of time (checked before each call)
         self.counted = counted  # told the usage so far after each call (the progress bar's in-flight figures)
         self.calls = self.repairs = self.tool_calls = 0  # calls asked; repair prompts sent; tool calls answered
         self.usage = Usage()  # what the calls cost, answered or not
 
     def ask(self, step: int, parse, tools, until=None) -> Decision:
-        """Return the next non-tool decision. ``parse(text) -> Decision`` may raise ProtocolError;
+        """Return the next non-tool decision. ``parse(answer) -> Decision`` may raise ProtocolError;
         ``tools(decision) -> ToolResult`` answers tool calls; ``until()``, if given, is checked
         after each tool call and ends the exchange with that tool decision when true."""
         calls = repairs = 0
@@ -59,18 +61,20 @@ class Dialogue:
             if calls >= self.config.max_calls_per_step:
                 raise EpisodeEnd(EndReason.CALL_LIMIT, f"{calls} model calls in step {step} without an action")
             calls += 1
-            reply = self._call(step)
+            answer = self._call(step)
             try:
-                decision = parse(reply.text)
+                decision = parse(answer)
             except ProtocolError as e:
-                self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
+                self.record.event(Event.REJECTED, step=step, error=str(e), repairs_used=repairs)
                 if repairs >= self.config.max_repairs:
                     raise EpisodeEnd(EndReason.REPAIRS_EXHAUSTED, str(e)) from None
                 repairs += 1
                 self.repairs += 1  # repair prompts sent
-                self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
+                self._repair(str(e), step)
                 continue
-            self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
+            self.record.event(
+                Event.DECISION, step=step, kind=decision.kind, label=decision.label, reason=decision.reason
+            )
             if decision.kind != TOOL:
                 return decision
             self.tool_calls += 1
@@ -78,9 +82,8 @@ class Dialogue:
                 result = tools(decision)
             except Exception as e:  # untrusted arguments must never crash the episode
                 result = ToolResult(f"{decision.tool} failed on these arguments: {type(e).__name__}", ok=False)
-            self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
-            refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
-            self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
+            self.record.event(Event.TOOL_RESULT, step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
+            self._answer_tool(decision.tool, result, step)
             if until is not None and until():
                 return decision
 
@@ -89,29 +92,23 @@ class Dialogue:
         if self.counted is not None:
             self.counted(self.usage)
 
-    def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
-        self.conv.add(USER, text, kind, step, images)
-        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images))
-
-    def _call(self, step: int) -> Reply:
+    def _call(self, step: int):
         late = self.overdue() if self.overdue is not None else None
         if late:
-            self.record.event("timeout", step=step, error=late)
+            self.record.event(Event.TIMEOUT, step=step, error=late)
             raise EpisodeEnd(EndReason.INFRA_ERROR, late)
         cap = self.config.max_episode_cost_usd
         if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
             raise CostCapReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
-        messages, info = self.conv.request()
         self.calls += 1
-        self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
         started = time.perf_counter()
         try:
-            reply = self.model.complete(messages)
+            answer = self._answer(step)
         except ModelError as e:
             self._count(e.usage)
             u = e.usage
             self.record.event(
-                "model_error",
+                Event.MODEL_ERROR,
                 step=step,
                 error=str(e),
                 permanent=e.permanent,
@@ -123,12 +120,63 @@ class Dialogue:
         except RunStopped:  # a cap reached before the request left: the episode ends as interrupted
             raise
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
-            self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
+            self.record.event(Event.MODEL_ERROR, step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
-        self._count(reply.usage + Usage(model_latency_s=reply.latency_s))  # the row's model_latency_s
+        self._count(answer.usage + Usage(model_latency_s=answer.latency_s))  # the row's model_latency_s
+        self._answered(step, answer, started)
+        return answer
+
+    @abstractmethod
+    def _answer(self, step: int):
+        """Ask once: a chat model's :class:`Reply`, or an agent's typed answer."""
+
+    def _answered(self, step: int, answer, started: float) -> None:  # noqa: B027 (optional hook)
+        """What the record and the conversation keep of an answer."""
+
+    @abstractmethod
+    def _repair(self, error: str, step: int) -> None:
+        """Tell the agent why its answer was refused."""
+
+    @abstractmethod
+    def _answer_tool(self, tool: str, result: ToolResult, step: int) -> None:
+        """Hand the agent a tool's result."""
+
+
+class Dialogue(Exchange):
+    """The chat harness's exchange with a chat model: requests from the conversation, replies
+    parsed by the caller's ``parse(text)``, repairs and tool results sent back as user turns.
+
+    Shared by evaluation episodes and summary learning."""
+
+    def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config, overdue=None, counted=None):
+        super().__init__(record, config, overdue, counted)
+        self.model, self.conv = model, conv
+
+    def ask(self, step: int, parse, tools, until=None) -> Decision:
+        return super().ask(step, lambda reply: parse(reply.text), tools, until)
+
+    def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
+        self.conv.add(USER, text, kind, step, images)
+        self.record.event(
+            Event.TURN, role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images)
+        )
+
+    def _repair(self, error: str, step: int) -> None:
+        self._say(prompts.REPAIR.format(error=error), "repair", step)
+
+    def _answer_tool(self, tool: str, result: ToolResult, step: int) -> None:
+        refs = [_ref(self.record.keep(p), f"{tool} {i}") for i, p in enumerate(result.images)]
+        self._say(prompts.TOOL_RESULT.format(tool=tool, text=result.text), "tool", step, refs)
+
+    def _answer(self, step: int) -> Reply:
+        messages, info = self.conv.request()
+        self.record.event(Event.REQUEST, step=step, call=self.calls, **_relinfo(self.record, info))
+        return self.model.complete(messages)
+
+    def _answered(self, step: int, reply: Reply, started: float) -> None:
         u = reply.usage
         self.record.event(
-            "reply",
+            Event.REPLY,
             step=step,
             call=self.calls,
             text=reply.text,
@@ -148,7 +196,44 @@ class Dialogue:
             cached=bool(u.cache_hits),  # answered from the response cache (model.cache): not sent
         )
         self.conv.add(ASSISTANT, reply.text, "reply", step)
-        return reply
+
+
+class Direct(Exchange):
+    """The exchange with an agent that reads observations (vabench.boundary.Agent): its typed
+    answers are validated as a model's replies are; each is kept as an ``answer`` event (the paper's
+    JSON as ``payload``, its calls and latency), so replay sends the same answers again. A tool's
+    result comes back as the same step's observation with ``tool_result`` set."""
+
+    def __init__(self, agent: Agent, record: EpisodeRecord, config, overdue=None, counted=None):
+        super().__init__(record, config, overdue, counted)
+        self.agent, self.obs = agent, None
+
+    def ask_about(self, obs: Observation, parse, tools) -> Decision:
+        self.obs = obs
+        return self.ask(obs.step, lambda answer: parse(payload(answer)), tools)
+
+    def _answer(self, step: int) -> Answer:
+        return self.agent.act(self.obs)
+
+    def _answered(self, step: int, answer: Answer, started: float) -> None:
+        self.record.event(
+            Event.ANSWER,
+            step=step,
+            call=self.calls,
+            payload=payload(answer),
+            model_calls=answer.usage.model_calls,
+            model_latency_s=round(answer.latency_s, 4),
+        )
+
+    def _repair(self, error: str, step: int) -> None:
+        """A typed agent is asked again with the same observation (it keeps its own state)."""
+
+    def _answer_tool(self, tool: str, result: ToolResult, step: int) -> None:
+        """The result as the same step's observation; the record keeps it as the text a model reads."""
+        self.obs = dataclasses.replace(self.obs, tool_result=result)
+        text = prompts.TOOL_RESULT.format(tool=tool, text=result.text)
+        images = [self.record.rel(self.record.keep(p)) for p in result.images]
+        self.record.event(Event.TURN, role=USER, kind="tool", step=step, text=text, images=images)
 
 
 def _ref(path: Path, label: str) -> ImageRef:

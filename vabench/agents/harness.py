@@ -31,7 +31,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vabench.boundary import Answer, Brief, Command, Frame, Observation, Participant, Stop, answer_of, observation_of
 from vabench.condition import LOOK, Condition
+from vabench.envs.actions import action_names
 from vabench.episodes import EpisodeSpec
 from vabench.errors import RunStopped
 from vabench.interventions import manifest
@@ -51,11 +53,12 @@ from vabench.vocab import (
 )
 
 from . import prompts
-from .dialogue import Dialogue, EpisodeEnd, record_paths
+from .chat import ChatAgent, check_chain, render
+from .dialogue import Dialogue, Direct, EpisodeEnd, Exchange
 from .harness_config import HarnessConfig
-from .history import USER, Conversation, ImageRef
-from .models import EpisodeContext, Model, ModelError, Usage
-from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
+from .history import USER
+from .models import Model, ModelError, Usage
+from .protocol import STOP, Decision, decision_of
 from .records import RECORD_FORMAT, EpisodeRecord
 from .summary_store import Summary, summary_identity
 from .tools import EpisodeTools
@@ -123,22 +126,24 @@ class Runtime:
 
 
 def run_episode(
-    env, model: Model, episode: Episode, out_dir: Path, config: HarnessConfig | None = None, runtime=None
+    env, agent: Participant, episode: Episode, out_dir: Path, config: HarnessConfig | None = None, runtime=None
 ) -> OutcomeRow:
-    """Run ``episode`` with ``model`` on ``env`` under ``config``, its record in ``out_dir``, and
-    return its outcome row. ``env`` must be built for the spec's condition look (EnvConfig.of)."""
+    """Run ``episode`` with ``agent`` on ``env`` under ``config``, its record in ``out_dir``, and
+    return its outcome row. ``agent`` is a chat :class:`Model` (asked through the chat harness) or
+    an :class:`~vabench.boundary.Agent` that reads observations. ``env`` must be built for the
+    spec's condition look (EnvConfig.of)."""
     config, runtime = config or HarnessConfig(), runtime or Runtime()
-    spec = _played_on(episode.spec, model, env)
+    spec = _played_on(episode.spec, agent, env)
     record = EpisodeRecord(Path(out_dir))
     started = time.perf_counter()
     row = OutcomeRow(
         **Episode(spec, episode.attempt, episode.summary, episode.run).identity(),
         record=str(record.path.relative_to(record.root)),
-        privileged=bool(model.privileged),
+        privileged=bool(agent.privileged),
         prompt_version=prompts.PROMPT_VERSION,
         prompt_digest=prompts.prompt_digest(),
     )
-    run = _Episode(env, model, record, config, row, runtime, spec.condition)
+    run = _Episode(env, agent, record, config, row, runtime, spec.condition)
     try:
         run.run(spec, episode.summary)
     except EpisodeEnd as end:
@@ -164,7 +169,7 @@ def run_episode(
     return row
 
 
-def _played_on(spec: EpisodeSpec, model: Model, env) -> EpisodeSpec:
+def _played_on(spec: EpisodeSpec, model: Participant, env) -> EpisodeSpec:
     """The spec, named after its agent when it names none (an episode outside a run); refused
     unless ``env`` was built for its condition's look (:meth:`vabench.envs.EnvConfig.of`)."""
     protocol_named(spec.protocol)  # UnknownName names the allowed protocols
@@ -186,57 +191,44 @@ def _video(record: EpisodeRecord, recording) -> None:
 
 
 class _Episode:
-    """One episode's loop: its env, model, record, row, conversation and counters."""
+    """One episode's loop: its env, agent, record, row, tools and counters."""
 
-    def __init__(
-        self, env, model: Model, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime, condition
-    ):
-        self.env, self.model, self.record, self.config, self.row = env, model, record, config, row
+    def __init__(self, env, agent, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime, condition):
+        self.env, self.record, self.config, self.row = env, record, config, row
         self.sim, self.overdue, self.counted = runtime.sim, runtime.overdue, runtime.counted
         self.observation, self.intervention = condition.observation, Intervention(condition.intervention)
         self.tools = EpisodeTools(self._depth if self.intervention == Intervention.DEPTH_POINT else None)
         self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
         self.views: dict = {}  # views_5: the five observer views of the current observation
-        self.dialogue: Dialogue | None = None  # built with its conversation, after reset
+        if isinstance(agent, Model):  # a chat model is asked through the chat harness
+            agent = ChatAgent(agent, record, config, self.overdue, self.counted)
+        self.agent, self.chat = agent, isinstance(agent, ChatAgent)
+        self.exchange: Exchange | None = None  # the chat harness's dialogue, or the direct exchange
+        self.brief: Brief | None = None
         self.executed: list[str] = []
-        self.digest_lines: list[tuple[int, str]] = []
         self.chain = 0
 
     def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
         from vabench.envs.tasks import task_class
 
-        budget = self.model.step_budget(task_class(spec.task).budget)  # a policy's own (vabench.agents.policy)
+        budget = self.agent.step_budget(task_class(spec.task).budget)  # a policy's own (vabench.agents.policy)
         with self.sim:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
             self._intervene()
         self.row.arms, self.row.budget = arms_label(obs.arms), obs.budget
         self._start(obs, spec, summary)
-        parse = self._parser(tuple(obs.arms), protocol_named(spec.protocol).camera_actions)
-        self._observe(obs)
         while True:
-            digest = self.dialogue.conv.compact_if_needed(self._digest, prompts.COMPACTED)
-            if digest:
-                self.record.event(
-                    Event.COMPACTION, step=obs.step, text=digest, turns_kept=len(self.dialogue.conv.turns)
-                )
-            decision = self.dialogue.ask(obs.step, parse, self._tool)
-            if decision.kind == STOP:
-                self.record.event(Event.STOP, step=obs.step, reason=decision.reason)
+            answer = self._ask(self._observe(obs))
+            if isinstance(answer, Stop):
+                self.record.event(Event.STOP, step=obs.step, reason=answer.reason)
                 raise EpisodeEnd(EndReason.STOP)
-            obs = self._act(decision)
+            obs = self._act(answer)
 
     def _start(self, obs, spec: EpisodeSpec, summary: Summary | None) -> None:
-        """The system prompt, the conversation and its dialogue, the record's start, the model's."""
-        config, arms = self.config, tuple(obs.arms)
+        """The record's start, the initial state, the agent's brief."""
+        arms, camera = tuple(obs.arms), protocol_named(spec.protocol).camera_actions
         summary_text = summary.text() if summary else None
-        system = prompts.system_prompt(
-            obs.task, arms, spec.protocol, summary_text, spec.transfer, self.observation, self.intervention
-        )
-        paper = self.observation == ObservationProfile.PAPER
-        bundle = protocol_named(spec.protocol).bundle
-        conv = Conversation(system, bundle, config, resend=not paper)
-        self.dialogue = Dialogue(self.model, conv, self.record, config, self.overdue, self.counted)
         self.record.event(
             Event.EPISODE_START,
             format=RECORD_FORMAT,
@@ -244,42 +236,52 @@ class _Episode:
             instruction=obs.instruction,
             seed=int(spec.seed),
             protocol=spec.protocol,
-            model=self.model.name,
-            privileged=bool(self.model.privileged),
+            model=self.agent.name,
+            privileged=bool(self.agent.privileged),
             arms=list(arms),
             budget=obs.budget,
             prompt_version=prompts.PROMPT_VERSION,
             prompt_digest=prompts.prompt_digest(),
             summary_model=summary.summary_model if summary else None,
-            summary=summary_text,  # as the system prompt below carries it
-            config={**config.__dict__, "observation": self.observation, "intervention": self.intervention},
+            summary=summary_text,  # as the system prompt carries it
+            config={**self.config.__dict__, "observation": self.observation, "intervention": self.intervention},
         )
         with self.sim:
             seen = self._evaluate(0, "reset")
         self._keep(0, *seen)
-        self.record.event(Event.TURN, role="system", kind="system", step=0, text=system, images=[])
-        expert = _serialised(self.env.expert, self.sim) if self.model.privileged else None
-        self.model.start_episode(EpisodeContext(obs.task, int(spec.seed), arms, spec.protocol, expert))
+        expert = _serialised(self.env.expert, self.sim) if self.agent.privileged else None
+        self.brief = Brief(
+            obs.task, int(spec.seed), arms, spec.protocol, obs.instruction, summary_text, spec.transfer,
+            self.observation, self.intervention, action_names(arms, camera=camera), self.tools.names, expert,
+            self.tools.call,
+        )  # fmt: skip
+        self.agent.start(self.brief)
+        self.exchange = (
+            self.agent.dialogue
+            if self.chat
+            else Direct(self.agent, self.record, self.config, self.overdue, self.counted)
+        )
 
-    def _parser(self, arms: tuple[str, ...], camera: bool) -> Callable[[str], Decision]:
-        def parse(text: str) -> Decision:
-            decision = parse_decision(text, arms, camera, self.tools.names)
-            chained = decision.kind == CAMERA and self.chain >= prompts.CAMERA_CHAIN_LIMIT
-            if self.config.enforce_camera_chain and chained:
-                raise ProtocolError(prompts.CAMERA_CHAIN)
-            return decision
+    def _ask(self, obs: Observation) -> Answer:
+        """The agent's answer to ``obs``: a chat model's through the chat harness, which keeps its own
+        record; any other agent's validated here as a model's decision is, tool calls answered."""
+        if self.chat:
+            return self.agent.act(obs)
+        camera = protocol_named(obs.protocol).camera_actions
 
-        return parse
+        def parse(obj: dict) -> Decision:
+            return check_chain(decision_of(obj, self.brief.arms, camera, self.tools.names), self.chain, self.config)
 
-    def _tool(self, decision: Decision):
-        return self.tools.call(decision.tool, decision.args)
+        decision = self.exchange.ask_about(obs, parse, lambda d: self.tools.call(d.tool, d.args))
+        return answer_of(decision.obj) if decision.kind == STOP else Command(decision.obj, decision.reason)
 
-    def _act(self, decision: Decision):
-        """Dispatch one decision to the env, count and record it; the next observation."""
+    def _act(self, answer: Command):
+        """Dispatch one command to the env, count and record it; the next env observation."""
+        fields = dict(answer.fields)
         with self.sim:
-            step = self.env.step(decision.obj)
+            step = self.env.step(fields)
             evaluation = self.env.evaluate()
-            self._count(decision, step, evaluation)
+            self._count(step, evaluation)
             seen = self._evaluate(step.step, step.observation.last_action)
             self._intervene()
         obs = step.observation
@@ -288,8 +290,8 @@ class _Episode:
             step=step.step,
             label=obs.last_action,
             kind=step.kind,
-            payload=decision.obj,
-            reason=decision.reason,
+            payload=fields,
+            reason=answer.reason,
             valid=step.action_valid,
             planner_success=step.planner_success,
             feedback=step.feedback,
@@ -300,7 +302,6 @@ class _Episode:
         self._keep(step.step, *seen)
         if step.done:
             raise EpisodeEnd(EndReason.SUCCESS if step.success else EndReason.BUDGET)
-        self._observe(obs)
         return obs
 
     def finish(self, wall_s: float) -> None:
@@ -308,11 +309,11 @@ class _Episode:
         r = self.row
         r.status = Status.INFRA_ERROR if r.end_reason == EndReason.INFRA_ERROR else Status.OK
         r.success = r.end_reason == EndReason.SUCCESS
-        if self.dialogue is not None:
-            for key, value in self.dialogue.usage.columns().items():
+        if self.exchange is not None:
+            for key, value in self.exchange.usage.columns().items():
                 setattr(r, key, value)
-            r.repairs, r.tool_calls = self.dialogue.repairs, self.dialogue.tool_calls
-            r.compactions = self.dialogue.conv.compactions
+            r.repairs, r.tool_calls = self.exchange.repairs, self.exchange.tool_calls
+            r.compactions = self.exchange.conv.compactions if isinstance(self.exchange, Dialogue) else 0
         r.wall_s = round(wall_s, 3)
 
     def _evaluate(self, step: int, label: str) -> tuple:
@@ -325,7 +326,7 @@ class _Episode:
         path = self.record.rel(self.record.save_recording(step, view)) if view is not None else None
         self.record.event(Event.STATE, step=step, recording=path, **state)
 
-    def _count(self, decision: Decision, step, evaluation: dict) -> None:
+    def _count(self, step, evaluation: dict) -> None:
         r = self.row
         r.steps = step.step
         self.executed.append(step.observation.last_action)
@@ -342,20 +343,6 @@ class _Episode:
         r.checkpoints_done, r.checkpoints_total = sum(map(bool, progress.values())), len(progress)
         if evaluation["objects_placed"] is not None:
             r.objects_placed = int(evaluation["objects_placed"])
-        self._digest_line(decision, step)
-
-    def _digest_line(self, decision: Decision, step) -> None:
-        """What compaction keeps of a step (under ``paper`` never the env's reason text)."""
-        outcome = "valid" if step.action_valid else "invalid"
-        outcome += ", planner ok" if step.planner_success else ", planner failed"
-        why = f" - {decision.reason[:160]}" if decision.reason else ""
-        self.digest_lines.append((step.step, f"step {step.step}: {step.observation.last_action} ({outcome}){why}"))
-        if step.feedback and self.observation != ObservationProfile.PAPER:
-            self.digest_lines.append((step.step, f"  feedback: {step.feedback[:300]}"))
-
-    def _digest(self, first: int, last: int) -> str:
-        lines = [text for s, text in self.digest_lines if first <= s <= last]
-        return "\n".join(lines) or "(no actions)"
 
     def _intervene(self) -> None:
         """What the intervention adds to the observation just made (under the simulator lock)."""
@@ -376,19 +363,33 @@ class _Episode:
         shown = [(k, rgb, bundle) for k, rgb in obs.images.items() if not (bundle and views) or k in views]
         return shown + [(k, rgb, True) for k, rgb in self.views.items()]
 
-    def _observe(self, obs) -> None:
-        frames: dict[str, Path] = {}
-        refs, sizes = [], {}
+    def _observe(self, obs) -> Observation:
+        """The agent's observation of the env's: the frames saved as sent, the tools told, and the
+        fields the condition shows (vabench.boundary: the privilege boundary)."""
+        frames, sizes = [], {}
         for view, rgb, bundle in self._images(obs):
             path = self.record.save_frame(obs.step, view, rgb, self.env.config.preset.encoding(bundle))
-            frames[view], sizes[view] = path, (rgb.shape[1], rgb.shape[0])
-            refs.append(ImageRef(path, f"step {obs.step} {view}", rgb.shape[1], rgb.shape[0]))
-        self.tools.observe(obs.step, frames, obs.proprio, sizes)
-        views = manifest(self.intervention).views
-        text = prompts.step_text(
-            obs, self.executed, self.chain, self.config.history_actions, self.observation, self.objects, views
+            frames.append(Frame(view, rgb, path))
+            sizes[view] = (rgb.shape[1], rgb.shape[0])
+        self.tools.observe(obs.step, {f.view: f.file for f in frames}, obs.proprio, sizes)
+        seen = observation_of(
+            obs,
+            tuple(frames),
+            executed=tuple(self.executed),
+            camera_chain=self.chain,
+            explained=self.observation != ObservationProfile.PAPER,
+            actions=self.brief.actions,
+            tools=self.tools.names,
+            summary=self.brief.summary,
+            objects=self.objects,
         )
-        self.dialogue.conv.add(USER, text, "observation", obs.step, refs)
-        self.record.event(
-            Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=record_paths(self.record, refs)
-        )
+        if not self.chat:
+            self._record_turn(seen)
+        return seen
+
+    def _record_turn(self, obs: Observation) -> None:
+        """An agent that reads observations has no conversation: its record keeps each observation
+        as the paper's text would render it, with its frames, for reviewers and exports."""
+        text = render(obs, self.config.history_actions, self.observation, self.intervention)
+        images = [self.record.rel(f.file) for f in obs.images]
+        self.record.event(Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=images)

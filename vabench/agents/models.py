@@ -1,59 +1,23 @@
-"""The model interface every agent implements, and how to reach a model (:class:`ModelConfig`).
+"""The chat model interface and how to reach a model (:class:`ModelConfig`).
 
-A model receives OpenAI-format chat messages (images as base64 data URLs) and returns the text of
-one reply plus its usage. Implementations: the LiteLLM client (:mod:`vabench.agents.llm`) and the
-offline agents (:mod:`vabench.agents.offline`); :mod:`vabench.agents.registry` picks one for a
-config. A provider that cannot answer raises :class:`ModelError`: infrastructure, never skill.
+A chat model receives OpenAI-format chat messages (images as base64 data URLs) and returns the text
+of one reply plus its usage; the chat harness (:mod:`vabench.agents.chat`) is the agent that asks
+it. Implementations: the LiteLLM client (:mod:`vabench.agents.llm`), its response cache and the
+replay of a chat record; agents that read observations implement :class:`vabench.boundary.Agent`
+instead. :mod:`vabench.agents.registry` picks one for a config. A provider that cannot answer
+raises :class:`ModelError`: infrastructure, never skill.
 """
 
 from __future__ import annotations
 
 import base64
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from abc import abstractmethod
+from dataclasses import dataclass, field
 
+from vabench.boundary import ANSWERED, Brief, Participant, Usage
 from vabench.checks import at_least, one_of
 from vabench.errors import VabenchError
 from vabench.vocab import CacheMode
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What model calls cost, one value that adds up: per reply or failed call, per episode, per
-    summary learning. Its field names are the outcome row's columns, copied as they are."""
-
-    model_calls: int = 0  # calls the provider answered
-    provider_attempts: int = 0  # HTTP attempts, failed and retried ones included
-    provider_retries: int = 0  # attempts that repeated a failed one (rate limit, timeout, 5xx)
-    backoff_s: float = 0.0  # waited before retries (Retry-After honoured)
-    limit_wait_s: float = 0.0  # waited on the run's rate limits before sending; never an error
-    prompt_tokens: int = 0
-    completion_tokens: int = 0  # reasoning tokens included
-    reasoning_tokens: int = 0  # of completion_tokens: the provider's reasoning / thinking tokens
-    cost_usd: float | None = 0.0  # None: some price was unknown (unmapped model)
-    cache_hits: int = 0  # replies answered from the response cache (model.cache): no request, no cost
-    cached_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache (billed at its cached rate)
-    cache_write_tokens: int = 0  # of prompt_tokens: written to the provider's prompt cache (Anthropic bills 1.25x)
-    model_latency_s: float = 0.0  # the answering attempts' durations (Reply.latency_s), summed
-
-    @classmethod
-    def of_call(cls, attempts: int, answered: bool, backoff_s: float = 0.0, limit_wait_s: float = 0.0, **tokens):
-        """One call's usage: ``attempts`` HTTP attempts, answered or not, and its tokens and cost."""
-        return cls(int(answered), attempts, max(0, attempts - 1), backoff_s, limit_wait_s, **tokens)
-
-    def __add__(self, other: Usage) -> Usage:
-        added = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "cost_usd"}
-        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
-        return Usage(**added, cost_usd=cost)
-
-    def columns(self) -> dict:
-        """The outcome row's usage columns (waits rounded to milliseconds)."""
-        rounded = {k: round(getattr(self, k), 3) for k in ("backoff_s", "limit_wait_s", "model_latency_s")}
-        return {**asdict(self), **rounded}
-
-
-ANSWERED = Usage(model_calls=1)  # an offline agent's reply: answered, no HTTP, no cost
 
 
 @dataclass(frozen=True)
@@ -77,44 +41,12 @@ class ModelError(VabenchError, RuntimeError):
         self.permanent, self.usage = permanent, usage or Usage()
 
 
-@dataclass
-class EpisodeContext:
-    """What a model learns when an episode starts. ``expert`` is set only for privileged agents."""
+class Model(Participant):
+    """A chat model: answers OpenAI-format requests. The chat harness (vabench.agents.chat) is the
+    agent that renders observations into its requests and parses its replies."""
 
-    task: str
-    seed: int
-    arms: tuple[str, ...]
-    protocol: str
-    expert: Callable[[], Iterator[dict]] | None = None
-
-
-class Model(ABC):
-    name: str  # the id written to records and outcome tables
-    privileged: bool = False  # True: reads simulator state (the oracle); labelled in every output
-    # The run's rate limiter (anything with acquire/settle/pause, see vabench.agents.ratelimit), set by
-    # the worker so every caller of the run shares it; None: the model has none, or makes its own.
-    limiter = None
-
-    def start_episode(self, ctx: EpisodeContext) -> None:  # noqa: B027 (optional hook)
+    def start_episode(self, ctx: Brief) -> None:  # noqa: B027 (optional hook)
         """Called before the first request of each episode."""
-
-    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
-        """Why this agent cannot play that episode at all (a two-arm task for a one-arm agent, a
-        replay of another episode), or None: the config refuses such a run before any work, and an
-        episode that starts anyway ends as a permanent error, never retried."""
-        return None
-
-    def step_budget(self, task_budget: int) -> int:
-        """The env steps this agent's episodes may take: the task's budget, or the agent's own (a policy
-        acting in small steps, vabench.agents.policy; a replay, the recorded episode's)."""
-        return task_budget
-
-    def warm(self) -> None:  # noqa: B027 (optional hook)
-        """Pay one-time start-up costs now (a worker calls this before its first episode)."""
-
-    def close(self) -> None:  # noqa: B027 (optional hook)
-        """Let go of what the model holds across episodes (a policy server's connection, closed with
-        a close frame); the worker calls this when it ends."""
 
     @abstractmethod
     def complete(self, messages: list[dict]) -> Reply:

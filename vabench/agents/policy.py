@@ -1,13 +1,13 @@
 """``model=policy``: a policy server speaking the openpi websocket protocol acts as the agent
 (docs/policy.md). vabench is the client (vabench.agents.policy_wire); every key is ``model.extra.*``.
 
-The agent reads what every model reads, the harness's request: the newest observation's images
-(decoded, uint8 HxWx3, the bytes the record keeps), its robot-state text (parsed into the named
-vector of vabench.envs.state) and the instruction. It sends them as one map (``image_keys``,
-``state_key``, ``prompt_key``), executes the reply's ``actions`` chunk one vector at a time (the
-first ``chunk_steps`` of it, then asks again) and answers each harness request with one of the
-paper's commands the vector becomes (vabench.agents.policy_actions). So rows, records, replay,
-verify and review treat it as any agent, and it sees nothing a model does not.
+The agent reads what every agent reads, the observation of the agent boundary (vabench.boundary):
+its images (uint8 HxWx3, as rendered), its robot state (as the named vector of vabench.envs.state)
+and the instruction. It sends them as one map (``image_keys``, ``state_key``, ``prompt_key``),
+executes the reply's ``actions`` chunk one vector at a time (the first ``chunk_steps`` of it, then
+asks again) and answers each observation with one of the paper's commands the vector becomes
+(vabench.agents.policy_actions). So rows, records, replay, verify and review treat it as any
+agent, and it sees nothing a model does not.
 
 A policy acts in small steps, so its episodes have their own step budget: the task's times
 ``budget_scale`` (default 10; the row's ``budget`` column records it).
@@ -19,19 +19,18 @@ import difflib
 import importlib.util
 import json
 import os
-import re
 from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vabench.boundary import Agent, Answer, Brief, Observation, Usage, answer_of
 from vabench.envs.state import state_vector
 from vabench.vocab import ACTIVE
 
-from .models import EpisodeContext, Model, ModelConfig, ModelError, Reply, Usage
+from .models import ModelConfig, ModelError
 from .policy_actions import FRAMES, ActionMapping, CommandMaker
-from .servo.perception import decode_image
 
 if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is reached
     from .policy_wire import PolicyClient
@@ -39,13 +38,6 @@ if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is
 DEFAULT_NAME = "policy"
 PROBE_TIMEOUT_S = 20.0  # as the LLM endpoint probe's (vabench.run.probe)
 ACTIVE_IMAGE_KEY = "observation/image"  # openpi's LIBERO example names its main camera so
-_VEC = r"\[([-0-9.,\s]+)\]"
-_ARM = re.compile(
-    rf"(left|right) arm: gripper (open|closed); GC {_VEC}; end-effector {_VEC}, quat_wxyz {_VEC}, "
-    rf"rpy_deg {_VEC}; rx {_VEC}, ry {_VEC}, rz {_VEC}"
-)
-_TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
-_VIEWS = re.compile(r"(?:in the fixed order|Then the views) ([a-z0-9_, ]+)\.")
 
 
 def _default_name(budget_scale: float) -> str:
@@ -113,57 +105,8 @@ class PolicyConfig:
         return str(self.image_keys.get(view, default))
 
 
-@dataclass(frozen=True)
-class ArmText:
-    """One arm's proprioception as the request states it (ArmProprio's field names)."""
-
-    gripper_closed: bool
-    gc: tuple
-    ee_position: tuple
-    ee_quat_wxyz: tuple
-    ee_rpy_deg: tuple
-    rx: tuple
-    ry: tuple
-    rz: tuple
-
-
-@dataclass(frozen=True)
-class Seen:
-    instruction: str
-    arms: dict  # arm -> ArmText
-    images: dict  # view -> uint8 HxWx3
-
-
-def _vec(text: str) -> tuple:
-    return tuple(float(v) for v in text.split(","))
-
-
-def read_request(messages: list[dict]) -> Seen:
-    """The newest observation of a harness request: its instruction, robot state and images."""
-    for message in reversed(messages):
-        content = message.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
-        text = "\n".join(p.get("text") or "" for p in parts if p.get("type") == "text")
-        if message.get("role") != "user" or "Robot state" not in text:
-            continue
-        arms = {
-            m.group(1): ArmText(m.group(2) == "closed", *(_vec(m.group(i)) for i in range(3, 10)))
-            for m in _ARM.finditer(text)
-        }
-        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
-        named = _VIEWS.search(text)
-        views = [v.strip() for v in named.group(1).split(",")] if named else []
-        views = ([ACTIVE.name] + views) if "Image: the current camera view." in text else views
-        views += [f"image_{i}" for i in range(len(views), len(urls))]
-        task = _TASK.search(text)
-        return Seen(
-            task.group(1) if task else "", arms, {v: decode_image(u) for v, u in zip(views, urls, strict=False)}
-        )
-    raise ModelError("policy: the request holds no observation with a robot state", permanent=True)
-
-
-class PolicyAgent(Model):
-    """The policy server behind the model interface: one connection, kept across episodes."""
+class PolicyAgent(Agent):
+    """The policy server behind the agent boundary: one connection, kept across episodes."""
 
     def __init__(self, cfg: ModelConfig):
         if importlib.util.find_spec("websockets") is None:
@@ -180,8 +123,8 @@ class PolicyAgent(Model):
     def step_budget(self, task_budget: int) -> int:
         return max(1, round(task_budget * self.config.budget_scale))
 
-    def start_episode(self, ctx: EpisodeContext) -> None:
-        self.maker = CommandMaker(self.config.mapping, tuple(ctx.arms))
+    def start(self, brief: Brief) -> None:
+        self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))
         self.chunk.clear()
         self.pending.clear()
         self.inferences = 0
@@ -190,38 +133,38 @@ class PolicyAgent(Model):
 
             self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env)
 
-    def complete(self, messages: list[dict]) -> Reply:
+    def act(self, obs: Observation) -> Answer:
         if self.maker is None:
             raise ModelError("policy: no episode started")
         usage, latency = Usage(), 0.0  # a command of a vector already received: no call
         if not self.pending:
-            seen = read_request(messages)
             if not self.chunk:
-                actions, latency = self._infer(seen)
+                actions, latency = self._infer(obs)
                 self.chunk.extend(actions[: self.config.chunk_steps])
                 usage = Usage(model_calls=1, provider_attempts=1)
             vector = self.chunk.popleft()
-            commands = self.maker.commands(vector, seen.arms)
+            commands = self.maker.commands(vector, obs.arms)
             why = f"policy: inference {self.inferences}, vector {json.dumps([round(float(x), 5) for x in vector])}"
             self.pending.extend(
                 {**c, "reason": f"{why}, command {i + 1} of {len(commands)}"} for i, c in enumerate(commands)
             )
-        return Reply(json.dumps(self.pending.popleft()), usage, latency_s=latency)
+        return answer_of(self.pending.popleft(), usage, latency)
 
-    def _observation(self, seen: Seen) -> dict:
-        missing = [arm for arm in self.maker.arms if arm not in seen.arms]
+    def _observation(self, obs: Observation) -> dict:
+        """The server's observation: the images as rendered, the named state vector, the instruction."""
+        missing = [arm for arm in self.maker.arms if arm not in obs.arms]
         if missing:
-            raise ModelError(f"policy: the request states no robot state for the {' and '.join(missing)} arm", True)
-        obs = {self.config.image_key(v, i == 0): rgb for i, (v, rgb) in enumerate(seen.images.items())}
-        obs[self.config.state_key] = state_vector(seen.arms, self.maker.arms)
-        obs[self.config.prompt_key] = seen.instruction
-        return obs
+            raise ModelError(f"policy: the observation has no robot state for the {' and '.join(missing)} arm", True)
+        out = {self.config.image_key(f.view, i == 0): f.pixels for i, f in enumerate(obs.images)}
+        out[self.config.state_key] = state_vector(obs.arms, self.maker.arms)
+        out[self.config.prompt_key] = obs.instruction
+        return out
 
-    def _infer(self, seen: Seen) -> tuple[np.ndarray, float]:
+    def _infer(self, obs: Observation) -> tuple[np.ndarray, float]:
         """The next chunk, (horizon, 7 x arms) floats, and the round trip; the connection is dropped on
         any failure, so the next episode connects afresh."""
         try:
-            reply, latency = self.client.infer(self._observation(seen))
+            reply, latency = self.client.infer(self._observation(obs))
         except ModelError:
             self.close()
             raise

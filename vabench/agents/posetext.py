@@ -1,43 +1,33 @@
-"""The posetext agent (``model=posetext``; issue 27): an offline agent that reads only the text of
-the request under ``intervention=object_poses`` (the robot state and the task objects'
+"""The posetext agent (``model=posetext``; issue 27): an offline agent that reads only the numbers
+an observation carries under ``intervention=object_poses`` (the robot state and the task objects'
 centres, yaws and sizes), never an image, never the simulator.
 
 Under the paper's boundary it sees no poses and stops at once (the floor of its attribution row).
 It proves that the object_poses manifest carries what it claims: with perception removed, a fixed
 procedure per task family (grasp from above across the object, lift; carry over the destination,
 lower, release; press) solves the single-arm tasks from the request alone. The motions are the
-scripted experts' own helpers (vabench.envs.tasks.expert), fed a state rebuilt from the text.
+scripted experts' own helpers (vabench.envs.tasks.expert), fed a state rebuilt from the observation.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Iterator
 
 import numpy as np
 
+from vabench.boundary import Agent, Answer, Brief, Observation, Stop, answer_of
 from vabench.envs.tasks import expert, task_class
 
-from .models import EpisodeContext, Model, ModelError, Reply
-from .prompts import OBJECT_POSES_HEAD
+from .models import ModelError
 
-_NUM = r"-?\d+(?:\.\d+)?"
-_VEC = rf"\[({_NUM}(?:, {_NUM})*)\]"
-_ARM = re.compile(rf"^(left|right) arm: gripper (open|closed); GC {_VEC}; .*?; rx {_VEC}, ry {_VEC}, rz {_VEC}$", re.M)
-_BODY = re.compile(rf"^- (\S+): centre {_VEC}, yaw_deg ({_NUM}), size {_VEC}, (static|movable)$", re.M)
 PRESS_BELOW_TIP = 0.0092 - 0.004  # closed top-down fingertips sit 9.2 mm below GC; press 4 mm into the knob
 NO_POSES = "posetext: the request states no object poses (intervention=object_poses gives them)"
 
 
-def _vec(text: str) -> np.ndarray:
-    return np.array([float(v) for v in text.split(", ")])
-
-
-class TextState:
+class PoseState:
     """What the expert helpers read (GC, gripper axes, jaw command, body positions), rebuilt from
-    the newest observation's text only."""
+    the newest observation's robot state and stated object poses only."""
 
     def __init__(self):
         self.arms: dict[str, tuple[bool, np.ndarray, np.ndarray]] = {}
@@ -45,15 +35,19 @@ class TextState:
         self.first: dict[str, dict] = {}  # each body as the first observation stated it
         self.controlled: tuple[str, ...] = ()
 
-    def read(self, text: str) -> None:
+    def read(self, obs: Observation) -> None:
         self.arms = {
-            m[1]: (m[2] == "closed", _vec(m[3]), np.column_stack([_vec(m[i]) for i in (4, 5, 6)]))
-            for m in _ARM.finditer(text)
+            arm: (p.gripper_closed, np.array(p.gc), np.column_stack([np.array(v) for v in (p.rx, p.ry, p.rz)]))
+            for arm, p in obs.arms.items()
         }
         self.controlled = tuple(self.arms)
         self.bodies = {
-            m[1]: {"centre": _vec(m[2]), "yaw": math.radians(float(m[3])), "size": _vec(m[4])}
-            for m in _BODY.finditer(text)
+            o["name"]: {
+                "centre": np.array(o["centre"]),
+                "yaw": math.radians(float(o["yaw_deg"])),
+                "size": np.array(o["size"]),
+            }
+            for o in obs.objects or ()
         }
         self.first = self.first or dict(self.bodies)
 
@@ -79,7 +73,11 @@ class TextState:
         return float(self.bodies[name]["centre"][2] - self.bodies[name]["size"][2] / 2)
 
 
-def _grasp(s: TextState, name: str, shape: str, avoid: tuple[str, ...] = ()) -> Iterator[dict]:
+def _body(o) -> dict:
+    return {"centre": np.array(o["centre"]), "yaw": math.radians(float(o["yaw_deg"])), "size": np.array(o["size"])}
+
+
+def _grasp(s: PoseState, name: str, shape: str, avoid: tuple[str, ...] = ()) -> Iterator[dict]:
     """Top-down across the object: a box across two faces, a long body across its axis, an upright
     bottle around its cap."""
     if shape == "box":
@@ -91,7 +89,7 @@ def _grasp(s: TextState, name: str, shape: str, avoid: tuple[str, ...] = ()) -> 
         yield from expert.grasp_from_above(s, "right", name, 0.0, s.top(name) - 0.012)
 
 
-def _place(s: TextState, name: str, where: str, release_z: float) -> Iterator[dict]:
+def _place(s: PoseState, name: str, where: str, release_z: float) -> Iterator[dict]:
     """Carry the held body over ``where``, lower its centre to ``release_z``, let go, back off."""
     yield from expert.carry_over(s, "right", name, s.position(where)[:2])
     yield from expert.lower_body_to(s, "right", name, release_z)
@@ -99,12 +97,12 @@ def _place(s: TextState, name: str, where: str, release_z: float) -> Iterator[di
     yield from expert.lift(s, "right", 0.05)
 
 
-def _rest(s: TextState, name: str, on: str) -> float:
+def _rest(s: PoseState, name: str, on: str) -> float:
     """The height of ``name``'s centre resting on top of ``on``."""
     return s.top(on) + float(s.first[name]["size"][2]) / 2
 
 
-def _press(s: TextState, name: str) -> Iterator[dict]:
+def _press(s: PoseState, name: str) -> Iterator[dict]:
     yield from expert.to_topdown(s, "right")
     yield {"action": "gripper.close"}
     p = s.position(name)
@@ -113,7 +111,7 @@ def _press(s: TextState, name: str) -> Iterator[dict]:
     yield from expert.lift(s, "right", 0.05)
 
 
-def _eye(s: TextState) -> np.ndarray:
+def _eye(s: PoseState) -> np.ndarray:
     """The hammer's eye (where the handle meets the head): 16 mm in from the head's end of the long
     side. The family lays the hammer grip toward the arm (+x), so the head's end is the -x one."""
     b = s.bodies["hammer"]
@@ -121,7 +119,7 @@ def _eye(s: TextState) -> np.ndarray:
     return b["centre"] - d * (b["size"][0] / 2 - 0.016)
 
 
-def _hammer(s: TextState) -> Iterator[dict]:
+def _hammer(s: PoseState) -> Iterator[dict]:
     """Grip the handle 16.6 cm from the head, lift, roll the face (toward the robot) down, carry
     the face over the block's top centre and lower it onto it."""
     yaw = s.yaw("hammer")
@@ -146,7 +144,7 @@ def _hammer(s: TextState) -> Iterator[dict]:
     yield from expert.lift(s, "right", s.top("block") - 0.004 - s.bottom("hammer"))
 
 
-def procedure(family: str, s: TextState) -> Iterator[dict]:
+def procedure(family: str, s: PoseState) -> Iterator[dict]:
     """The fixed procedure of one single-arm family, from the stated poses."""
     grasps = {
         "grasp_single_cube": ("cube", "box"),
@@ -181,22 +179,12 @@ def procedure(family: str, s: TextState) -> Iterator[dict]:
         yield from _place(s, "bottle", "target_pad", _rest(s, "bottle", "target_pad") + 0.003)
 
 
-def _newest_text(messages: list[dict]) -> str:
-    for m in reversed(messages):
-        content = m.get("content")
-        texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content or []]
-        for text in texts:
-            if m.get("role") == "user" and "Robot state" in text:
-                return text
-    raise ModelError("posetext: no observation with a robot state in the request", permanent=True)
-
-
-class PosetextAgent(Model):
+class PosetextAgent(Agent):
     privileged = False
 
     def __init__(self, name: str = "posetext"):
         self.name = name
-        self.state = TextState()
+        self.state = PoseState()
         self._steps: Iterator[dict] | None = None
         self.family = ""
 
@@ -205,18 +193,17 @@ class PosetextAgent(Model):
             return f"posetext controls one arm; {task} needs two ({', '.join(arms)}): leave it out of tasks="
         return None
 
-    def start_episode(self, ctx: EpisodeContext) -> None:
-        why = self.refuses(ctx.task, ctx.arms, ctx.seed, ctx.protocol)
+    def start(self, brief: Brief) -> None:
+        why = self.refuses(brief.task, brief.arms, brief.seed, brief.protocol)
         if why:
             raise ModelError(why, permanent=True)
-        self.family = task_class(ctx.task).summary_task  # a held-out variant plays its family's procedure
-        self.state, self._steps = TextState(), None
+        self.family = task_class(brief.task).summary_task  # a held-out variant plays its family's procedure
+        self.state, self._steps = PoseState(), None
 
-    def complete(self, messages: list[dict]) -> Reply:
-        text = _newest_text(messages)
-        if OBJECT_POSES_HEAD not in text:  # the paper's boundary: it cannot perceive, so it gives up (0 %)
-            return Reply(json.dumps({"stop": True, "reason": NO_POSES}))
-        self.state.read(text)
+    def act(self, obs: Observation) -> Answer:
+        if obs.objects is None:  # the paper's boundary: it cannot perceive, so it gives up (0 %)
+            return Stop(NO_POSES)
+        self.state.read(obs)
         if self._steps is None:
             self._steps = procedure(self.family, self.state)
         try:
@@ -224,4 +211,4 @@ class PosetextAgent(Model):
         except (StopIteration, KeyError) as end:  # KeyError: a body the procedure needs is not stated
             why = f"a body is not stated: {end}" if isinstance(end, KeyError) else "procedure finished"
             decision = {"stop": True, "reason": f"posetext: {why}"}
-        return Reply(json.dumps({**decision, "reason": decision.get("reason", "posetext")}))
+        return answer_of({**decision, "reason": decision.get("reason", "posetext")})

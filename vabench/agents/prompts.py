@@ -17,6 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from vabench.boundary import Observation
 from vabench.envs import action_names
 from vabench.interventions import ALL_VIEWS, manifest
 from vabench.vocab import Intervention, ObservationProfile, protocol_named
@@ -301,48 +302,47 @@ def objects_text(objects: list[dict]) -> str:
 
 
 def step_text(
-    obs,
-    executed: list[str],
-    camera_chain: int,
+    obs: Observation,
     history_steps: int = 20,
     observation: str = ObservationProfile.PAPER,
-    objects: list[dict] | None = None,
     views: tuple[str, ...] | None = None,
 ) -> str:
-    """The text of one observation turn (images follow it).
+    """The text of one observation turn (images follow it): a pure rendering of ``obs``.
 
     ``paper`` (the default; paper 3.4, D.1-D.2, reference harness 2.2 and 5.6): the step count, the
     instruction, the previous action's validity and planner outcome as two booleans, each arm's
     proprioception, the executed actions; no budget, no reason text. ``explained`` (an ablation)
     adds the budget left, why an action was invalid, clamped, refused or stopped short (texts that
-    may name task objects and distances) and the consecutive-camera count. ``objects`` (object_poses)
-    follow the robot state; ``views`` (a view intervention) name the images that follow."""
+    may name task objects and distances) and the consecutive-camera count. ``obs.objects``
+    (object_poses) follow the robot state; ``views`` (a view intervention) name the images that follow."""
     explained = observation == ObservationProfile.EXPLAINED
     if explained:
         lines = [f"Observation step {obs.step} of {obs.budget} ({obs.budget_left} steps left)."]
     else:
         lines = [f"Observation step {obs.step}."]
     lines.append(f"Task: {obs.instruction}")
-    if obs.last_action is not None and explained:
-        valid = "valid" if obs.action_valid else "INVALID"
-        planned = "planner succeeded" if obs.planner_success else "planner FAILED"
-        lines.append(f"Last action: {obs.last_action} ({valid}; {planned}).")
-        if obs.feedback:
-            lines.append(f"Feedback: {obs.feedback}")
-    elif obs.last_action is not None:
+    fb = obs.feedback
+    if fb is not None and explained:
+        valid = "valid" if fb.valid else "INVALID"
+        planned = "planner succeeded" if fb.planner_success else "planner FAILED"
+        lines.append(f"Last action: {fb.action} ({valid}; {planned}).")
+        if fb.text:
+            lines.append(f"Feedback: {fb.text}")
+    elif fb is not None:
         lines.append(
-            f"last_action_valid: {json.dumps(bool(obs.action_valid))}; "
-            f"last_planner_success: {json.dumps(bool(obs.planner_success))}"
+            f"last_action_valid: {json.dumps(bool(fb.valid))}; "
+            f"last_planner_success: {json.dumps(bool(fb.planner_success))}"
         )
-    lines.append("Robot state (world frame, metres):\n" + proprio_text(obs.proprio))
-    if objects is not None:
-        lines.append(objects_text(objects))
+    lines.append("Robot state (world frame, metres):\n" + proprio_text(obs.arms))
+    if obs.objects is not None:
+        lines.append(objects_text(obs.objects))
+    executed = list(obs.executed)
     shown = executed[-history_steps:]
     more = f" (last {len(shown)} of {len(executed)})" if len(executed) > len(shown) else ""
     lines.append(f"Executed actions{more}: " + (json.dumps(shown) if shown else "none yet"))
     if protocol_named(obs.protocol).camera_actions:
         if explained:
-            lines.append(f"Consecutive camera actions: {camera_chain} of {CAMERA_CHAIN_LIMIT}.")
+            lines.append(f"Consecutive camera actions: {obs.camera_chain} of {CAMERA_CHAIN_LIMIT}.")
         lines.append("Image: the current camera view." + (f" Then the views {', '.join(views)}." if views else ""))
     else:
         lines.append(
@@ -365,6 +365,12 @@ def prompt_digest() -> str:
     h = hashlib.sha256()
     sources = ("prompts.py", "protocol.py", "tools.py", "demo_tools.py", "summary_schema.py", "summary_store.py")
     sources += ("expert_summaries.py",)  # summary=expert: the text those summaries carry
-    for name in (*sources, "history.py", "harness.py", "dialogue.py"):  # what a request carries, and the digest lines
+    for name in (
+        *sources,
+        "history.py",
+        "chat.py",
+        "harness.py",
+        "dialogue.py",
+    ):  # what a request carries, digest lines
         h.update((here / name).read_bytes())
     return h.hexdigest()[:12]

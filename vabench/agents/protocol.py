@@ -108,7 +108,11 @@ def parse_decision(text, arms: tuple[str, ...], camera: bool, tools: tuple[str, 
     ``camera`` says whether camera actions exist (active protocol); ``tools`` are the tool names
     callable now. Raises :class:`ProtocolError`.
     """
-    obj = extract_json(text)
+    return decision_of(extract_json(text), arms, camera, tools)
+
+
+def decision_of(obj: dict, arms: tuple[str, ...], camera: bool, tools: tuple[str, ...]) -> Decision:
+    """Validate one decision object (a parsed reply, or a typed agent's answer as the paper's JSON)."""
     reason = obj.get("reason", "")
     if reason is None:
         reason = ""

@@ -1,9 +1,10 @@
 """Which model ids name an offline agent, and the one factory that turns a :class:`ModelConfig`
-into a :class:`Model`.
+into an agent: a chat :class:`~vabench.agents.models.Model` (LiteLLM) or an agent that reads
+observations (vabench.boundary).
 
 Offline agents (no network, no key) are listed here with what they need; every other id is a
 LiteLLM provider string. Whether an agent is privileged (reads simulator state) is a property of
-the agent instance (``Model.privileged``): the replay agent inherits it from the record it replays.
+the agent instance (``privileged``): the replay agent inherits it from the record it replays.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vabench.boundary import Participant
 from vabench.errors import UnknownName
 from vabench.registry import Registry
 from vabench.vocab import CacheMode
 
 from .cache import CachedModel
 from .llm import LiteLLMModel
-from .models import Model, ModelConfig
-from .offline import OracleAgent, RandomAgent, ReplayAgent
+from .models import ModelConfig
+from .offline import OracleAgent, RandomAgent, replay
 from .policy import PolicyAgent
 from .policy import probe as policy_probe
 from .posetext import PosetextAgent
@@ -29,14 +31,14 @@ from .servo import ServoAgent
 @dataclass(frozen=True)
 class OfflineAgent:
     name: str
-    make: Callable[[ModelConfig], Model]
+    make: Callable[[ModelConfig], Participant]
     about: str
     requires: tuple[str, ...] = ()  # ModelConfig.extra keys that must be set
     probe: Callable[[ModelConfig], str | None] | None = None  # an agent with an endpoint: why it cannot serve
 
 
-def _replay(cfg: ModelConfig) -> Model:
-    return ReplayAgent(Path(cfg.extra["record"]), cfg.name)
+def _replay(cfg: ModelConfig) -> Participant:
+    return replay(Path(cfg.extra["record"]), cfg.name)
 
 
 OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
@@ -102,7 +104,7 @@ def check_model_id(model_id: object) -> str:
     return model_id
 
 
-def make_model(cfg: ModelConfig) -> Model:
+def make_model(cfg: ModelConfig) -> Participant:
     """The model a config names: an offline agent (ValueError when an ``extra`` key it requires is
     missing), else the LiteLLM client."""
     agent = OFFLINE_AGENTS.get(cfg.id)

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-
-@dataclass
-class ToolResult:
-    text: str
-    images: list[Path] = field(default_factory=list)  # PNG files to attach, in order
-    ok: bool = True  # False: the call was refused (bad args, gate); the text says why
+from vabench.boundary import ToolResult
 
 
 class EpisodeTools:
@@ -62,8 +56,9 @@ class EpisodeTools:
             return ToolResult(f"fields 'u' and 'v' must be integer pixels with 0 <= u < {w} and 0 <= v < {h}", ok=False)
         point = self.depth(view, u, v)
         if point is None:
-            return ToolResult(f"pixel ({u}, {v}) of view {view}: no surface")
-        return ToolResult(f"pixel ({u}, {v}) of view {view}: world point {[round(float(c), 4) for c in point]}")
+            return ToolResult(f"pixel ({u}, {v}) of view {view}: no surface", data={"point": None})
+        shown = [round(float(c), 4) for c in point]  # the text's numbers, and the data's: one answer
+        return ToolResult(f"pixel ({u}, {v}) of view {view}: world point {shown}", data={"point": shown})
 
     def _history(self, args: dict) -> ToolResult:
         steps = sorted(self.frames)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vabench.agents.models import Model
+from vabench.boundary import Participant
 from vabench.checks import bound
 from vabench.condition import Condition, default
 from vabench.config.sections import typed
@@ -74,7 +74,7 @@ def condition_keys(cfg: dict) -> dict[str, str]:
     return {k: _checked(k, cfg.get(k, default(k)), checks[k]) for k in CONDITION_KEYS}
 
 
-def conditions(cfg: dict, agent: Model, protocols: tuple[str, ...], summary: SummaryMode, offline: bool, log):
+def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summary: SummaryMode, offline: bool, log):
     """One :class:`Condition` per protocol. ``intervention=expert_summary`` is the summary source
     ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
     summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
@@ -116,7 +116,7 @@ def tasks_of(raw, track: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def playable(agent: Model, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str):
+def playable(agent: Participant, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str):
     """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
     one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
     outside a task's manifest are played with a warning: their scenes were never screened."""

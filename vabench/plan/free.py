@@ -27,10 +27,10 @@ def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
 
 def _replay(run: RunConfig):
     """The replay agent of ``model=replay`` (its record read), else None."""
-    from vabench.agents.offline import ReplayAgent
+    from vabench.agents.offline import replay
 
     record = run.model.extra.get("record")
-    return ReplayAgent(Path(record)) if run.model.id == "replay" and record else None
+    return replay(Path(record)) if run.model.id == "replay" and record else None
 
 
 def offline_episode(run: RunConfig, task: str, protocol: str) -> tuple[Estimate, str]:

@@ -122,6 +122,7 @@ class Episode:
 EXCHANGE = {
     Event.REQUEST,
     Event.REPLY,
+    Event.ANSWER,
     Event.REJECTED,
     Event.DECISION,
     Event.TOOL_RESULT,

@@ -1,6 +1,6 @@
 """Re-simulating judged episodes from their records: the same spec on a fresh env of the run's
 render preset, the recorded replies sent again in order by the replay agent
-(:class:`vabench.agents.offline.ReplayAgent`), the harness as the run configured it. No model is
+(:func:`vabench.agents.offline.replay`), the harness as the run configured it. No model is
 called. Episodes run in this process (``workers=1``) or in ``workers`` child processes, each
 with its own envs: one scene per process, like an env worker, so the result must not depend on
 which process ran which episode."""
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.offline import ReplayAgent
+from vabench.agents.offline import replay
 from vabench.condition import Condition
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.episodes import EpisodeSpec
@@ -60,7 +60,7 @@ class Resimulator:
         episode = Episode(spec, int(job.row["attempt"]), None, part)
         env = self.env(spec.condition, job.recording)
         return run_episode(
-            env, ReplayAgent(Path(job.events), then_stop=job.then_stop), episode, Path(job.out), job.harness
+            env, replay(Path(job.events), then_stop=job.then_stop), episode, Path(job.out), job.harness
         ).row()
 
     def close(self) -> None:

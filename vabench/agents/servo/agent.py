@@ -1,6 +1,6 @@
-"""The servo agent behind the model interface (``model=servo``): a non-privileged offline agent that
-decides only from what the harness sends a model (the request's images, the robot-state text, the
-two feedback booleans) and its own earlier decisions, through the ordinary JSON protocol.
+"""The servo agent behind the agent boundary (``model=servo``): a non-privileged offline agent that
+decides only from what an observation shows a model (its images, the robot state, the two feedback
+booleans) and its own earlier decisions, answering with the paper's commands.
 
 It is a reference for "solvable from the model's own observations": classic image processing, an
 image Jacobian measured with its own probe moves, no learned weights, no simulator, no calibration.
@@ -8,16 +8,15 @@ image Jacobian measured with its own probe moves, no learned weights, no simulat
 
 from __future__ import annotations
 
-import json
-
+from vabench.boundary import Agent, Answer, Brief, Observation, answer_of
 from vabench.vocab import ACTIVE
 
-from ..models import EpisodeContext, Model, ModelError, Reply
+from ..models import ModelError
 from .basket import basket
 from .depth import TOOL, plan_depth
 from .dual import Pair, lift_pot
 from .handover import plan_handover
-from .perception import Seen, goal_from_instruction, parse_request
+from .perception import Seen, goal_from_instruction, seen_of
 from .shoe import plan_shoe
 from .skills import Servo, Skill
 from .tool import hammer
@@ -75,7 +74,7 @@ def gives_up(why: str) -> Skill:
     yield
 
 
-class ServoAgent(Model):
+class ServoAgent(Agent):
     privileged = False
 
     def __init__(self, name: str = "servo"):
@@ -83,6 +82,7 @@ class ServoAgent(Model):
         self.protocol = ACTIVE.name
         self._plan: Skill | None = None
         self._servo: Servo | None = None
+        self.tools: tuple[str, ...] = ()
 
     def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
         """The two-arm tasks it has no skill for."""
@@ -90,16 +90,16 @@ class ServoAgent(Model):
             return f"servo has no two-arm skill for {task} ({', '.join(arms)}): leave it out of tasks="
         return None
 
-    def start_episode(self, ctx: EpisodeContext) -> None:
-        why = self.refuses(ctx.task, ctx.arms, ctx.seed, ctx.protocol)
+    def start(self, brief: Brief) -> None:
+        why = self.refuses(brief.task, brief.arms, brief.seed, brief.protocol)
         if why:
             raise ModelError(why, permanent=True)
-        self.protocol, self.arms = ctx.protocol, ctx.arms
+        self.protocol, self.arms, self.tools = brief.protocol, brief.arms, brief.tools
         self._plan, self._servo = None, None
 
-    def _start(self, seen: Seen, system: str) -> dict:
+    def _start(self, seen: Seen) -> dict:
         """The plan for the instruction's goal. Single-arm placing and grasping is measured by depth
-        when the request offers the depth_point tool, else by the image Jacobian of its own probe
+        when the episode offers the depth_point tool, else by the image Jacobian of its own probe
         moves; the two-arm skills (pot, handover, shoe) measure in the view centred between the grippers
         (active only)."""
         goal = goal_from_instruction(seen.instruction)
@@ -110,15 +110,14 @@ class ServoAgent(Model):
             return next(self._plan)
         arm = "right" if "right" in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
-        default = plan_depth if TOOL in system else plan
+        default = plan_depth if TOOL in self.tools else plan
         self._plan = {"basket": basket, "strike": hammer}.get(goal.kind, default)(self._servo)
         return next(self._plan)
 
-    def complete(self, messages: list[dict]) -> Reply:
-        seen = parse_request(messages)
-        system = messages[0]["content"] if messages and messages[0].get("role") == "system" else ""
+    def act(self, obs: Observation) -> Answer:
+        seen = seen_of(obs)
         try:
-            decision = self._start(seen, str(system)) if self._plan is None else self._plan.send(seen)
+            decision = self._start(seen) if self._plan is None else self._plan.send(seen)
         except StopIteration as end:
             decision = {"stop": True, "reason": str(end.value or "servo: plan finished")}
-        return Reply(json.dumps(decision))
+        return answer_of(decision)

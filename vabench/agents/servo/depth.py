@@ -7,15 +7,12 @@ the plain servo's, per task, is the offline proof that the tool removes metric g
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from .perception import Blob, find
 from .skills import Servo, Skill, wrap
 
 TOOL = "perception.depth_point"
-_POINT = re.compile(r"world point \[([-0-9.e, ]+)\]")
 
 
 def depth_point(s: Servo, u: float, v: float) -> Skill:
@@ -24,8 +21,7 @@ def depth_point(s: Servo, u: float, v: float) -> Skill:
     if not s.active:
         args["view"] = "topdown"
     seen = yield from s.act({"tool": TOOL, "args": args, "reason": "servo: where is this pixel"})
-    hit = _POINT.search(seen.tool)
-    return np.array([float(x) for x in hit[1].split(",")]) if hit else None
+    return seen.point
 
 
 def locate(s: Servo, colour: str, min_area: int = 30) -> Skill:

@@ -1,7 +1,7 @@
-"""What the servo agent reads from a request: the current images (decoded from their data URLs), the
-robot-state text and the two feedback booleans, and colour segmentation of the instruction's objects.
+"""What the servo agent reads from an observation (vabench.boundary): the current images, the robot
+state and the two feedback booleans, and colour segmentation of the instruction's objects.
 
-Only the request is read: no simulator, no object poses, no camera calibration. Colours are
+Only the observation is read: no simulator, no object poses, no camera calibration. Colours are
 classic rules on RGB (a red cube, a green pad or cube, a blue bowl, a yellow bell, a dark bottle);
 the object a mask finds is its largest connected blob. A pen (white and black, like the robot) is a
 hole in the table's beige that holds both.
@@ -9,22 +9,15 @@ hole in the table's beige that holds both.
 
 from __future__ import annotations
 
-import base64
-import re
-from dataclasses import dataclass, field
-from io import BytesIO
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import ndimage
 
-_VEC = r"\[([-0-9.,\s]+)\]"
-_ARM = re.compile(
-    r"(left|right) arm: gripper (open|closed); GC " + _VEC + r"; end-effector " + _VEC + r".*?rx " + _VEC + r", ry "
-    r"" + _VEC + r", rz " + _VEC
-)
-_FEEDBACK = re.compile(r"last_action_valid: (true|false); last_planner_success: (true|false)")
-_EXPLAINED = re.compile(r"^Last action: .*\((valid|INVALID); (planner succeeded|planner FAILED)\)\.$", re.MULTILINE)
-_TASK = re.compile(r"^Task: (.*)$", re.MULTILINE)
+from vabench.boundary import ArmProprio, Observation
+
+_VECTORS = ("ee_position", "ee_quat_wxyz", "ee_rpy_deg", "gc", "rx", "ry", "rz")
+
 # Lowest saturation of a bottle pixel. Diffuse light scales a colour, and the gamma-encoded image keeps
 # its saturation whatever the shade: the cola's dark body sits at 0.45 in every face, so a threshold
 # there splits the body into speckles by one grey level (the lean shader v2 regression); the table is
@@ -33,69 +26,32 @@ BOTTLE_SAT = 0.35
 
 
 @dataclass
-class ArmState:
-    closed: bool
-    gc: np.ndarray
-    ee: np.ndarray
-    rx: np.ndarray
-    ry: np.ndarray
-    rz: np.ndarray
-
-
-@dataclass
 class Seen:
-    """One observation as the servo agent sees it."""
+    """One observation as the servo agent sees it: the robot state (as arrays), the images, the
+    feedback booleans and the world point a depth_point tool call just returned."""
 
-    text: str
     instruction: str
-    arms: dict[str, ArmState]
+    arms: dict[str, ArmProprio]  # each field an array, for the skills' arithmetic
     images: list[np.ndarray] = field(default_factory=list)  # RGB uint8; active: one, passive: five
     valid: bool | None = None
     planned: bool | None = None
-    tool: str = ""  # the text of a tool result that followed the observation (the depth_point intervention)
+    point: np.ndarray | None = None  # the depth_point tool's answer in this step (None: none, or no surface)
 
 
-def _vec(s: str) -> np.ndarray:
-    return np.array([float(v) for v in s.split(",")])
-
-
-def decode_image(url: str) -> np.ndarray:
-    from PIL import Image
-
-    _, _, b64 = url.partition(",")
-    return np.asarray(Image.open(BytesIO(base64.b64decode(b64))).convert("RGB"))
-
-
-def parse_request(messages: list[dict]) -> Seen:
-    """The newest observation of a request: its text, robot state, feedback and images, and the newest
-    tool result after it."""
-    tool = ""
-    for message in reversed(messages):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
-        text = "\n".join(p.get("text") or "" for p in parts if p.get("type") == "text")
-        if "Robot state" not in text:
-            tool = tool or (text if text.startswith("Tool ") else "")
-            continue
-        images = [decode_image(p["image_url"]["url"]) for p in parts if p.get("type") == "image_url"]
-        arms = {
-            m.group(1): ArmState(m.group(2) == "closed", *(_vec(m.group(i)) for i in range(3, 8)))
-            for m in _ARM.finditer(text)
-        }
-        fb = _FEEDBACK.search(text) or _EXPLAINED.search(text)
-        task = _TASK.search(text)
-        return Seen(
-            text=text,
-            instruction=task.group(1) if task else "",
-            arms=arms,
-            images=images,
-            valid=None if fb is None else fb.group(1) in ("true", "valid"),
-            planned=None if fb is None else fb.group(2) in ("true", "planner succeeded"),
-            tool=tool,
-        )
-    raise ValueError("no observation with a robot state in the request")
+def seen_of(obs: Observation) -> Seen:
+    """The servo's view of an observation (vabench.boundary): nothing else reaches it."""
+    arms = {arm: replace(p, **{k: np.array(getattr(p, k)) for k in _VECTORS}) for arm, p in obs.arms.items()}
+    fb, result = obs.feedback, obs.tool_result
+    data = result.data if result is not None and result.data else {}
+    point = np.array(data["point"]) if data.get("point") is not None else None
+    return Seen(
+        instruction=obs.instruction,
+        arms=arms,
+        images=[f.pixels for f in obs.images],
+        valid=None if fb is None else fb.valid,
+        planned=None if fb is None else fb.planner_success,
+        point=point,
+    )
 
 
 # -- colour segmentation -------------------------------------------------------------------

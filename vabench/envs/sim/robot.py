@@ -15,10 +15,10 @@ closing axis along world x; local ``ry +90 deg`` turns it top-down, as in the pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import sapien
+
+from vabench.boundary import ArmProprio
 
 from .embodiments import PANDA, Embodiment
 from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
@@ -45,20 +45,6 @@ ROBOT_FRICTION = 1.0
 # Finger pad centres in each finger link's frame (the "rubber tip" collision boxes).
 PAD_LEFT = np.array([0.0, 0.00758, 0.04525])
 PAD_RIGHT = np.array([0.0, -0.00758, 0.04525])
-
-
-@dataclass(frozen=True)
-class ArmProprio:
-    """What the paper lets the model know about one arm (all in the world frame)."""
-
-    ee_position: tuple[float, float, float]
-    ee_quat_wxyz: tuple[float, float, float, float]
-    ee_rpy_deg: tuple[float, float, float]
-    gripper_closed: bool
-    gc: tuple[float, float, float]
-    rx: tuple[float, float, float]
-    ry: tuple[float, float, float]
-    rz: tuple[float, float, float]
 
 
 def base_pose(arm: str, z: float = BASE_Z) -> sapien.Pose:
