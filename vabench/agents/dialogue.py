@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vabench.errors import CostCapReached, RunStopped, VabenchError
+from vabench.recordfile import Event
 from vabench.vocab import CostLimit, EndReason, ErrorKind
 
 from . import prompts
@@ -63,14 +64,16 @@ class Dialogue:
             try:
                 decision = parse(reply.text)
             except ProtocolError as e:
-                self.record.event("rejected", step=step, error=str(e), repairs_used=repairs)
+                self.record.event(Event.REJECTED, step=step, error=str(e), repairs_used=repairs)
                 if repairs >= self.config.max_repairs:
                     raise EpisodeEnd(EndReason.REPAIRS_EXHAUSTED, str(e)) from None
                 repairs += 1
                 self.repairs += 1  # repair prompts sent
                 self._say(prompts.REPAIR.format(error=str(e)), "repair", step)
                 continue
-            self.record.event("decision", step=step, kind=decision.kind, label=decision.label, reason=decision.reason)
+            self.record.event(
+                Event.DECISION, step=step, kind=decision.kind, label=decision.label, reason=decision.reason
+            )
             if decision.kind != TOOL:
                 return decision
             self.tool_calls += 1
@@ -78,7 +81,7 @@ class Dialogue:
                 result = tools(decision)
             except Exception as e:  # untrusted arguments must never crash the episode
                 result = ToolResult(f"{decision.tool} failed on these arguments: {type(e).__name__}", ok=False)
-            self.record.event("tool_result", step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
+            self.record.event(Event.TOOL_RESULT, step=step, tool=decision.tool, ok=result.ok)  # text: the next turn
             refs = [_ref(self.record.keep(p), f"{decision.tool} {i}") for i, p in enumerate(result.images)]
             self._say(prompts.TOOL_RESULT.format(tool=decision.tool, text=result.text), "tool", step, refs)
             if until is not None and until():
@@ -91,19 +94,21 @@ class Dialogue:
 
     def _say(self, text: str, kind: str, step: int, images: list[ImageRef] | None = None) -> None:
         self.conv.add(USER, text, kind, step, images)
-        self.record.event("turn", role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images))
+        self.record.event(
+            Event.TURN, role=USER, kind=kind, step=step, text=text, images=record_paths(self.record, images)
+        )
 
     def _call(self, step: int) -> Reply:
         late = self.overdue() if self.overdue is not None else None
         if late:
-            self.record.event("timeout", step=step, error=late)
+            self.record.event(Event.TIMEOUT, step=step, error=late)
             raise EpisodeEnd(EndReason.INFRA_ERROR, late)
         cap = self.config.max_episode_cost_usd
         if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
             raise CostCapReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
         messages, info = self.conv.request()
         self.calls += 1
-        self.record.event("request", step=step, call=self.calls, **_relinfo(self.record, info))
+        self.record.event(Event.REQUEST, step=step, call=self.calls, **_relinfo(self.record, info))
         started = time.perf_counter()
         try:
             reply = self.model.complete(messages)
@@ -111,7 +116,7 @@ class Dialogue:
             self._count(e.usage)
             u = e.usage
             self.record.event(
-                "model_error",
+                Event.MODEL_ERROR,
                 step=step,
                 error=str(e),
                 permanent=e.permanent,
@@ -123,12 +128,12 @@ class Dialogue:
         except RunStopped:  # a cap reached before the request left: the episode ends as interrupted
             raise
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
-            self.record.event("model_error", step=step, error=traceback.format_exc(limit=5))
+            self.record.event(Event.MODEL_ERROR, step=step, error=traceback.format_exc(limit=5))
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model crashed: {type(e).__name__}: {e}") from None
         self._count(reply.usage + Usage(model_latency_s=reply.latency_s))  # the row's model_latency_s
         u = reply.usage
         self.record.event(
-            "reply",
+            Event.REPLY,
             step=step,
             call=self.calls,
             text=reply.text,

@@ -96,7 +96,7 @@ class RandomAgent(Model):
 class ReplayAgent(Model):
     def __init__(self, record: Path, name: str | None = None, then_stop: bool = False):
         events = read_events(Path(record))
-        self.replies = [e["text"] for e in events if e.get("type") == "reply"]
+        self.replies = [e["text"] for e in events if e.get("type") == Event.REPLY]
         start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
         self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
         self.privileged = bool(start.get("privileged", False))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from vabench.vocab import ACTIVE
+from vabench.vocab import ACTIVE, RIGHT
 
 from ..models import EpisodeContext, Model, ModelError, Reply
 from .basket import basket
@@ -108,7 +108,7 @@ class ServoAgent(Model):
             active = self.protocol == ACTIVE.name
             self._plan = two(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
             return next(self._plan)
-        arm = "right" if "right" in seen.arms else next(iter(seen.arms))
+        arm = RIGHT if RIGHT in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
         default = plan_depth if TOOL in system else plan
         self._plan = {"basket": basket, "strike": hammer}.get(goal.kind, default)(self._servo)
