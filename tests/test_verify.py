@@ -105,7 +105,7 @@ def test_every_row_names_its_provenance_and_its_record_digest(run):
 
 def test_provenance_differences_with_this_machine_are_named(copy):
     run, info, rows = load(copy)
-    path = copy / "_provenance" / f"{info['provenance_digest']}.json"
+    path = copy / "_provenance" / f"{info.provenance_digest}.json"
     manifest = json.loads(path.read_text())
     manifest["machine"]["python"], manifest["code"]["git_commit"] = "2.7.18", "0" * 40
     path.write_text(json.dumps(manifest))
