@@ -30,6 +30,7 @@ from vabench.agents.records import EpisodeRecord
 from vabench.agents.registry import make_model
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
+from vabench.recordfile import Event
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASKS = ("grasp_single_cube", "place_cube_in_bowl")
@@ -51,8 +52,8 @@ def direct(env: VABenchEnv, protocol: str, seeds: int, scratch: Path) -> tuple[l
                 r = env.step(action)
                 t1 = time.perf_counter()
                 view = env.recording_view(f"step {r.step}")
-                record.save_recording(r.step, view)
-                record.event("state", step=r.step, **env.evaluator_state())
+                path = record.save_recording(r.step, view)
+                record.event(Event.STATE, step=r.step, recording=record.rel(path), **env.evaluator_state())
                 t2 = time.perf_counter()
                 steps.append((t1 - t) * 1000)
                 extra.append((t2 - t1) * 1000)

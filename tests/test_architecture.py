@@ -26,6 +26,7 @@ LAYERS = [
     ("vabench.condition", "vabench.boundary"),
     (
         "vabench.outcomes",
+        "vabench.runlayout",  # the run folder's names and its run info: every reader of run folders needs them
         "vabench.unreadable",
         "vabench.outcometable",
         "vabench.recordfile",
@@ -61,7 +62,13 @@ ISOLATED = {
     "vabench.analysis": READERS,
     "vabench.agents": ("vabench.analysis",),
     "vabench.review": READERS,
-    "vabench.export": ("vabench.agents", "vabench.actors", "vabench.run", "vabench.launch"),  # and so no Ray
+    "vabench.export": (
+        "vabench.agents",
+        "vabench.actors",
+        "vabench.run",
+        "vabench.runfolder",
+        "vabench.launch",
+    ),  # no Ray
     "vabench.site": (*READERS, "vabench.verify.check", "vabench.verify.resim"),
 }
 # third-party frameworks that only these modules may import
@@ -150,8 +157,14 @@ def third_party(name: str) -> set[str]:
     return out
 
 
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    """``name`` is one of ``packages`` or inside one (vabench.runlayout is not inside vabench.run)."""
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
 def test_analysis_imports_no_simulator_ray_or_agent_code():
-    bad = [(a, b) for a, b in EDGES for p, banned in ISOLATED.items() if a.startswith(p) and b.startswith(banned)]
+    bad = [(a, b) for a, b in EDGES for p, banned in ISOLATED.items() if within(a, (p,)) and within(b, banned)]
+    assert within("vabench.run.driver", RUN_LEVEL) and not within("vabench.runlayout", RUN_LEVEL)
     assert bad == []
     analysis = set().union(*(third_party(m) for m in MODULES if m.startswith("vabench.analysis")))
     assert not analysis & {"sapien", "mplib", "ray", "litellm", "hydra"}
@@ -256,17 +269,22 @@ def test_no_function_is_longer_than_60_lines():
 
 
 def vocabulary() -> dict[str, str]:
-    """The distinctive words of vocab.py (word -> its enum); generic ones (ok, none, success, stop,
-    budget, paper, small) double as column names and decision kinds, so they are not policed."""
+    """The distinctive words of vocab.py and the record's event kinds (word -> where it is declared);
+    generic ones (ok, none, success, stop, budget, paper, small) double as column names and decision
+    kinds, so they are not policed here (an event kind still is, where events are written and read:
+    :func:`event_kind_literals`)."""
     from vabench import vocab
+    from vabench.recordfile import Event
 
     words = {
-        m.value: f"{e.__name__}.{m.name}"
+        m.value: f"vocab.{e.__name__}.{m.name}"
         for e in vocab.StrEnum.__subclasses__()
         if e.__module__ == vocab.__name__
         for m in e
     }
-    words |= {p: f"{p.upper()}.name" for p in vocab.PROTOCOLS} | {vocab.LEARNED: "LEARNED"}
+    words |= {p: f"vocab.{p.upper()}.name" for p in vocab.PROTOCOLS} | {vocab.LEARNED: "vocab.LEARNED"}
+    words |= {arm: f"vocab.{arm.upper()}" for arm in vocab.ARM_NAMES}
+    words |= {kind.value: f"recordfile.Event.{kind.name}" for kind in Event}
     for generic in ("ok", "none", "success", "stop", "budget", "paper", "small", "infra", "permanent"):
         words.pop(generic, None)
     return words
@@ -289,6 +307,17 @@ OTHER_MEANINGS = {
     ("vabench.gym.env", "robot"): "the condition key robot (the embodiment)",
     ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
+    ("vabench.agents.dialogue", "reply"): "the conversation turn's kind (history: observation | reply | repair ...)",
+    ("vabench.agents.protocol", "action"): "the reply's JSON key and its decision kind",
+    ("vabench.agents.protocol", "decision"): "the parse error's name for the reply's JSON object",
+    ("vabench.export.features", "action"): "the LeRobot dataset's action feature",
+    ("vabench.analysis.load", "state"): "the analysis's row state (judged | unjudged | superseded | infra_error)",
+    ("vabench.analysis.tables.common", "state"): "the analysis's row state column",
+    ("vabench.analysis.tables.infra", "state"): "the analysis's row state column",
+    ("vabench.site.episodes", "state"): "the analysis's row state column",
+    ("vabench.analysis.seedyield", "rejected"): "the seed manifest's rejected seeds",
+    ("vabench.errors", "interrupted"): "the headline of the Interrupted stop",
+    ("vabench.run.driver", "interrupted"): "the end-of-run message: how the run stopped",
 }
 
 
@@ -312,21 +341,83 @@ def _not_values(tree: ast.AST) -> set[int]:
     return out
 
 
+def _is_type_field(node: ast.AST) -> bool:
+    """``e["type"]`` or ``e.get("type")``: an event's kind being read."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "type"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "type"
+    )
+
+
+def event_kind_literals(tree: ast.AST) -> set[tuple[str, int]]:
+    """(word, line) of every event kind written as a literal where events are written
+    (``record.event("reply", ...)``) or read (``e["type"] == "reply"``, ``e.get("type") in ("stop",)``),
+    generic words (stop, result) included: the ``Event`` member is the only spelling there."""
+    from vabench.recordfile import Event
+
+    kinds, found = set(Event), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "event" and n.args:
+            sides = [n.args[0]]
+        elif isinstance(n, ast.Compare) and any(map(_is_type_field, [n.left, *n.comparators])):
+            sides = [n.left, *n.comparators]
+        else:
+            continue
+        for side in sides:
+            found |= {(c.value, c.lineno) for c in ast.walk(side) if isinstance(c, ast.Constant) and c.value in kinds}
+    return found
+
+
+def literal_words(source: str, words: dict[str, str]) -> set[tuple[str, int]]:
+    """(word, line) of every vocabulary word, event kind or arm name ``source`` writes as a value."""
+    tree = ast.parse(source)
+    skip = _not_values(tree)
+    found = {
+        (n.value, n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in words and id(n) not in skip
+    }
+    return found | event_kind_literals(tree)
+
+
 def test_vocabulary_words_are_written_only_in_vocab_py():
     words = vocabulary()
     assert {"long_horizon", "dual", "own", "explained", "infra_error", "camera", "active", "learned"} <= set(words)
+    assert {"reply", "tool_result", "episode_start", "left", "right"} <= set(words)
     found = set()
     for name, path in MODULES.items():
-        if name == "vabench.vocab":
+        if name in ("vabench.vocab", "vabench.recordfile"):
             continue
-        tree = ast.parse(path.read_text())
-        skip = _not_values(tree)
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in words and id(n) not in skip:
-                found.add((name, n.value, n.lineno))
-    strays = sorted(f"{m}:{line} '{w}' (use vocab.{words[w]})" for m, w, line in found if (m, w) not in OTHER_MEANINGS)
+        found |= {(name, word, line) for word, line in literal_words(path.read_text(), words)}
+    strays = sorted(
+        f"{m}:{line} '{w}' (use {words.get(w, 'Event')})" for m, w, line in found if (m, w) not in OTHER_MEANINGS
+    )
     assert strays == []
     assert {(m, w) for m, w, _ in found} == set(OTHER_MEANINGS), "an OTHER_MEANINGS entry is gone: drop it"
+
+
+def test_the_literal_check_finds_a_planted_event_kind_arm_name_and_word(tmp_path):
+    """The check is real: a module that writes an event kind, an arm name or a vocabulary word as a
+    literal is reported, line by line; one that uses the declared names is not."""
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "def f(record, e, arm):\n"
+        "    record.event('reply', step=1)\n"
+        "    if e['type'] == 'stop' or e.get('type') in ('result', 'crash'):\n"
+        "        return 'left'\n"
+        "    return arm == 'long_horizon'\n"
+    )
+    found = literal_words(planted.read_text(), vocabulary())
+    assert found == {("reply", 2), ("stop", 3), ("result", 3), ("crash", 3), ("left", 4), ("long_horizon", 5)}
+    clean = "from vabench.recordfile import Event\nfrom vabench.vocab import LEFT\n\n\n"
+    clean += "def f(record, e):\n    record.event(Event.REPLY, step=1)\n    return e['type'] == Event.STOP and LEFT\n"
+    assert literal_words(clean, vocabulary()) == set()
 
 
 def _declared_defaults() -> dict:

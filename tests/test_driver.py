@@ -31,6 +31,7 @@ from vabench.config.specs import expand
 from vabench.errors import Interrupted
 from vabench.outcomes import read_rows, write_row
 from vabench.run.driver import Driver, infra_row, todo
+from vabench.runlayout import RUN_INFO, RunInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
@@ -75,7 +76,7 @@ def test_smoke_run_writes_one_row_per_episode(reference):
     assert set(df["base_task"]) == {"grasp_single_cube", "place_cube_in_bowl"}
     for rel in df["record"]:
         assert (run.run_dir / rel).is_file()
-    assert (run.run_dir / "_run.json").is_file()
+    assert (run.run_dir / RUN_INFO).is_file()
     assert len(list((run.run_dir / "outcomes").rglob("*.parquet"))) == 4
     assert pd.read_parquet(run.run_dir).shape[0] == 4  # plain pandas reads the whole run folder
 
@@ -106,7 +107,7 @@ def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path, m
     monkeypatch.setattr(backends, "RayBackend", None)  # Ray is up in this process: make sure it is not used
     df = Driver(run, log=lambda *_: None, progress=False).execute()
     assert table(df).equals(table(ref)) and (df["status"] == "ok").all()
-    assert all((run.run_dir / rel).is_file() for rel in df["record"]) and (run.run_dir / "_run.json").is_file()
+    assert all((run.run_dir / rel).is_file() for rel in df["record"]) and (run.run_dir / RUN_INFO).is_file()
     assert todo(run) == ([], 4)
 
 
@@ -233,7 +234,7 @@ def test_a_passive_run_in_the_same_results_folder_reuses_the_base_runs_summary(t
         requests = server.requests[learned - 1 :]  # the base episode's request, then the passive one's
     store = tmp_path / "_summaries" / "fast"  # one store per results folder and render preset
     assert passive.summary_root == store and learned == 4 and len(requests) == 2
-    assert json.loads((passive.run_dir / "_run.json").read_text())["summary_root"] == str(store)
+    assert RunInfo.read(passive.run_dir).summary_root == str(store)
     assert "expert.learn" not in json.dumps(requests[1]) and "learning summaries" not in " ".join(said)
     assert (store / "openai_learner" / "grasp_single_cube.json").is_file()
     assert not list((tmp_path / "base").rglob("_summaries")) and not list((tmp_path / "passive").rglob("_summaries"))

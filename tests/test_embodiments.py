@@ -99,7 +99,7 @@ def test_config_names_the_robot(monkeypatch):
 
 
 def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
-    """``_run.json`` written before robot=NAME holds no ``robot`` key: verify and plan.calibrate
+    """A run info written before robot=NAME holds no ``robot`` key: verify and plan.calibrate
     rebuild its RunConfig, which must be the Panda's (it was refused: "'robot.name' ... got None")."""
     from tests.test_launch import composed
     from vabench.config.run import from_config

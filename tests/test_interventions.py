@@ -1,7 +1,7 @@
 """Each intervention's boundary over real HTTP (issue 27): the requests of a run under an
 intervention differ from the paper condition's requests for the same replies by exactly its
 declared manifest (vabench.interventions), and nothing else; and the names reach every row, label,
-folder and _run.json, never pooled with the paper condition."""
+folder and run info, never pooled with the paper condition."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from vabench.agents.summary_store import SummaryStore, resolve_summary
 from vabench.condition import Condition
 from vabench.episodes import EpisodeSpec
 from vabench.interventions import MANIFESTS, check_composes, in_force, manifest
+from vabench.runlayout import RUN_INFO, RunInfo
 
 MOVE = {"action": "gripper.move_world", "axis": "z", "sign": "-", "distance_mm": 30}
 STOP = {"stop": True, "reason": "test over"}
@@ -239,8 +240,8 @@ def test_the_interventions_experiment_runs_every_job_end_to_end_on_a_fake_provid
         ["none", "object_poses", "depth_point", "views_1", "views_3", "views_5", "expert_summary"]
     )
     assert df.groupby("intervention")["condition"].nunique().max() <= 2  # one condition per protocol, never pooled
-    info = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "iv").glob("job*/_run.json")}
-    listed = sorted(m["name"] for i in info.values() for m in i["interventions"])
+    info = [RunInfo.read(p) for p in (tmp_path / "iv").glob("job*") if (p / RUN_INFO).is_file()]
+    listed = sorted(m["name"] for i in info for m in i.interventions)
     assert listed == sorted(["object_poses", "depth_point", "views_1", "views_3", "views_5", "expert_summary"])
     att = attribution(df)  # each intervention paired with the paper condition on the shared seed
     assert attribution_bars(att, tmp_path / "attribution.png").stat().st_size > 0

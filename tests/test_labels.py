@@ -11,6 +11,7 @@ from vabench.analysis import labels as L
 from vabench.analysis import load_runs
 from vabench.analysis.tally import annotation_tallies
 from vabench.outcomes import write_row
+from vabench.runlayout import RunInfo
 
 from .test_proxies import outcome
 
@@ -57,7 +58,7 @@ def test_two_runs_with_the_same_record_path_keep_their_labels_apart(tmp_path):
         end = "success" if success else "stop"
         row = outcome(1, REC) | {"run_id": run_id, "success": success, "end_reason": end, "observation": obs}
         write_row(run / "outcomes" / "1.parquet", row | {"condition": f"{row['condition']} | {obs}"})
-        (run / "_run.json").write_text(json.dumps({"run_id": run_id}))
+        RunInfo(run_id=run_id).write(run)
         for a in ("a", "b", "c"):
             L.append(run, {"record": REC, "annotator": a, "labels": {"TL": tl}})
         runs.append(run)

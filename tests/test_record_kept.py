@@ -13,9 +13,11 @@ from vabench.actors.worker import EpisodeWorker
 from vabench.agents.records import EpisodeRecord, RecordComplete, set_aside
 from vabench.config.specs import expand
 from vabench.errors import Interrupted
-from vabench.recordfile import read_events
+from vabench.outcomes import OutcomeRow
+from vabench.recordfile import Event, read_events
 from vabench.run.driver import Driver
 from vabench.runfolder.writer import RunWriter
+from vabench.vocab import Status
 
 
 def test_a_completed_attempt_whose_row_was_never_written_keeps_its_record_and_gets_its_row(tmp_path, monkeypatch):
@@ -57,9 +59,9 @@ def test_a_record_with_a_result_is_never_set_aside_and_one_without_is(tmp_path):
     done, cut = tmp_path / "done" / "attempt1", tmp_path / "cut" / "attempt1"
     for folder, finished in ((done, True), (cut, False)):
         record = EpisodeRecord(folder)
-        record.event("episode_start")
+        record.event(Event.CRASH, error="a traceback")
         if finished:
-            record.event("result", status="ok")
+            record.event(Event.RESULT, **OutcomeRow(status=Status.OK).row())
         record.close()
     with pytest.raises(RecordComplete, match="completed attempt"):
         set_aside(done)

@@ -29,6 +29,7 @@ from vabench.envs.tasks.grasp_single_cube import GraspSingleCube
 from vabench.outcomes import read_rows, write_row
 from vabench.recordfile import record_digest
 from vabench.run.driver import Driver
+from vabench.runlayout import RUN_INFO, RunInfo
 from vabench.verify import rescore, unpacked, verify
 from vabench.verify.__main__ import main as verify_main
 from vabench.verify.check import _row_identity, load, outcome_rows, provenance_differences
@@ -90,11 +91,11 @@ def rows_of(run: Path) -> pd.DataFrame:
 
 
 def test_every_row_names_its_provenance_and_its_record_digest(run):
-    info = json.loads((run / "_run.json").read_text())
+    info = RunInfo.read(run)
     df = rows_of(run)
-    assert len(df) == 2 and df["success"].all() and set(df["provenance_digest"]) == {info["provenance_digest"]}
-    manifest = json.loads((run / "_provenance" / f"{info['provenance_digest']}.json").read_text())
-    assert manifest == info["provenance"]
+    assert len(df) == 2 and df["success"].all() and set(df["provenance_digest"]) == {info.provenance_digest}
+    manifest = json.loads((run / "_provenance" / f"{info.provenance_digest}.json").read_text())
+    assert manifest == info.provenance
     assert set(manifest) == {"code", "inputs", "machine"} and manifest["code"]["source_digest"]
     assert set(manifest["inputs"]["seed_manifests"]) == set(TASKS)
     assert manifest["machine"]["versions"]["sapien"] and manifest["machine"]["renderer"]
@@ -104,7 +105,7 @@ def test_every_row_names_its_provenance_and_its_record_digest(run):
 
 def test_provenance_differences_with_this_machine_are_named(copy):
     run, info, rows = load(copy)
-    path = copy / "_provenance" / f"{info['provenance_digest']}.json"
+    path = copy / "_provenance" / f"{info.provenance_digest}.json"
     manifest = json.loads(path.read_text())
     manifest["machine"]["python"], manifest["code"]["git_commit"] = "2.7.18", "0" * 40
     path.write_text(json.dumps(manifest))
@@ -270,7 +271,7 @@ def test_any_faithful_repacking_of_a_bundle_unpacks_as_packed(run, tmp_path):
     for form, path in repackings(bundle.pack(run, tmp_path / "a.zip"), tmp_path).items():
         root, tmp = unpacked(path)
         try:
-            assert (root / "_run.json").is_file() and bundle.differences(root) == [], form
+            assert (root / RUN_INFO).is_file() and bundle.differences(root) == [], form
         finally:
             if tmp is not None:
                 tmp.cleanup()
@@ -315,7 +316,7 @@ def test_a_file_that_is_no_bundle_is_one_line_and_exit_2(run, tmp_path, capsys):
         "notes.txt": "not a zip or tar file",
         "no-digests.zip": "no DIGESTS.json in it, so not a bundle; make one with python -m vabench.bundle",
         "torn.zip": "not a zip or tar file",
-        "empty": "not a run folder (_run.json: FileNotFoundError",
+        "empty": f"not a run folder ({RUN_INFO}: FileNotFoundError",
     }
     for name, says in expected.items():
         assert verify_main([str(tmp_path / name)]) == 2, name

@@ -1,5 +1,5 @@
 """``python -m vabench.bundle RUN --out FILE [--frames]``: one file to submit or archive a run:
-its rows (``outcomes/``), records (``events.jsonl``; frames with ``--frames``), ``_run.json``,
+its rows (``outcomes/``), records (``events.jsonl``; frames with ``--frames``), the run info (``RUN_INFO``),
 ``_provenance/`` and ``DIGESTS.json`` (sha256 of every file packed). ``python -m vabench.verify
 FILE`` accepts it, and any faithful repacking of it (unzipped and zipped again with ``zip -r``,
 with or without a top folder; a tar or tar.gz; the unpacked folder itself): every file is checked
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from vabench.errors import VabenchError
 from vabench.recordfile import EVENTS, FRAMES, FRAMES_INDEX, frames_index
+from vabench.runlayout import OUTCOMES, PROVENANCE, RECORDS, RUN_INFO
 
 DIGESTS = "DIGESTS.json"
 HOW = "python -m vabench.bundle RUN --out FILE"
@@ -33,17 +34,17 @@ def _members(run_dir: Path, frames: bool):
         if not path.is_file() or rel.name.startswith("."):
             continue
         top = rel.parts[0]
-        if top in ("outcomes", "_provenance") or rel.as_posix() == "_run.json":
+        if top in (OUTCOMES, PROVENANCE) or rel.as_posix() == RUN_INFO:
             yield rel.as_posix(), path
-        elif top == "_records" and (rel.name == EVENTS or (frames and FRAMES in rel.parts)):
+        elif top == RECORDS and (rel.name == EVENTS or (frames and FRAMES in rel.parts)):
             yield rel.as_posix(), path
 
 
 def pack(run_dir: Path, out: Path, frames: bool = False) -> Path:
     """Write the bundle of ``run_dir`` to ``out``."""
     run_dir, digests = Path(run_dir), {}
-    if not (run_dir / "_run.json").is_file():
-        raise SystemExit(f"{run_dir}: not a run folder (no _run.json)")
+    if not (run_dir / RUN_INFO).is_file():
+        raise SystemExit(f"{run_dir}: not a run folder (no {RUN_INFO})")
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         for name, path in _members(run_dir, frames):
             data = path.read_bytes()

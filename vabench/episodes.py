@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.condition import Condition
+from vabench.runlayout import OUTCOMES, RECORDS
 from vabench.vocab import SummaryMode, Track
 
 
@@ -64,10 +65,10 @@ class EpisodeSpec:
         )
 
     def outcome_path(self, run_dir: Path) -> Path:
-        return Path(run_dir) / "outcomes" / f"{self.key}.parquet"
+        return Path(run_dir) / OUTCOMES / f"{self.key}.parquet"
 
     def record_dir(self, run_dir: Path) -> Path:
-        return Path(run_dir) / "_records" / self.key
+        return Path(run_dir) / RECORDS / self.key
 
     def place(self, attempt: int) -> str:
         """Where an attempt's record lives in a run folder (relative): also the attempt's name

@@ -5,7 +5,7 @@ perception, planning, numerical grounding, or execution would require interventi
 components". Each intervention here is a named condition that hands the model exactly one declared
 input beyond the paper's boundary (its :class:`Manifest`), so a difference in success from the
 paper condition on the same seeds is attributable to that input. Its name is in every outcome row
-(``intervention``), in the condition label and in ``_run.json``; the boundary tests
+(``intervention``), in the condition label and in the run info (``vabench.runlayout.RunInfo``); the boundary tests
 (tests/test_interventions.py) check over HTTP that each run's requests differ from the paper's by
 exactly the manifest. This module is data over the vocabulary and imports nothing else.
 """
@@ -31,7 +31,7 @@ class Manifest:
     views: tuple[str, ...] | None = None  # the passive views every observation carries (view interventions)
 
     def record(self) -> dict:
-        """As ``_run.json`` lists it."""
+        """As the run info (``RunInfo.interventions``) lists it."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
 

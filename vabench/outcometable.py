@@ -17,10 +17,11 @@ The episode files under ``<run>/outcomes/`` stay the truth (written atomically, 
 - the table is replaced atomically (temp file, rename), so a reader sees the old or the new one.
 
 Its name starts with ``_``, which Parquet dataset discovery (``pandas.read_parquet(run_folder)``,
-``pyarrow.dataset``) skips like ``_run.json`` and ``_records/``: a reader that ignores the table
-still sees each episode row exactly once. The driver calls :func:`landed` after each row it writes;
-the table is rewritten every so often (amortised: a growing share of the rows), and any reader
-brings it up to date, so a run folder never needs a rebuild command.
+``pyarrow.dataset``) skips like the run info and ``_records/`` (:mod:`vabench.runlayout`): a
+reader that ignores the table still sees each episode row exactly once. The driver calls
+:func:`landed` after each row it writes; the table is rewritten every so often (amortised: a
+growing share of the rows), and any reader brings it up to date, so a run folder never needs a
+rebuild command.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ import pyarrow.parquet as pq
 
 from vabench.errors import VabenchError
 from vabench.outcomes import _NULLABLE, SCHEMA, SCHEMA_VERSION, why_unreadable
+from vabench.runlayout import OUTCOME_TABLE as TABLE_NAME
+from vabench.runlayout import OUTCOMES
 from vabench.unreadable import earlier, is_set_aside, set_aside_if_still
 
-TABLE_NAME = "_outcomes.parquet"
-OUTCOMES = "outcomes"
 CHUNK = 1000  # episode files per scan when many are read at once
 FILE = "_file"  # the row's episode file, relative to outcomes/
 STAT = ("_size", "_mtime_ns", "_ctime_ns", "_ino")

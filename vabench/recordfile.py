@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, make_dataclass
 from enum import StrEnum
 from pathlib import Path
+
+from vabench.outcomes import COLUMNS
 
 EVENTS = "events.jsonl"
 FRAMES = "frames"
@@ -49,6 +52,206 @@ class Event(StrEnum):
 
 
 ENDINGS = (Event.STOP, Event.CRASH, Event.TIMEOUT, Event.INTERRUPTED)  # how an episode can end besides its result
+
+# -- each event's fields: one frozen dataclass per Event (a field with a default may be left out) -----------
+
+FIELDS: dict[Event, type] = {}
+
+
+def _fields(kind: Event):
+    def declare(cls: type) -> type:
+        FIELDS[kind] = dataclass(frozen=True, kw_only=True)(cls)
+        return FIELDS[kind]
+
+    return declare
+
+
+@_fields(Event.EPISODE_START)
+class EpisodeStart:
+    format: str  # recordfile's reader of this record (vabench.agents.records.RECORD_FORMAT)
+    task: str
+    instruction: str
+    seed: int
+    protocol: str
+    model: str
+    privileged: bool
+    arms: list[str]
+    budget: int
+    prompt_version: str
+    prompt_digest: str
+    summary_model: str | None
+    summary: str | None  # as the system prompt carries it
+    config: dict  # the harness config, with the observation profile and intervention
+
+
+@_fields(Event.LEARNING_START)
+class LearningStart:
+    format: str
+    task: str
+    model: str
+    demos: list[str]
+    prompt_version: str
+    prompt_digest: str
+
+
+@_fields(Event.TURN)
+class Turn:
+    role: str
+    kind: str  # system | task | observation | repair | tool
+    step: int
+    text: str
+    images: list[str]  # frame files, relative to the record
+
+
+@_fields(Event.REQUEST)
+class Request:
+    step: int
+    call: int
+    images: list[str]  # frame files sent, relative to the record: never bytes
+    omitted_images: int
+    est_tokens: int
+    messages: int
+
+
+@_fields(Event.REPLY)
+class Reply:
+    step: int
+    call: int
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    cached_tokens: int | None
+    cache_write_tokens: int | None
+    reasoning: str | None  # evaluator side: never sent back
+    cost_usd: float | None
+    attempts: int
+    backoff_s: float
+    limit_wait_s: float
+    model_latency_s: float
+    call_s: float
+    request_id: str | None
+    cached: bool  # answered from the response cache
+
+
+@_fields(Event.ANSWER)
+class Answer:
+    step: int
+    call: int
+    payload: dict  # the paper's JSON of a Command, ToolCall or Stop (vabench.boundary)
+    model_calls: int  # 0 where a policy answers from a chunk it already has
+    model_latency_s: float
+
+
+@_fields(Event.MODEL_ERROR)
+class ModelError:
+    error: str
+    step: int | None = None  # absent where the agent refused the episode as it started
+    permanent: bool | None = None  # absent where the agent crashed (a traceback)
+    attempts: int | None = None
+    backoff_s: float | None = None
+
+
+@_fields(Event.REJECTED)
+class Rejected:
+    step: int
+    error: str
+    repairs_used: int
+
+
+@_fields(Event.DECISION)
+class Decision:
+    step: int
+    kind: str
+    label: str
+    reason: str | None
+
+
+@_fields(Event.TOOL_RESULT)
+class ToolResult:
+    step: int
+    tool: str
+    ok: bool  # its text is the next turn
+
+
+@_fields(Event.COMPACTION)
+class Compaction:
+    step: int
+    text: str
+    turns_kept: int
+
+
+@_fields(Event.ACTION)
+class Action:
+    step: int
+    label: str
+    kind: str  # vocab.StepKind
+    payload: dict
+    reason: str | None
+    valid: bool
+    planner_success: bool
+    feedback: str
+    success: bool
+    checkpoints: dict[str, bool]  # evaluator side
+    placement: dict | None = None  # multi-object tasks only
+
+
+@_fields(Event.STATE)
+class State:
+    step: int
+    recording: str | None  # the recording view's file, relative to the record
+    objects: dict  # vabench.envs.privileged snapshot: every body's pose and lift
+    arms: dict  # each controlled gripper
+    robot: dict  # every arm's robot state
+
+
+@_fields(Event.STOP)
+class Stop:
+    step: int
+    reason: str | None
+
+
+@_fields(Event.TIMEOUT)
+class Timeout:
+    step: int
+    error: str
+
+
+@_fields(Event.CRASH)
+class Crash:
+    error: str  # a traceback
+
+
+@_fields(Event.INTERRUPTED)
+class Interrupted:
+    error: str  # the exception's class name
+    wall_s: float
+
+
+FIELDS[Event.RESULT] = make_dataclass("Result", [(c, object) for c in COLUMNS], frozen=True, kw_only=True)  # the row
+
+
+@_fields(Event.LEARNING_RESULT)
+class LearningResult:
+    end_reason: str
+    error: str | None
+    frames_inspected: int
+    model_calls: int
+    provider_attempts: int
+    provider_retries: int
+    backoff_s: float
+    wall_s: float
+
+
+def checked(kind: Event | str, data: dict) -> Event:
+    """``kind`` as an Event, once ``data`` has been found to be its fields: an undeclared kind, an
+    unknown field or a missing one is a programming error (ValueError, TypeError) at the call site."""
+    kind = Event(kind)
+    try:
+        FIELDS[kind](**data)
+    except TypeError as e:
+        raise TypeError(f"a {kind} event: {e}") from None
+    return kind
 
 
 def read_events(path: Path) -> list[dict]:

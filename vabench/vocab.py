@@ -141,6 +141,11 @@ class Arms(StrEnum):
     DUAL = "dual"
 
 
+# The arms' names: plain strings (they key dicts, name URDF links and appear in messages and prompts).
+LEFT, RIGHT = "left", "right"
+ARM_NAMES = (LEFT, RIGHT)
+
+
 class ObservationProfile(StrEnum):
     """What each observation tells the model (``observation=``; vabench.condition)."""
 

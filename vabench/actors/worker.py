@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.agents.cache import CACHE, CachedModel
+from vabench.agents.cache import CachedModel
 from vabench.agents.harness import Episode, Runtime, run_episode
 from vabench.agents.learning import learn_summary
 from vabench.agents.models import ModelConfig
@@ -43,6 +43,7 @@ from vabench.envs import EnvConfig, VABenchEnv
 from vabench.errors import CostCapReached
 from vabench.runfolder.lock import DriverWatch, _snapshot
 from vabench.runfolder.scratch import Scratch, pack, read
+from vabench.runlayout import CACHE
 from vabench.vocab import EndReason
 
 from .backstop import Progress

@@ -25,8 +25,6 @@ from vabench.vocab import CacheMode
 
 from .models import Model, ModelConfig, ModelError, Reply, Usage
 
-CACHE = "_cache"  # <run folder>/_cache/<episode key>/<request digest>.json
-
 
 def request_key(cfg: ModelConfig, messages: list[dict]) -> str:
     """The sha256 of the exact request: model, parameters, messages (images inline)."""

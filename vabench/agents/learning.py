@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vabench.recordfile import Event
-from vabench.vocab import LEARNED, EndReason, Render
+from vabench.vocab import LEARNED, RIGHT, EndReason, Render
 
 from . import prompts
 from .demo_tools import DemoStore, summary_task, task_demos
@@ -129,7 +129,7 @@ def _attempt(
 
 
 def _parse(text: str) -> Decision:
-    decision = parse_decision(text, ("right",), False, LEARN_TOOLS)
+    decision = parse_decision(text, (RIGHT,), False, LEARN_TOOLS)
     if decision.kind != TOOL:
         raise ProtocolError(
             "during summary learning only the tools expert.retrieve, expert.frame and expert.learn are "

@@ -18,6 +18,7 @@ import numpy as np
 
 from vabench.boundary import Agent, Answer, Brief, Observation, Stop, answer_of
 from vabench.envs.tasks import expert, task_class
+from vabench.vocab import RIGHT
 
 from .models import ModelError
 
@@ -81,20 +82,20 @@ def _grasp(s: PoseState, name: str, shape: str, avoid: tuple[str, ...] = ()) -> 
     """Top-down across the object: a box across two faces, a long body across its axis, an upright
     bottle around its cap."""
     if shape == "box":
-        yield from expert.grasp_from_above(s, "right", name, s.yaw(name), s.position(name)[2], avoid=avoid)
+        yield from expert.grasp_from_above(s, RIGHT, name, s.yaw(name), s.position(name)[2], avoid=avoid)
     elif shape == "long":
         across = s.yaw(name) + math.pi / 2
-        yield from expert.grasp_from_above(s, "right", name, across, s.position(name)[2], symmetry_deg=180.0)
+        yield from expert.grasp_from_above(s, RIGHT, name, across, s.position(name)[2], symmetry_deg=180.0)
     else:
-        yield from expert.grasp_from_above(s, "right", name, 0.0, s.top(name) - 0.012)
+        yield from expert.grasp_from_above(s, RIGHT, name, 0.0, s.top(name) - 0.012)
 
 
 def _place(s: PoseState, name: str, where: str, release_z: float) -> Iterator[dict]:
     """Carry the held body over ``where``, lower its centre to ``release_z``, let go, back off."""
-    yield from expert.carry_over(s, "right", name, s.position(where)[:2])
-    yield from expert.lower_body_to(s, "right", name, release_z)
+    yield from expert.carry_over(s, RIGHT, name, s.position(where)[:2])
+    yield from expert.lower_body_to(s, RIGHT, name, release_z)
     yield {"action": "gripper.open"}
-    yield from expert.lift(s, "right", 0.05)
+    yield from expert.lift(s, RIGHT, 0.05)
 
 
 def _rest(s: PoseState, name: str, on: str) -> float:
@@ -103,12 +104,12 @@ def _rest(s: PoseState, name: str, on: str) -> float:
 
 
 def _press(s: PoseState, name: str) -> Iterator[dict]:
-    yield from expert.to_topdown(s, "right")
+    yield from expert.to_topdown(s, RIGHT)
     yield {"action": "gripper.close"}
     p = s.position(name)
-    yield from expert.move_gc(s, "right", (p[0], p[1], s.top(name) + 0.05), axes="zxy")
-    yield from expert.move_gc(s, "right", (p[0], p[1], s.top(name) + PRESS_BELOW_TIP), axes="xyz")
-    yield from expert.lift(s, "right", 0.05)
+    yield from expert.move_gc(s, RIGHT, (p[0], p[1], s.top(name) + 0.05), axes="zxy")
+    yield from expert.move_gc(s, RIGHT, (p[0], p[1], s.top(name) + PRESS_BELOW_TIP), axes="xyz")
+    yield from expert.lift(s, RIGHT, 0.05)
 
 
 def _eye(s: PoseState) -> np.ndarray:
@@ -123,25 +124,25 @@ def _hammer(s: PoseState) -> Iterator[dict]:
     """Grip the handle 16.6 cm from the head, lift, roll the face (toward the robot) down, carry
     the face over the block's top centre and lower it onto it."""
     yaw = s.yaw("hammer")
-    yield from expert.to_topdown(s, "right")
-    yield from expert.align_closing_axis(s, "right", yaw + math.pi / 2, symmetry_deg=180.0)
+    yield from expert.to_topdown(s, RIGHT)
+    yield from expert.align_closing_axis(s, RIGHT, yaw + math.pi / 2, symmetry_deg=180.0)
     grip = _eye(s) + np.array([math.cos(yaw), math.sin(yaw), 0.0]) * 0.15
-    yield from expert.move_gc(s, "right", (grip[0], grip[1], grip[2] + 0.09), axes="zxy")
-    yield from expert.move_gc(s, "right", grip, axes="xyz")
+    yield from expert.move_gc(s, RIGHT, (grip[0], grip[1], grip[2] + 0.09), axes="zxy")
+    yield from expert.move_gc(s, RIGHT, grip, axes="xyz")
     yield {"action": "gripper.close"}
-    yield from expert.lift(s, "right", 0.12)
+    yield from expert.lift(s, RIGHT, 0.12)
     face = np.array([math.sin(yaw), -math.cos(yaw), 0.0])  # the handle's perpendicular toward -y
-    rz = s.gripper_rotation("right")[:, 2]
-    yield from expert.rotate(s, "right", "rz", expert.signed_angle_deg(face, expert.DOWN, rz))
+    rz = s.gripper_rotation(RIGHT)[:, 2]
+    yield from expert.rotate(s, RIGHT, "rz", expert.signed_angle_deg(face, expert.DOWN, rz))
     block = s.position("block")
-    yield from expert.lift(s, "right", s.top("block") + 0.04 - s.bottom("hammer"))
+    yield from expert.lift(s, RIGHT, s.top("block") + 0.04 - s.bottom("hammer"))
     for _ in range(3):
         d = block[:2] - _eye(s)[:2]
         if np.max(np.abs(d)) < 0.003:
             break
-        gc = s.gc("right")
-        yield from expert.move_gc(s, "right", (gc[0] + d[0], gc[1] + d[1], gc[2]), axes="yx")
-    yield from expert.lift(s, "right", s.top("block") - 0.004 - s.bottom("hammer"))
+        gc = s.gc(RIGHT)
+        yield from expert.move_gc(s, RIGHT, (gc[0] + d[0], gc[1] + d[1], gc[2]), axes="yx")
+    yield from expert.lift(s, RIGHT, s.top("block") - 0.004 - s.bottom("hammer"))
 
 
 def procedure(family: str, s: PoseState) -> Iterator[dict]:
@@ -155,27 +156,27 @@ def procedure(family: str, s: PoseState) -> Iterator[dict]:
     }
     if family in grasps:
         yield from _grasp(s, *grasps[family])
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)
     elif family == "click_bell_right":
         yield from _press(s, "bell")
     elif family == "beat_block_hammer_right":
         yield from _hammer(s)
     elif family == "place_single_cube":
         yield from _grasp(s, "cube", "box")
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)
         yield from _place(s, "cube", "target_pad", _rest(s, "cube", "target_pad") + 0.004)
     elif family == "place_cube_in_bowl":
         yield from _grasp(s, "cube", "box", avoid=("bowl",))
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)
         yield from _place(s, "cube", "bowl", s.bottom("bowl") + 0.05)
     elif family == "place_cube_on_cube":
         yield from _grasp(s, "cube", "box", avoid=("base_cube",))
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)
         yield from _place(s, "cube", "base_cube", _rest(s, "cube", "base_cube") + 0.003)
     elif family == "place_single_bottle_upright":
         yield from _grasp(s, "bottle", "upright")
-        yield from expert.lift(s, "right", 0.06)
-        yield from expert.lower_body_to(s, "right", "bottle", _rest(s, "bottle", "target_pad") + 0.015)
+        yield from expert.lift(s, RIGHT, 0.06)
+        yield from expert.lower_body_to(s, RIGHT, "bottle", _rest(s, "bottle", "target_pad") + 0.015)
         yield from _place(s, "bottle", "target_pad", _rest(s, "bottle", "target_pad") + 0.003)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from vabench.errors import VabenchError
-from vabench.recordfile import FRAMES, RECORDING, Event, read_events
+from vabench.recordfile import FRAMES, RECORDING, Event, checked, read_events
 
 __all__ = ["RECORD_FORMAT", "EpisodeRecord", "RecordComplete", "read_events", "result_of", "set_aside"]
 
@@ -37,8 +37,10 @@ class EpisodeRecord:
         self._seq = 0
 
     def event(self, kind: Event, /, **data) -> None:
-        """Append one event (``kind``: a declared :class:`vabench.recordfile.Event`; a typo is an error)."""
-        kind = Event(kind)
+        """Append one event: ``data`` are the fields of ``kind``'s dataclass
+        (:data:`vabench.recordfile.FIELDS`), written in the order given; an undeclared kind, an
+        unknown or a missing field is an error here, before anything is written."""
+        kind = checked(kind, data)
         self._seq += 1
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         line = {"seq": self._seq, "time": now, "type": kind, **data}

@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.errors import VabenchError
+from vabench.runlayout import ANNOTATIONS
 
-ANNOTATIONS = "_annotations"
 CRITERIA = ("TL", "AE", "SR", "MS", "MP", "FG", "ED", "OC", "PF")
 MODULES = {"SPU": ("TL", "AE", "SR"), "RM": ("MS", "MP", "FG"), "ER": ("ED", "OC", "PF")}
 GATES = ("error", "ambiguity")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import ACTIVE, PASSIVE, Intervention, SummaryKind, Track
+from vabench.vocab import ACTIVE, PASSIVE, RIGHT, Intervention, SummaryKind, Track
 
 from . import tables as T
 from .attribution import attribution
@@ -172,7 +172,7 @@ def attribution_bars(table: pd.DataFrame, path: str | Path) -> Path:
         ax.bar(x, [0 if pd.isna(v) else v for v in values], width, label=" | ".join(key), color=PALETTE[i % 8])
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks(range(len(families)))
-    ax.set_xticklabels(families, rotation=40, ha="right", fontsize=7)
+    ax.set_xticklabels(families, rotation=40, ha=RIGHT, fontsize=7)
     ax.set_ylabel("success gain over the paper condition (pp)")
     ax.set_title("Attribution: what each intervention recovers, per family", fontsize=9)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -18,7 +18,6 @@ label built as in the outcome rows.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ import pandas as pd
 
 from vabench.condition import condition_label
 from vabench.errors import VabenchError
+from vabench.runlayout import read_run_info
 from vabench.vocab import ACTIVE, Arms, SummaryKind, Track
 
 from . import labels as L
@@ -154,7 +154,7 @@ def _parse_tally(raw: pd.DataFrame, where: str) -> tuple[pd.DataFrame, int]:
 def tallies_from_labels(labels: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """The tally of per-annotator labels (``labels.latest`` rows: one per run, annotator and record),
     joined to the judged outcome rows by (run_id, record): a label file in a run folder's
-    ``_annotations/`` belongs to that run (its ``_run.json``), so two runs' episodes with the same
+    ``_annotations/`` belongs to that run (its run info), so two runs' episodes with the same
     record path stay apart; a loose label file joins by record alone where that is unambiguous.
     Labels without exactly one judged row are left out and noted; the checker verdict comes with the
     row (``success``)."""
@@ -200,11 +200,9 @@ def tallies_from_labels(labels: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFram
 
 
 def _run_id(run: str) -> str | None:
-    """The run_id of a run folder (its ``_run.json``), or None for "" or a folder without one."""
-    try:
-        return str(json.loads((Path(run) / "_run.json").read_text())["run_id"]) if run else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """The run_id of a run folder (its run info), or None for "" or a folder without one."""
+    info = read_run_info(Path(run)) if run else None
+    return str(info.run_id) if info else None
 
 
 def annotation_tallies(rows: pd.DataFrame, *sources: str | Path) -> pd.DataFrame:

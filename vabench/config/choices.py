@@ -13,10 +13,11 @@ from vabench.config.sections import typed
 from vabench.errors import ConfigError, UnknownName
 from vabench.interventions import MANIFESTS, check_composes
 from vabench.registry import Registry
+from vabench.runlayout import SUMMARIES
 from vabench.vocab import Intervention, ObservationProfile, SummaryKind, SummaryMode
 
 CONDITION_KEYS = ("observation", "render", "intervention", "robot", "perturbation")  # top-level; defaults: Condition's
-# Keys of configs written before they moved (a run folder's _run.json), and where they live now.
+# Keys of configs written before they moved (a run folder's RunInfo), and where they live now.
 MOVED = {
     "harness.observation": "observation",
     "harness.intervention": "intervention",
@@ -35,7 +36,7 @@ def need(cfg: dict, key: str, where: str = ""):
 
 def moved(cfg: dict) -> dict:
     """``cfg`` with the keys of older configs (:data:`MOVED`) where they live now (verify reads a
-    run folder's ``_run.json``); a config of today comes back as it is."""
+    run folder's run info); a config of today comes back as it is."""
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in cfg.items()}
     for old, new in MOVED.items():
         section, key = old.split(".")
@@ -181,6 +182,6 @@ def summary_root(cfg: dict, run_dir: Path, render: str) -> Path:
     Absolute: workers may run in another working directory."""
     if cfg.get("summary_root"):
         return (Path(cfg["summary_root"]) / render).absolute()
-    if (run_dir / "_summaries").is_dir():  # a run begun before stores were shared: it keeps its own summaries
-        return (run_dir / "_summaries").absolute()
-    return (Path(str(need(cfg, "results_dir"))) / "_summaries" / render).absolute()
+    if (run_dir / SUMMARIES).is_dir():  # a run begun before stores were shared: it keeps its own summaries
+        return (run_dir / SUMMARIES).absolute()
+    return (Path(str(need(cfg, "results_dir"))) / SUMMARIES / render).absolute()

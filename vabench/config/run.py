@@ -34,6 +34,7 @@ from vabench.config.choices import (
 )
 from vabench.config.sections import ConfigError, build, register, register_top, unknown_keys
 from vabench.envs import RecordingConfig
+from vabench.runlayout import OUTCOMES
 from vabench.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=,+-]*$")
@@ -101,7 +102,7 @@ class PlanConfig:
         asked = [k for k in ("calibrate", "difference", "baseline") if getattr(self, k) is not None]
         if asked and not self.enabled:
             raise ValueError(f"'plan.{asked[0]}' needs plan=true")
-        if self.calibrate is not None and not (Path(self.calibrate) / "outcomes").is_dir():
+        if self.calibrate is not None and not (Path(self.calibrate) / OUTCOMES).is_dir():
             raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from vabench.errors import VabenchError
+from vabench.vocab import LEFT, RIGHT
 
 MOVE_MM = (1.0, 100.0)
 ROTATE_DEG = (1.0, 90.0)
@@ -167,7 +168,7 @@ def _move(obj: dict, arm: str) -> MoveWorld:
 def camera_action_names(arms: tuple[str, ...]) -> tuple[str, ...]:
     views = [f"view_{v}" for v in SEMANTIC_VIEWS]
     if len(arms) == 2:
-        views += [f"view_{who}_{v}" for who in ("left", "right", "both") for v in SEMANTIC_VIEWS]
+        views += [f"view_{who}_{v}" for who in (LEFT, RIGHT, "both") for v in SEMANTIC_VIEWS]
     return tuple(views) + INCREMENTAL_CAMERA
 
 
@@ -212,7 +213,7 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
     if name in ("gripper.open", "gripper.close"):
         return Gripper(_arm(obj, arms, name), name.endswith("close"))
     side, _, op = name.partition("_gripper.")
-    if side in ("left", "right") and op in ("open", "close"):
+    if side in (LEFT, RIGHT) and op in ("open", "close"):
         if len(arms) != 2:
             raise ActionError(f"'{name}' is for two-arm tasks; here use 'gripper.{op}'")
         return Gripper(side, op == "close")
@@ -223,7 +224,7 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
             return DualGripper(name.endswith("close"))
         if name == "dual_gripper.move_world":
             moves = {}
-            for side in ("left", "right"):
+            for side in (LEFT, RIGHT):
                 sub = obj.get(side)
                 if not isinstance(sub, dict):
                     raise ActionError(

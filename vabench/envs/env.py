@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.vocab import ACTIVE, Protocol, StepKind, protocol_named
+from vabench.vocab import ACTIVE, LEFT, RIGHT, Protocol, StepKind, protocol_named
 
 from . import interventions
 from .actions import (
@@ -104,7 +104,7 @@ class VABenchEnv:
     def __init__(self, config: EnvConfig | None = None):
         self.config = config or EnvConfig()
         body = embodiment(self.config.robot)  # ValueError names the robots
-        files, pairs = robot_files(body), (("left", "right"), ("right", "left"))
+        files, pairs = robot_files(body), ((LEFT, RIGHT), (RIGHT, LEFT))
         self.planners = {arm: ArmPlanner(files, arm, other, body) for arm, other in pairs}
         self.executor = Executor(self.planners)
         self.world: World | None = None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from vabench.runlayout import RECORDS, RUN_INFO
+
 from .clips import ExportError
 from .lerobot import write
 
@@ -54,7 +56,7 @@ def export(
             clips = [demos.demo_clip(folder, Path(scratch)) for folder in bar]
             return _write(clips, out, _whole(fps or DEFAULT_FPS), repo_id or "vabench/demonstrations", force, progress)
     raise ExportError(
-        f"{source} is neither a run folder (_records/, _run.json) nor demonstrations (demo.json): give a run "
+        f"{source} is neither a run folder ({RECORDS}/, {RUN_INFO}) nor demonstrations (demo.json): give a run "
         "folder, or a demos folder such as $VABENCH_CACHE/demos/paper"
     )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from vabench.envs.actions import camera_action_names
-from vabench.vocab import EndReason, StepKind
+from vabench.vocab import LEFT, RIGHT, EndReason, StepKind
 
 CODEBASE_VERSION = "v3.0"  # the LeRobot dataset format written
 CHUNKS_SIZE = 1000  # LeRobot's defaults: files per chunk folder, MB per data and per video file
@@ -26,7 +26,7 @@ VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.m
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 CODEC, PIX_FMT, GOP = "h264", "yuv420p", 2  # a keyframe every 2 frames, as LeRobot encodes: cheap random access
 
-ARMS = ("left", "right")  # the scene's two arms (vabench.envs.sim.robot.ARMS), in this order
+ARMS = (LEFT, RIGHT)  # the scene's two arms (vabench.envs.sim.robot.ARMS), in this order
 AXES = ("x", "y", "z")
 NO_ACTION = "no_action"  # the last frame of an episode that ended without a decision (repairs, call limit)
 # per frame, what followed the observation: an index into this tuple (complementary_info.action_kind)

@@ -4,18 +4,17 @@ its row the record's ``result`` event, which is the outcome row the driver wrote
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from vabench.recordfile import EVENTS, FRAMES, Event, read_events
+from vabench.runlayout import RECORDS, RUN_INFO, read_run_info
 from vabench.vocab import EndReason, Status
 
 from .clips import Clip, ExportError, columns
 from .features import NO_ACTION
 
-RECORDS = "_records"
 ATTEMPT = re.compile(r"attempt(\d+)")
 FRAME = re.compile(r"step_(\d+)_(.+)\.(?:jpg|jpeg|png)")
 # the outcome row's columns each episode keeps in meta/episodes (with outcome_key and record, to join back)
@@ -41,15 +40,13 @@ ROW_COLUMNS = (
 
 
 def is_run(path: Path) -> bool:
-    return (Path(path) / RECORDS).is_dir() or (Path(path) / "_run.json").is_file()
+    return (Path(path) / RECORDS).is_dir() or (Path(path) / RUN_INFO).is_file()
 
 
 def run_fps(run: Path) -> float | None:
     """The run's recording frame rate (``recording.fps``: the episode videos' one frame per step)."""
-    try:
-        return float(json.loads((Path(run) / "_run.json").read_text())["config"]["recording"]["fps"])
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
+    info = read_run_info(run)
+    return info.fps if info else None
 
 
 def attempts(run: Path) -> list[Path]:

@@ -3,7 +3,6 @@ the estimates themselves are :mod:`vabench.plan.estimate`'s."""
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from vabench.plan.estimate import (
 )
 from vabench.plan.free import offline_episode
 from vabench.plan.priors import cell, made
+from vabench.runlayout import OUTCOMES, RunInfo
 from vabench.vocab import SEEDS_PER_TASK, PromptCache, Status
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
@@ -48,17 +48,17 @@ def calibration(folder: str | None) -> pd.DataFrame | None:
 
 
 def _overhead(folder: Path, rows: pd.DataFrame) -> float:
-    """Slot time per episode over its ``wall_s``: from the driver's start (``_run.json``) to the
+    """Slot time per episode over its ``wall_s``: from the driver's start (``RunInfo.written_at``) to the
     last outcome file, times the episodes in flight, over the episodes' summed ``wall_s``. 1 when
     the folder is a sweep or its rows came from several launches (a span that long is not work)."""
     try:
-        info = json.loads((folder / "_run.json").read_text())
-        began = time.mktime(time.strptime(info["written_at"][:19], "%Y-%m-%dT%H:%M:%S"))
-        run = from_config(info["config"], folder, log=lambda *_: None)  # as verify reads a run folder
-    except (OSError, ValueError, KeyError):  # ConfigError is a ValueError
+        info = RunInfo.read(folder)
+        began = time.mktime(time.strptime(info.written_at[:19], "%Y-%m-%dT%H:%M:%S"))
+        run = from_config(info.config, folder, log=lambda *_: None)  # as verify reads a run folder
+    except (OSError, ValueError, KeyError):  # ConfigError and UnreadableRunInfo are ValueErrors
         return 1.0
     flight = max(1, min(in_flight(run), len(rows)))
-    last = max((p.stat().st_mtime for p in (folder / "outcomes").rglob("*.parquet")), default=began)
+    last = max((p.stat().st_mtime for p in (folder / OUTCOMES).rglob("*.parquet")), default=began)
     work = float(rows["wall_s"].sum())
     factor = (last - began) * flight / work if work > 0 else 1.0
     return factor if 1.0 <= factor <= 2.0 else 1.0

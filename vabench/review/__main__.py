@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
-import json
 import os
 import socket
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from vabench.analysis import labels as L
 from vabench.media import DEMO_VIDEO, demo_video, episode_video
 from vabench.recordfile import EVENTS, VIDEO_NAME, recording_frames
+from vabench.runlayout import read_run_info
 
 from . import access, runs
 
@@ -93,10 +93,8 @@ def announce(host: str, address: str, port: int, token: str | None, echo: bool) 
 def _fps(root: Path, override: float | None) -> float:
     if override:
         return override
-    try:  # the run's own setting, from the config it ran with
-        return float(json.loads((root / "_run.json").read_text())["config"]["recording"]["fps"])
-    except (OSError, KeyError, TypeError, ValueError):
-        return DEFAULT_FPS
+    info = read_run_info(root)  # the run's own setting, from the config it ran with
+    return (info.fps if info else None) or DEFAULT_FPS
 
 
 def videos(args) -> int:

@@ -23,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 
 from vabench.analysis import labels as L
 from vabench.outcometable import scan
-from vabench.vocab import ObservationProfile
+from vabench.vocab import RIGHT, ObservationProfile
 
 from . import query as Q
 from . import runs
@@ -251,4 +251,4 @@ def export(root: Path, table: pd.DataFrame) -> str:
     """Every annotator's current labels with the episode's identity columns, as CSV."""
     df = _latest(root)
     ids = table[["record", *EXPORT_ID]].drop_duplicates("record")
-    return L.to_csv(ids.merge(df, on="record", how="right")[[*L.COLUMNS[:1], *EXPORT_ID, *L.COLUMNS[1:]]])
+    return L.to_csv(ids.merge(df, on="record", how=RIGHT)[[*L.COLUMNS[:1], *EXPORT_ID, *L.COLUMNS[1:]]])

@@ -6,7 +6,6 @@ Read-only: nothing here writes (labels go through :mod:`vabench.analysis.labels`
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ import pandas as pd
 from vabench.errors import VabenchError
 from vabench.outcometable import refresh, run_folders, to_pandas
 from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events, recording_frames
+from vabench.runlayout import read_run_info
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
@@ -177,10 +177,8 @@ def overview(root: Path, df: pd.DataFrame, unreadable: list) -> dict:
     """A run on the index page: its models, conditions, counts, success and date."""
     judged = df[df["status"] == "ok"]
     wins = int(judged["success"].astype("boolean").fillna(False).sum())
-    try:
-        date = json.loads((root / "_run.json").read_text()).get("written_at", "")[:16].replace("T", " ")
-    except (OSError, ValueError, AttributeError):
-        date = ""
+    info = read_run_info(root)
+    date = str(info.written_at)[:16].replace("T", " ") if info else ""
     return {
         "name": root.name,
         "path": str(root),

@@ -54,6 +54,7 @@ from vabench.runfolder.lock import RunLock
 from vabench.runfolder.recover import recover
 from vabench.runfolder.state import infra_row, todo, write_run_info
 from vabench.runfolder.writer import RunWriter
+from vabench.runlayout import OUTCOMES
 from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
@@ -112,7 +113,7 @@ class Driver:
                 self._episodes(backend, pending)
             finally:
                 self.bar.close()
-        return after_run(self.capped, run, load(run.run_dir / "outcomes"))
+        return after_run(self.capped, run, load(run.run_dir / OUTCOMES))
 
     def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
         """Keep every live worker's slots busy until each episode is judged: on any live worker with

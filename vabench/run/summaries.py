@@ -24,6 +24,7 @@ from vabench.run.spend import learning_stopped
 from vabench.runfolder.learnlock import learn_once
 from vabench.runfolder.state import infra_row
 from vabench.runfolder.writer import RunWriter
+from vabench.runlayout import LEARNING
 from vabench.vocab import EndReason, SummaryKind
 
 WAIT_S = 0.5  # the longest a wait on workers blocks: how soon a Ctrl-C is seen
@@ -120,7 +121,7 @@ class SummaryPhase:
     def _keep(self, task: str, out: dict) -> dict:
         """Land a learning's record in ``_learning/<task>/<time>/`` (a rerun learns anew) and its
         summary in the store; returns ``out``."""
-        self.writer.files(out.pop("files"), f"_learning/{task}/{time.strftime('%Y%m%d-%H%M%S')}")
+        self.writer.files(out.pop("files"), f"{LEARNING}/{task}/{time.strftime('%Y%m%d-%H%M%S')}")
         text = out.pop("summary")
         if text is not None:
             self.store.adopt(self.run.condition.model, task, text)

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vabench.errors import RunLocked
+from vabench.runlayout import DRIVER_LOCK as LOCK_NAME
 
-LOCK_NAME = "_driver.lock"
 HEARTBEAT_S = 2.0
 STALE_S = 30.0  # a heartbeat unchanged for this long (observer's clock) belongs to a dead driver
 

@@ -1,4 +1,4 @@
-"""What produced a run (its provenance manifest, in ``_run.json``): the code (package version, git
+"""What produced a run (its provenance manifest, ``RunInfo.provenance``): the code (package version, git
 commit and dirty flag, a digest of the source tree), the inputs (seed manifests, prompts, task
 files, the asset cache, the demonstrations), the machine (renderer device and driver, Python,
 key libraries, platform). Every outcome row carries the manifest's digest (``provenance_digest``),

@@ -1,10 +1,10 @@
 """The run folder's bookkeeping: which episodes are still to run (and with which attempt), the
-row of an episode that could not run, and ``_run.json`` (the resolved config, versions, prompts)."""
+row of an episode that could not run, and the run info (:class:`vabench.runlayout.RunInfo`: the
+resolved config, versions, prompts)."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from importlib import metadata
 from pathlib import Path
@@ -12,15 +12,15 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.agents import prompts
-from vabench.agents.cache import CACHE
 from vabench.agents.registry import is_offline
 from vabench.config.run import RunConfig
 from vabench.config.specs import expand
 from vabench.episodes import EpisodeSpec
 from vabench.interventions import in_force
 from vabench.outcomes import OutcomeRow, set_aside
-from vabench.outcometable import OUTCOMES, load, refresh, statuses
+from vabench.outcometable import load, refresh, statuses
 from vabench.runfolder import provenance
+from vabench.runlayout import CACHE, OUTCOMES, PROVENANCE, RunInfo, read_run_info, write_json
 from vabench.vocab import ErrorKind, Status, SummaryKind, counted
 
 
@@ -76,9 +76,6 @@ def _versions() -> dict:
     return out
 
 
-PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every manifest the rows name
-
-
 def run_manifest(run: RunConfig) -> dict:
     """The run's provenance manifest (:mod:`vabench.runfolder.provenance`)."""
     learns = not is_offline(run.model.id) and run.summary.kind == SummaryKind.OWN
@@ -92,39 +89,31 @@ def write_run_info(run: RunConfig, log=print) -> str:
     theirs. A rerun under other prompts says so: its new rows would differ from the old in what the
     model saw."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        before = json.loads((run.run_dir / "_run.json").read_text()).get("prompt_version")
-    except (OSError, ValueError):
-        before = None
+    earlier = read_run_info(run.run_dir)
+    before = earlier.prompt_version if earlier else None
     if before and before != prompts.PROMPT_VERSION:
         log(
             f"warning: run {run.run_id} was started with prompts {before}; episodes run now use "
             f"{prompts.PROMPT_VERSION}, and their rows say so (prompt_version). Use a new run_id to keep them apart."
         )
-    info = {
-        "run_id": run.run_id,
-        "experiment": run.experiment,
-        "config": run.resolved,
-        "summary_root": str(run.summary_root),  # the store this run read (shared by default: <results_dir>/_summaries)
-        "versions": _versions(),
-        "prompt_version": prompts.PROMPT_VERSION,
-        "prompt_digest": prompts.prompt_digest(),
+    manifest = run_manifest(run)
+    key = provenance.digest(manifest)
+    write_json(run.run_dir / PROVENANCE / f"{key}.json", manifest)
+    RunInfo(
+        run_id=run.run_id,
+        experiment=run.experiment,
+        config=run.resolved,
+        summary_root=str(run.summary_root),  # the store this run read (shared by default: <results_dir>/_summaries)
+        versions=_versions(),
+        prompt_version=prompts.PROMPT_VERSION,
+        prompt_digest=prompts.prompt_digest(),
         # every intervention in force, with its input manifest (empty: the paper's boundary)
-        "interventions": [m.record() for m in in_force(run.condition.intervention, run.condition.summary_source)],
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    info["provenance"] = run_manifest(run)
-    info["provenance_digest"] = key = provenance.digest(info["provenance"])
-    _write_json(run.run_dir / PROVENANCE / f"{key}.json", info["provenance"])
-    _write_json(run.run_dir / "_run.json", info)
+        interventions=[m.record() for m in in_force(run.condition.intervention, run.condition.summary_source)],
+        written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        provenance=manifest,
+        provenance_digest=key,
+    ).write(run.run_dir)
     return key
-
-
-def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def unjudged_summary(rows: pd.DataFrame) -> str | None:

@@ -1,5 +1,5 @@
 """The run folders a site is built from: their rows (each run's outcome table, as the review app
-reads it), their ``_run.json``, and what the row-against-record check found.
+reads it), their run info (:class:`vabench.runlayout.RunInfo`), and what the row-against-record check found.
 
 ``vabench.verify`` prints its report and stores nothing, so there is no verify result to show. The
 site runs the part of it that needs no simulator, on every row: the record exists, its digest is the
@@ -10,7 +10,6 @@ episode); each run says so, with the command that does it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.review import runs as R
+from vabench.runlayout import read_run_info
 from vabench.verify.compare import check_record
 
 RUN = "site_run"  # the column naming a row's run folder (its index in the site's run list)
@@ -72,11 +72,8 @@ def read_runs(folders: list[Path]) -> list[Run]:
     out = []
     for i, root in enumerate(R.expand_folders([Path(f) for f in folders])):
         rows, unreadable = R.outcomes(root)
-        try:
-            info = json.loads((root / "_run.json").read_text())
-        except (OSError, ValueError):
-            info = {}
-        out.append(Run(i, root, rows.assign(**{RUN: i}), unreadable, info if isinstance(info, dict) else {}))
+        info = read_run_info(root)
+        out.append(Run(i, root, rows.assign(**{RUN: i}), unreadable, info.to_json() if info else {}))
     return out
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from vabench.bundle import NotABundle
+from vabench.runlayout import OUTCOMES
 
 from . import rescore, unpacked, verify
 from .check import NotARunFolder, bundle_differences, outcome_rows
@@ -56,7 +57,7 @@ def _rescore(run_dir: Path, out: Path, workers: int) -> int:
         print(f"not rescored: the bundle is not as packed ({len(tampered)} files differ)")
         return 1
     new = rescore(run_dir, out, workers)
-    print(flips(read_rows(run_dir / "outcomes"), new).to_string())
+    print(flips(read_rows(run_dir / OUTCOMES), new).to_string())
     print(f"rescored {len(new)} episodes into {out}")
     return 0
 

@@ -8,6 +8,7 @@ where they came from (``rescored_from``); the source folder is only read."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -20,10 +21,11 @@ from vabench.bundle import DIGESTS, differences, unpack
 from vabench.config.run import from_config
 from vabench.errors import VabenchError
 from vabench.outcomes import COLUMNS, read_rows, write_row
-from vabench.outcometable import FILE, OUTCOMES, refresh, to_pandas
+from vabench.outcometable import FILE, refresh, to_pandas
 from vabench.recordfile import read_events
 from vabench.runfolder import provenance
-from vabench.runfolder.state import PROVENANCE, run_manifest, write_run_info
+from vabench.runfolder.state import run_manifest, write_run_info
+from vabench.runlayout import OUTCOMES, PROVENANCE, RECORDS, RUN_INFO, RunInfo
 from vabench.unreadable import original
 from vabench.vocab import Status
 
@@ -32,7 +34,7 @@ from .resim import NO_RECORDING, Job, resimulate, spec_of
 
 
 class NotARunFolder(VabenchError, ValueError):
-    """A folder ``verify`` cannot read as a run: no readable ``_run.json``, or a config this code refuses."""
+    """A folder ``verify`` cannot read as a run: no readable run info (``RUN_INFO``), or a config this code refuses."""
 
 
 @dataclass
@@ -69,21 +71,20 @@ class Report:
 
 
 def load(run_dir: Path):
-    """(RunConfig, _run.json, rows as dicts) of a run folder, only read."""
+    """(RunConfig, RunInfo, rows as dicts) of a run folder, only read."""
     run, info = _config(Path(run_dir))
     return run, info, outcome_rows(Path(run_dir), write=False)[0]
 
 
-def _config(run_dir: Path):
+def _config(run_dir: Path) -> tuple:
     try:
-        info = json.loads((run_dir / "_run.json").read_text())
-        config = info["config"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise NotARunFolder(f"{run_dir}: not a run folder (_run.json: {type(e).__name__}: {e})") from None
+        info = RunInfo.read(run_dir)
+    except (OSError, ValueError, TypeError) as e:  # UnreadableRunInfo is a ValueError
+        raise NotARunFolder(f"{run_dir}: not a run folder ({RUN_INFO}: {type(e).__name__}: {e})") from None
     try:
-        return from_config(config, run_dir), info
+        return from_config(info.config, run_dir), info
     except ValueError as e:  # ConfigError: a key this code no longer accepts
-        raise NotARunFolder(f"{run_dir}/_run.json: its config does not validate under this code: {e}") from None
+        raise NotARunFolder(f"{run_dir}/{RUN_INFO}: its config does not validate under this code: {e}") from None
 
 
 def outcome_rows(run_dir: Path, write: bool = True) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -98,11 +99,11 @@ def outcome_rows(run_dir: Path, write: bool = True) -> tuple[list[dict], list[tu
     return df.to_dict("records"), found
 
 
-def _row_identity(run_dir: Path, info: dict, row: dict) -> list[str]:
+def _row_identity(run_dir: Path, info: RunInfo, row: dict) -> list[str]:
     """A row belongs to this run: its run id, its manifest kept here, its file where its spec says."""
     reasons = []
-    if row.get("run_id") != info.get("run_id"):
-        reasons.append(f"run_id {row.get('run_id')} is not this run's ({info.get('run_id')})")
+    if row.get("run_id") != info.run_id:
+        reasons.append(f"run_id {row.get('run_id')} is not this run's ({info.run_id})")
     digest = plain(row.get("provenance_digest"))
     if digest is not None and not (run_dir / PROVENANCE / f"{digest}.json").is_file():
         reasons.append(f"provenance {digest} is not in {PROVENANCE}/")
@@ -185,23 +186,20 @@ def rescore(run_dir: Path, out_dir: Path, workers: int = 1, log=print) -> pd.Dat
         raise SystemExit(f"{out_dir} is not empty: rescore writes a new run folder")
     run, info, rows = load(run_dir)
     judged = [r for r in rows if r["status"] == Status.OK]
-    new_run = from_config(info["config"], out_dir)
+    new_run = from_config(info.config, out_dir)
     digest = write_run_info(new_run, log)
     _note_source(out_dir, run_dir)
-    recs = out_dir / "_records"
+    recs = out_dir / RECORDS
     for job, new in resimulate(_jobs(run_dir, run, judged, recs, run.recording, then_stop=True), workers):
         row = {c: plain(job.row.get(c)) for c in COLUMNS}
         row.update({c: new[c] for c in (*JUDGED, *KEEP)}, provenance_digest=digest, rescored_from=str(run_dir))
         row["record"] = (Path(job.out).relative_to(out_dir) / new["record"]).as_posix()
         write_row(spec_of(row).outcome_path(out_dir), row)
-    return read_rows(out_dir / "outcomes")
+    return read_rows(out_dir / OUTCOMES)
 
 
 def _note_source(out_dir: Path, source: Path) -> None:
-    path = out_dir / "_run.json"
-    info = json.loads(path.read_text())
-    info["rescored_from"] = str(source)
-    path.write_text(json.dumps(info, indent=2, default=str) + "\n")
+    dataclasses.replace(RunInfo.read(out_dir), rescored_from=str(source)).write(out_dir)
 
 
 def unpacked(path: Path) -> tuple[Path, tempfile.TemporaryDirectory | None]:

@@ -9,7 +9,7 @@ image Jacobian measured with its own probe moves, no learned weights, no simulat
 from __future__ import annotations
 
 from vabench.boundary import Agent, Answer, Brief, Observation, answer_of
-from vabench.vocab import ACTIVE
+from vabench.vocab import ACTIVE, RIGHT
 
 from ..models import ModelError
 from .basket import basket
@@ -108,7 +108,7 @@ class ServoAgent(Agent):
             active = self.protocol == ACTIVE.name
             self._plan = two(Pair(seen, goal)) if active else gives_up(NO_PASSIVE_PAIR)
             return next(self._plan)
-        arm = "right" if "right" in seen.arms else next(iter(seen.arms))
+        arm = RIGHT if RIGHT in seen.arms else next(iter(seen.arms))
         self._servo = Servo(seen, goal, self.protocol == ACTIVE.name, arm)
         default = plan_depth if TOOL in self.tools else plan
         self._plan = {"basket": basket, "strike": hammer}.get(goal.kind, default)(self._servo)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
+from vabench.vocab import LEFT, RIGHT
+
 from .perception import Blob, Seen, _channels, _describe
 from .skills import MAX_MOVE_MM, Now, Servo, Skill, wrap
 
-ARMS = ("left", "right")
+ARMS = (LEFT, RIGHT)
 PROBE_M = 0.08  # the calibration moves: large, so the measured scale is good to a few per cent
 VIEW_BOTH = "camera.view_both_topdown"
 
@@ -118,7 +120,7 @@ class Pair:
         """World xy of an image point at the height ``A`` (default: the calibrated one) was measured at
         (the view is centred on the GC midpoint)."""
         h, w = img.shape[:2]
-        mid = (self.gc("left")[:2] + self.gc("right")[:2]) / 2
+        mid = (self.gc(LEFT)[:2] + self.gc(RIGHT)[:2]) / 2
         scale = self.A if A is None else A
         return mid + np.linalg.lstsq(scale, px - np.array([(w - 1) / 2, (h - 1) / 2]), rcond=None)[0]
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import LEFT, RIGHT
+
 from .dual import ARMS, VIEW_BOTH, Pair, turn_across
 from .perception import find, long_ends
 from .skills import Servo, Skill
@@ -79,8 +81,8 @@ def giver_grasp(g: Servo, at: np.ndarray, along: np.ndarray) -> Skill:
 
 def handover(p: Pair, giver: str) -> Skill:
     """The whole handover from ``giver`` to the other arm, once the view between the hands is calibrated."""
-    receiver = "left" if giver == "right" else "right"
-    g, r, out = p.arm[giver], p.arm[receiver], 1.0 if giver == "right" else -1.0
+    receiver = LEFT if giver == RIGHT else RIGHT
+    g, r, out = p.arm[giver], p.arm[receiver], 1.0 if giver == RIGHT else -1.0
     found = grasp_point(p)
     if found is None:
         return "servo: the block's ends are not seen"
@@ -108,5 +110,5 @@ def plan_handover(p: Pair) -> Skill:
     blobs = yield from p.calibrate(lambda: block_in_view(p))
     if blobs is None:
         return "servo: the block is not seen"
-    side = "left" if p.world(blobs[0].centre, p.seen.images[0])[0] < 0 else "right"
+    side = LEFT if p.world(blobs[0].centre, p.seen.images[0])[0] < 0 else RIGHT
     return (yield from handover(p, side))

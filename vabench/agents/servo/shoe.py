@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
+from vabench.vocab import LEFT, RIGHT
+
 from .dual import ARMS, VIEW_BOTH, Pair, probe_scale, turn_across
 from .handover import signed_deg
 from .perception import Blob, _channels, _holes, blobs, colour_mask
@@ -126,6 +128,6 @@ def plan_shoe(p: Pair) -> Skill:
     t = np.radians(blob.long_angle_deg)
     along = np.linalg.lstsq(p.A, np.array([np.cos(t), np.sin(t)]), rcond=None)[0]
     along /= max(float(np.linalg.norm(along)), 1e-6)
-    s = p.arm["left" if centre[0] < 0 else "right"]
+    s = p.arm[LEFT if centre[0] < 0 else RIGHT]
     yield from turn_across(s, along)
     return (yield from place(s, centre, along, mat))

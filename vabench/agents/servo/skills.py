@@ -17,6 +17,8 @@ from collections.abc import Callable, Generator
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from .perception import Blob, Goal, Seen, find, near_edge
 
 Skill = Generator[dict, Seen, object]
@@ -45,7 +47,7 @@ class Now:
 class Servo:
     """One episode's state and skills for one arm (two-arm plans hold one per arm, sharing ``now``)."""
 
-    def __init__(self, first: Seen, goal: Goal, active: bool, arm: str = "right", now: Now | None = None):
+    def __init__(self, first: Seen, goal: Goal, active: bool, arm: str = RIGHT, now: Now | None = None):
         self.now, self.goal, self.active, self.arm = now or Now(first), goal, active, arm
         self.J: np.ndarray | None = None  # measurement change per metre of GC motion (2 x 2, columns x, y)
         self.A: np.ndarray | None = None  # topdown pixels per metre of a world point's motion (columns x, y)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from vabench.vocab import Render
+from vabench.vocab import LEFT, RIGHT, Render
 
 from ..env import EnvConfig, VABenchEnv
 from ..render import RENDER_PRESETS
@@ -44,7 +44,7 @@ def arm_views(env: VABenchEnv) -> dict[str, Image.Image]:
     """The fifteen ``view_<arm>_<view>`` images of the current state, without stepping the env."""
     gcs = env._gcs()
     out = {}
-    for who in ("left", "right", "both"):
+    for who in (LEFT, RIGHT, "both"):
         for view in PASSIVE_ORDER:
             base, target, mirror = semantic_target(f"{who}_{view}", gcs, env.controlled)
             out[f"view_{who}_{view}"] = Image.fromarray(env.camera.render(view_pose(base, target, mirror)[0]))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
-from vabench.vocab import ACTIVE
+from vabench.vocab import ACTIVE, LEFT, RIGHT
 
 from .geometry import axis_angle, look_at
 from .scene import add_camera
@@ -90,14 +90,14 @@ def semantic_target(view: str, gcs: dict[str, np.ndarray], controlled: tuple[str
     """Resolve a semantic view name to (base view, target point, mirror x?)."""
     if len(controlled) == 1:
         arm = controlled[0]
-        return view, gcs[arm], arm == "left"
-    for who in ("left", "right", "both"):
+        return view, gcs[arm], arm == LEFT
+    for who in (LEFT, RIGHT, "both"):
         prefix = f"{who}_"
         if view.startswith(prefix) and view[len(prefix) :] in VIEW_OFFSETS:
             base = view[len(prefix) :]
             if who == "both":
                 return base, (gcs["left"] + gcs["right"]) / 2, False
-            return base, gcs[who], who == "left"
+            return base, gcs[who], who == LEFT
     return view, (gcs["left"] + gcs["right"]) / 2, False
 
 
@@ -120,7 +120,7 @@ def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, 
         eye, target, up = (np.array(v) for v in OBSERVER_TOPDOWN)
         return _pose(eye, look_at(eye, target, up))
     ee = np.mean([np.asarray(ees[arm], dtype=float) for arm in controlled], axis=0)
-    side = -1.0 if controlled == ("left",) else 1.0
+    side = -1.0 if controlled == (LEFT,) else 1.0
     eye = ee + np.array(OBSERVER_OFFSETS[view]) * (side, 1.0, 1.0)
     return _pose(eye, look_at(eye, ee - (0.0, 0.0, OBSERVER_TARGET_DROP), (0.0, 0.0, 1.0)))
 
@@ -128,7 +128,7 @@ def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, 
 def initial_pose(gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> np.ndarray:
     """The reference's ``center_high`` pose for a task's controlled arms (GC positions ``gcs``)."""
     if len(controlled) == 1:
-        side, gc = (1.0 if controlled[0] == "right" else -1.0), gcs[controlled[0]]
+        side, gc = (1.0 if controlled[0] == RIGHT else -1.0), gcs[controlled[0]]
     else:
         side, gc = 0.0, (gcs["left"] + gcs["right"]) / 2
     target = np.array(
@@ -211,7 +211,7 @@ class CameraRig:
         elif op == "zoom":
             eye = eye + ZOOM_STEP_M * (fwd if direction == "in" else -fwd)
         elif op == "yaw":
-            rot = axis_angle([0, 0, 1], np.radians(TURN_STEP_DEG if direction == "left" else -TURN_STEP_DEG)) @ rot
+            rot = axis_angle([0, 0, 1], np.radians(TURN_STEP_DEG if direction == LEFT else -TURN_STEP_DEG)) @ rot
         elif op == "pitch":
             rot = axis_angle(left, np.radians(-TURN_STEP_DEG if direction == "up" else TURN_STEP_DEG)) @ rot
         else:

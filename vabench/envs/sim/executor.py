@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vabench.vocab import LEFT, RIGHT
+
 from ..actions import DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal
 from .geometry import AXES, HAND_TO_GRIPPER, angle_between_deg, axis_angle
 from .planner import DETOUR_GOAL_CLEARANCE, ArmPlanner, Obstacle, Plan
@@ -72,7 +74,7 @@ class Executor:
 
     def _sync(self, arm: str) -> ArmPlanner:
         planner = self.planners[arm]
-        other = "left" if arm == "right" else "right"
+        other = LEFT if arm == RIGHT else RIGHT
         planner.sync(self.world.arms[arm].qpos, self.world.arms[other].qpos)
         return planner
 
@@ -219,7 +221,7 @@ class Executor:
         return self._grip((act.arm,), act.close)
 
     def dual_gripper(self, act: DualGripper) -> Outcome:
-        return self._grip(("left", "right"), act.close)
+        return self._grip((LEFT, RIGHT), act.close)
 
     def _grip(self, arms: tuple[str, ...], close: bool) -> Outcome:
         world = self.world

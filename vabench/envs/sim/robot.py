@@ -19,11 +19,12 @@ import numpy as np
 import sapien
 
 from vabench.boundary import ArmProprio
+from vabench.vocab import LEFT, RIGHT
 
 from .embodiments import PANDA, Embodiment
 from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
 
-ARMS = ("left", "right")
+ARMS = (LEFT, RIGHT)
 BASE_Y = -0.46
 BASE_Z = PANDA.base_z
 BASE_X = {"left": -0.30, "right": 0.30}

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import PAD_HALF_HEIGHT
 from ..privileged import PrivilegedState
 from ..sim.scene import TABLE_TOP_Z, World
@@ -70,14 +72,14 @@ class GraspAndLift(Task, ABC):
     LIFT_M = 0.050
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
-        held = s.held(self.TARGET, "right")
+        held = s.held(self.TARGET, RIGHT)
         return {
             "grasped": self.latch(s, "grasped", held),
             "lifted": self.latch(s, "lifted", s.lift(self.TARGET) > self.LIFT_M and held),
         }
 
     def success(self, s: PrivilegedState) -> bool:
-        return s.lift(self.TARGET) > self.LIFT_M and s.closed("right")
+        return s.lift(self.TARGET) > self.LIFT_M and s.closed(RIGHT)
 
 
 class PlaceOnPad(Task, ABC):
@@ -106,7 +108,7 @@ class PlaceOnPad(Task, ABC):
         return bool(max(abs(d[0]), abs(d[1])) <= self.XY_TOL_M)
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
-        held = s.held(self.TARGET, "right")
+        held = s.held(self.TARGET, RIGHT)
         return {
             "grasped": self.latch(s, "grasped", held),
             "lifted": s.flags.get("lifted", False),
@@ -122,7 +124,7 @@ class PlaceOnPad(Task, ABC):
             "height": bool(abs(s.position(self.TARGET)[2] - self.rest_z(s)) <= self.HEIGHT_TOL_M),
             "pad_still": s.displacement("target_pad") <= self.PAD_MOVE_M,
             "contact": s.touching(self.TARGET, "target_pad"),
-            "open": not s.closed("right"),
+            "open": not s.closed(RIGHT),
         }
 
     def success(self, s: PrivilegedState) -> bool:

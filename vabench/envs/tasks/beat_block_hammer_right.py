@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import RED, cube
 from ..objects.tools import HAMMER_FACE, HAMMER_FACE_NORMAL, HAMMER_GRIP, HAMMER_HALF_THICKNESS, hammer
 from ..privileged import PrivilegedState
@@ -16,7 +18,7 @@ from .registry import register_task
 
 @register_task()
 class BeatBlockHammerRight(Task):
-    name, arms, budget = "beat_block_hammer_right", ("right",), 100
+    name, arms, budget = "beat_block_hammer_right", (RIGHT,), 100
     instruction = (
         "Use the right arm to grasp the hammer by its handle, lift it clear of the table and "
         "touch the red block with the hammer head."
@@ -63,48 +65,46 @@ class BeatBlockHammerRight(Task):
 
     # -- predicate -------------------------------------------------------------------------
     def update(self, s: PrivilegedState) -> None:
-        grasped = s.closed("right") and s.touching("hammer", "right")
+        grasped = s.closed(RIGHT) and s.touching("hammer", RIGHT)
         self.latch(s, "lifted", s.lift("hammer") > self.LIFT_M and grasped)
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
         lifted = s.flags.get("lifted", False)
         return {
-            "grasped": self.latch(s, "grasped", s.held("hammer", "right")),
+            "grasped": self.latch(s, "grasped", s.held("hammer", RIGHT)),
             "lifted": lifted,
-            "over_block": self.latch(s, "over_block", lifted and s.held("hammer", "right") and self.on_target(s)),
+            "over_block": self.latch(s, "over_block", lifted and s.held("hammer", RIGHT) and self.on_target(s)),
             "struck": self.success(s),
         }
 
     def success(self, s: PrivilegedState) -> bool:
-        return (
-            s.flags.get("lifted", False) and self.on_target(s) and s.touching("hammer", "block") and s.closed("right")
-        )
+        return s.flags.get("lifted", False) and self.on_target(s) and s.touching("hammer", "block") and s.closed(RIGHT)
 
     # -- expert ----------------------------------------------------------------------------
     def expert(self, s: PrivilegedState):
         # top-down on the grip, closing across the handle
         m = s.matrix("hammer")
         handle_yaw = float(np.arctan2(m[1, 0], m[0, 0]))
-        yield from expert.to_topdown(s, "right")
-        yield from expert.align_closing_axis(s, "right", handle_yaw + np.pi / 2, symmetry_deg=180.0)
+        yield from expert.to_topdown(s, RIGHT)
+        yield from expert.align_closing_axis(s, RIGHT, handle_yaw + np.pi / 2, symmetry_deg=180.0)
         grip = (s.matrix("hammer") @ np.array([self.GRASP_X, 0.0, 0.0, 1.0]))[:3]
-        yield from expert.move_gc(s, "right", (grip[0], grip[1], grip[2] + 0.09), axes="zxy")
+        yield from expert.move_gc(s, RIGHT, (grip[0], grip[1], grip[2] + 0.09), axes="zxy")
         grip = (s.matrix("hammer") @ np.array([self.GRASP_X, 0.0, 0.0, 1.0]))[:3]
-        yield from expert.move_gc(s, "right", grip, axes="xyz")
+        yield from expert.move_gc(s, RIGHT, grip, axes="xyz")
         yield {"action": "gripper.close"}
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)
         # roll about the handle (the palm normal) until the face points down
         face = s.matrix("hammer")[:3, :3] @ HAMMER_FACE_NORMAL
-        rz = s.gripper_rotation("right")[:, 2]
-        yield from expert.rotate(s, "right", "rz", expert.signed_angle_deg(face, expert.DOWN, rz))
+        rz = s.gripper_rotation(RIGHT)[:, 2]
+        yield from expert.rotate(s, RIGHT, "rz", expert.signed_angle_deg(face, expert.DOWN, rz))
         target = self.block_point(s)
-        yield from expert.lift(s, "right", target[2] + self.CARRY_CLEARANCE - self.face_point(s)[2])
+        yield from expert.lift(s, RIGHT, target[2] + self.CARRY_CLEARANCE - self.face_point(s)[2])
         for _ in range(3):  # carry the face over the block's top centre (re-measured: the grasp may slip)
             d = target[:2] - self.face_point(s)[:2]
             if np.max(np.abs(d)) < 0.003:
                 break
-            gc = s.gc("right")
-            yield from expert.move_gc(s, "right", (gc[0] + d[0], gc[1] + d[1], gc[2]), axes="yx")
-        gc = s.gc("right")
+            gc = s.gc(RIGHT)
+            yield from expert.move_gc(s, RIGHT, (gc[0] + d[0], gc[1] + d[1], gc[2]), axes="yx")
+        gc = s.gc(RIGHT)
         dz = target[2] - self.PRESS_M - self.face_point(s)[2]
-        yield from expert.move_gc(s, "right", (gc[0], gc[1], gc[2] + dz), axes="z")
+        yield from expert.move_gc(s, RIGHT, (gc[0], gc[1], gc[2] + dz), axes="z")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.tools import BELL_MODELS, bell
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -16,7 +18,7 @@ FINGERTIP_BELOW_GC = 0.0092  # closed top-down Panda fingertips reach this far b
 
 @register_task()
 class ClickBellRight(Task):
-    name, arms, budget = "click_bell_right", ("right",), 50
+    name, arms, budget = "click_bell_right", (RIGHT,), 50
     instruction = "Use the right arm to press the top centre of the bell with the closed gripper."
     X, Y = (0.12, 0.26), (-0.18, -0.04)
     MODEL_IDS = (0, 1)
@@ -41,14 +43,14 @@ class ClickBellRight(Task):
         )
 
     def update(self, s: PrivilegedState) -> None:  # latched, as RoboTwin's stage_success_tag
-        pressed = s.closed("right") and self.near_functional_point(
-            s.contact_points("bell", "right"), self.functional_point(s)
+        pressed = s.closed(RIGHT) and self.near_functional_point(
+            s.contact_points("bell", RIGHT), self.functional_point(s)
         )
         self.latch(s, "pressed", pressed)
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
         return {
-            "touched": self.latch(s, "touched", s.touching("bell", "right")),
+            "touched": self.latch(s, "touched", s.touching("bell", RIGHT)),
             "pressed": s.flags.get("pressed", False),
         }
 
@@ -56,9 +58,9 @@ class ClickBellRight(Task):
         return s.flags.get("pressed", False)
 
     def expert(self, s: PrivilegedState):
-        yield from expert.to_topdown(s, "right")
+        yield from expert.to_topdown(s, RIGHT)
         yield {"action": "gripper.close"}
         fp = self.functional_point(s)
-        yield from expert.move_gc(s, "right", (fp[0], fp[1], fp[2] + FINGERTIP_BELOW_GC + 0.04), axes="zxy")
+        yield from expert.move_gc(s, RIGHT, (fp[0], fp[1], fp[2] + FINGERTIP_BELOW_GC + 0.04), axes="zxy")
         fp = self.functional_point(s)
-        yield from expert.move_gc(s, "right", (fp[0], fp[1], fp[2] + FINGERTIP_BELOW_GC - self.PRESS_M), axes="xyz")
+        yield from expert.move_gc(s, RIGHT, (fp[0], fp[1], fp[2] + FINGERTIP_BELOW_GC - self.PRESS_M), axes="xyz")

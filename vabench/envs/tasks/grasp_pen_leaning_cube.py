@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import BLUE, PEN_MODELS, cube, pen
 from ..sim.geometry import axis_angle, matrix_to_quat
 from ..sim.scene import TABLE_TOP_Z, World
@@ -16,7 +18,7 @@ from .registry import register_task
 class GraspPenLeaningCube(GraspSinglePen):
     """The pen grasp, predicate and expert of grasp_single_pen; only the layout differs."""
 
-    name, arms, budget = "grasp_pen_leaning_cube", ("right",), 50
+    name, arms, budget = "grasp_pen_leaning_cube", (RIGHT,), 50
     instruction = (
         "Use the right arm to grasp the pen that leans diagonally on the blue cube and lift it up; "
         "the cube only supports the pen, do not grasp it."

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import BOTTLE_MODELS, bottle
 from ..privileged import PrivilegedState
 from ..sim.geometry import axis_angle, matrix_to_quat
@@ -25,7 +27,7 @@ def pick_model(task: Task, rng: np.random.Generator) -> int:
 @register_task()
 class GraspSingleBottle(GraspAndLift):
     TARGET = "bottle"
-    name, arms, budget = "grasp_single_bottle", ("right",), 50
+    name, arms, budget = "grasp_single_bottle", (RIGHT,), 50
     instruction = "Use the right arm to grasp the bottle lying on the table and lift it up."
     X, Y, YAW_DEG = (0.20, 0.28), (-0.16, -0.04), 22.5
     LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
@@ -46,6 +48,6 @@ class GraspSingleBottle(GraspAndLift):
         axis = s.matrix("bottle")[:3, 2]  # the bottle's long axis, now horizontal
         across = np.arctan2(axis[1], axis[0]) - np.pi / 2  # close the jaw across it
         yield from expert.grasp_from_above(
-            s, "right", "bottle", across, grasp_z=s.position("bottle")[2], symmetry_deg=180.0
+            s, RIGHT, "bottle", across, grasp_z=s.position("bottle")[2], symmetry_deg=180.0
         )
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import BOTTLE_MODELS, bottle
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -25,13 +27,13 @@ def grasp_by_the_cap(task: Task, s: PrivilegedState, body: str = "bottle", model
     """Top-down, the open jaw around the cap (any yaw: it is round), close, so the bottle hangs
     upright from the gripper. ``body``/``model`` name another standing bottle (the basket task)."""
     cap_z = s.position(body)[2] + (model or task.model).cap_z
-    yield from expert.grasp_from_above(s, "right", body, 0.0, grasp_z=cap_z)
+    yield from expert.grasp_from_above(s, RIGHT, body, 0.0, grasp_z=cap_z)
 
 
 @register_task()
 class GraspSingleBottleUpright(GraspAndLift):
     TARGET = "bottle"
-    name, arms, budget = "grasp_single_bottle_upright", ("right",), 50
+    name, arms, budget = "grasp_single_bottle_upright", (RIGHT,), 50
     instruction = "Use the right arm to grasp the upright bottle and lift it off the table."
     X, Y = (0.20, 0.28), (-0.16, -0.04)
     LIFT_M = 0.050  # lifted > 50 mm, right gripper closed
@@ -44,4 +46,4 @@ class GraspSingleBottleUpright(GraspAndLift):
 
     def expert(self, s: PrivilegedState):
         yield from grasp_by_the_cap(self, s)
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.lift(s, RIGHT, 0.12)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import RED, cube
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -15,7 +17,7 @@ from .registry import register_task
 @register_task()
 class GraspSingleCube(GraspAndLift):
     TARGET = "cube"
-    name, arms, budget = "grasp_single_cube", ("right",), 50
+    name, arms, budget = "grasp_single_cube", (RIGHT,), 50
     instruction = "Use the right arm to grasp the red cube and lift it off the table."
     HALF = 0.025
     X, Y, YAW_DEG = (0.18, 0.26), (-0.16, -0.06), 45.0
@@ -32,5 +34,5 @@ class GraspSingleCube(GraspAndLift):
         )
 
     def expert(self, s: PrivilegedState):
-        yield from expert.grasp_from_above(s, "right", "cube", self.yaw, grasp_z=s.position("cube")[2])
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.grasp_from_above(s, RIGHT, "cube", self.yaw, grasp_z=s.position("cube")[2])
+        yield from expert.lift(s, RIGHT, 0.12)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import PEN_MODELS, pen
 from ..privileged import PrivilegedState
 from ..sim.scene import TABLE_TOP_Z, World
@@ -15,7 +17,7 @@ from .registry import register_task
 @register_task()
 class GraspSinglePen(GraspAndLift):
     TARGET = "pen"
-    name, arms, budget = "grasp_single_pen", ("right",), 50
+    name, arms, budget = "grasp_single_pen", (RIGHT,), 50
     instruction = "Use the right arm to grasp the pen lying on the table and lift it up."
     X, Y, YAW_DEG = (0.18, 0.26), (-0.20, -0.10), 30.0  # the pen's back end; the pen points +y
     LIFT_M = 0.050
@@ -40,5 +42,5 @@ class GraspSinglePen(GraspAndLift):
     def expert(self, s: PrivilegedState):
         m = s.matrix("pen")
         across = float(np.arctan2(m[1, 0], m[0, 0]))  # the pen's local x: close the fingers across it
-        yield from expert.grasp_point_from_above(s, "right", lambda: self.grasp_point(s), across)
-        yield from expert.lift(s, "right", 0.12)
+        yield from expert.grasp_point_from_above(s, RIGHT, lambda: self.grasp_point(s), across)
+        yield from expert.lift(s, RIGHT, 0.12)

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from vabench.vocab import LEFT, RIGHT
+
 from ..objects.common import RED, box
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -20,7 +22,7 @@ CHAIN = ("giver_grasp_observed", "vertical_presentation_observed", "receiver_gra
 
 @register_task()
 class HandoverHorizontalBlock(Task):
-    name, arms, budget = "handover_horizontal_block", ("left", "right"), 100
+    name, arms, budget = "handover_horizontal_block", (LEFT, RIGHT), 100
     instruction = (
         "The arm on the block's side is the giver: grasp and lift one end of the red block, turn its long axis "
         "vertical in clear space, let the other arm grasp a separate exposed segment, and open the giver only "
@@ -45,7 +47,7 @@ class HandoverHorizontalBlock(Task):
         while abs(x) < self.X_ABS[0]:  # RoboTwin: U(-0.2, 0.2) redrawn while |x| < 0.15
             x = rng.uniform(-self.X_ABS[1], self.X_ABS[1])
         y = rng.uniform(*self.Y)
-        self.giver, self.receiver = ("right", "left") if x > 0 else ("left", "right")
+        self.giver, self.receiver = (RIGHT, LEFT) if x > 0 else (LEFT, RIGHT)
         # RoboTwin's quaternion (0.707, 0.707, 0, 0): local z -> world -y, the block lies along y
         quat = (math.sqrt(0.5), math.sqrt(0.5), 0.0, 0.0)
         world.add(box("block", self.HALF, RED, mass=self.MASS), (x, y, SPAWN_Z + self.HALF[0]), quat)
@@ -56,7 +58,7 @@ class HandoverHorizontalBlock(Task):
 
     def on_receiver_side(self, s: PrivilegedState) -> bool:
         x = float(s.position("block")[0])
-        return x < 0.0 if self.receiver == "left" else x > 0.0
+        return x < 0.0 if self.receiver == LEFT else x > 0.0
 
     def update(self, s: PrivilegedState) -> None:
         """The handover chain, re-evaluated after every robot action; each flag latches only on top
@@ -96,7 +98,7 @@ class HandoverHorizontalBlock(Task):
 
     def expert(self, s: PrivilegedState):
         g, r = self.giver, self.receiver
-        out = 1.0 if g == "right" else -1.0  # the giver's side of x = 0
+        out = 1.0 if g == RIGHT else -1.0  # the giver's side of x = 0
         # receiver first, while the middle is empty: a horizontal side approach toward the giver's
         # side, palm up, closing axis along y. Top-down, yaw, pitch up: straight paths (a 90 deg turn
         # about rz at home needs a detour)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import Track
+from vabench.vocab import RIGHT, Track
 
 from ..objects.common import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BottleModel, bowl, cube, target_pad
 from ..privileged import PrivilegedState
@@ -139,13 +139,13 @@ class PlaceCubeOnCubeHeldout(PlaceCubeOnCube):
 
     def expert(self, s: PrivilegedState):
         yield from expert.grasp_from_above(
-            s, "right", "cube", self.red_yaw, grasp_z=s.position("cube")[2], avoid=("base_cube",)
+            s, RIGHT, "cube", self.red_yaw, grasp_z=s.position("cube")[2], avoid=("base_cube",)
         )
-        yield from expert.lift(s, "right", 0.12)
-        yield from expert.carry_over(s, "right", "cube", s.position("base_cube")[:2])
-        yield from expert.lower_body_to(s, "right", "cube", self._stack_z(s) + 0.003)
+        yield from expert.lift(s, RIGHT, 0.12)
+        yield from expert.carry_over(s, RIGHT, "cube", s.position("base_cube")[:2])
+        yield from expert.lower_body_to(s, RIGHT, "cube", self._stack_z(s) + 0.003)
         yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)
+        yield from expert.lift(s, RIGHT, 0.05)
 
 
 # Unseen bottles (not in BOTTLE_MODELS, whose bodies are 5.8-6.4 cm across, 18.5-19.3 cm tall, caps red/white/green).

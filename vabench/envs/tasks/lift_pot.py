@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import LEFT, RIGHT
+
 from ..actions import MOVE_MM
 from ..objects.pot import POT_MODELS, POT_ORIGIN_HEIGHT, pot
 from ..privileged import PrivilegedState
@@ -17,7 +19,7 @@ from .registry import register_task
 
 @register_task()
 class LiftPot(Task):
-    name, arms, budget = "lift_pot", ("left", "right"), 50
+    name, arms, budget = "lift_pot", (LEFT, RIGHT), 50
     instruction = "Grasp one side handle of the pot with each arm, then lift the pot upright and level."
     X, Y, YAW_DEG = (-0.05, 0.05), (-0.05, 0.05), 22.5  # handles on world -x / +x at yaw 0
     # Table 25, row 3 (no gripper condition):
@@ -49,8 +51,8 @@ class LiftPot(Task):
         """The paper's predicate, part by part; success is all of them."""
         return {
             "pot_z": bool(s.position("pot")[2] > self.POT_Z_M),
-            "left_tcp": self.at_handle(s, "left"),
-            "right_tcp": self.at_handle(s, "right"),
+            "left_tcp": self.at_handle(s, LEFT),
+            "right_tcp": self.at_handle(s, RIGHT),
             "upright": bool(s.matrix("pot")[2, 2] > self.UPRIGHT_DOT),
         }
 
@@ -59,8 +61,8 @@ class LiftPot(Task):
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
         c = self.conditions(s)
-        left = self.latch(s, "left_grasp", s.held("pot", "left") and c["left_tcp"])
-        right = self.latch(s, "right_grasp", s.held("pot", "right") and c["right_tcp"])
+        left = self.latch(s, "left_grasp", s.held("pot", LEFT) and c["left_tcp"])
+        right = self.latch(s, "right_grasp", s.held("pot", RIGHT) and c["right_tcp"])
         return {
             "left_grasp": left,
             "right_grasp": right,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import RED, bowl, cube
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -14,7 +16,7 @@ from .registry import register_task
 
 @register_task()
 class PlaceCubeInBowl(Task):
-    name, arms, budget = "place_cube_in_bowl", ("right",), 50
+    name, arms, budget = "place_cube_in_bowl", (RIGHT,), 50
     instruction = "Use the right arm to pick up the red cube and place it inside the bowl."
     labels = {"bowl": "the bowl"}
     HALF = 0.02
@@ -46,9 +48,9 @@ class PlaceCubeInBowl(Task):
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
         d = s.position("cube") - s.position("bowl")
-        above = np.hypot(d[0], d[1]) < self.RADIUS_M and s.held("cube", "right")
+        above = np.hypot(d[0], d[1]) < self.RADIUS_M and s.held("cube", RIGHT)
         return {
-            "grasped": self.latch(s, "grasped", s.held("cube", "right")),
+            "grasped": self.latch(s, "grasped", s.held("cube", RIGHT)),
             "lifted": s.flags.get("lifted", False),
             "above_bowl": self.latch(s, "above_bowl", above and s.flags.get("lifted", False)),
             "released_in_bowl": self.success(s),
@@ -60,13 +62,13 @@ class PlaceCubeInBowl(Task):
             and self._in_bowl(s)
             and s.displacement("bowl") < self.BOWL_MOVE_M
             and s.touching("cube", "bowl")
-            and not s.closed("right")
+            and not s.closed(RIGHT)
         )
 
     def expert(self, s: PrivilegedState):
-        yield from expert.grasp_from_above(s, "right", "cube", self.yaw, grasp_z=s.position("cube")[2], avoid=("bowl",))
-        yield from expert.lift(s, "right", 0.12)
-        yield from expert.carry_over(s, "right", "cube", s.position("bowl")[:2])
-        yield from expert.lower_body_to(s, "right", "cube", s.position("bowl")[2] + self.RELEASE_ABOVE_BOWL)
+        yield from expert.grasp_from_above(s, RIGHT, "cube", self.yaw, grasp_z=s.position("cube")[2], avoid=("bowl",))
+        yield from expert.lift(s, RIGHT, 0.12)
+        yield from expert.carry_over(s, RIGHT, "cube", s.position("bowl")[:2])
+        yield from expert.lower_body_to(s, RIGHT, "cube", s.position("bowl")[2] + self.RELEASE_ABOVE_BOWL)
         yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)
+        yield from expert.lift(s, RIGHT, 0.05)

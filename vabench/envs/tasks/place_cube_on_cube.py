@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import GREEN, RED, cube
 from ..privileged import PrivilegedState
 from ..sim.scene import World
@@ -18,7 +20,7 @@ from .registry import register_task
 
 @register_task()
 class PlaceCubeOnCube(Task):
-    name, arms, budget = "place_cube_on_cube", ("right",), 200
+    name, arms, budget = "place_cube_on_cube", (RIGHT,), 200
     instruction = "Use the right arm to pick up the red cube and stack it on top of the green cube."
     HALF = 0.025  # both cubes
     RED_X, RED_Y = (0.20, 0.26), (-0.14, -0.06)
@@ -48,7 +50,7 @@ class PlaceCubeOnCube(Task):
         return bool(max(abs(d[0]), abs(d[1])) <= 2 * self.HALF - self.OVERLAP_M)
 
     def checkpoints(self, s: PrivilegedState) -> dict[str, bool]:
-        held = s.held("cube", "right")
+        held = s.held("cube", RIGHT)
         return {
             "grasped": self.latch(s, "grasped", held),
             "lifted": s.flags.get("lifted", False),
@@ -65,7 +67,7 @@ class PlaceCubeOnCube(Task):
             "height": bool(abs(height_err) <= self.HEIGHT_TOL_M),
             "base_still": s.displacement("base_cube") <= self.BASE_MOVE_M,
             "contact": s.touching("cube", "base_cube"),
-            "open": not s.closed("right"),
+            "open": not s.closed(RIGHT),
         }
 
     def success(self, s: PrivilegedState) -> bool:
@@ -73,9 +75,9 @@ class PlaceCubeOnCube(Task):
 
     def expert(self, s: PrivilegedState):
         yaw = 0.0  # the red cube starts axis-aligned
-        yield from expert.grasp_from_above(s, "right", "cube", yaw, grasp_z=s.position("cube")[2], avoid=("base_cube",))
-        yield from expert.lift(s, "right", 0.12)
-        yield from expert.carry_over(s, "right", "cube", s.position("base_cube")[:2])
-        yield from expert.lower_body_to(s, "right", "cube", s.position("base_cube")[2] + 2 * self.HALF + 0.003)
+        yield from expert.grasp_from_above(s, RIGHT, "cube", yaw, grasp_z=s.position("cube")[2], avoid=("base_cube",))
+        yield from expert.lift(s, RIGHT, 0.12)
+        yield from expert.carry_over(s, RIGHT, "cube", s.position("base_cube")[:2])
+        yield from expert.lower_body_to(s, RIGHT, "cube", s.position("base_cube")[2] + 2 * self.HALF + 0.003)
         yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)
+        yield from expert.lift(s, RIGHT, 0.05)

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from vabench.vocab import LEFT, RIGHT
+
 from ..objects.shoe import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe, shoe_mat
 from ..privileged import PrivilegedState
 from ..sim.geometry import axis_angle, matrix_to_quat
@@ -41,7 +43,7 @@ def _shoe_turns(angle_deg: float) -> list[float]:
 
 @register_task()
 class PlaceShoe(Task):
-    name, arms, budget = "place_shoe", ("left", "right"), 100
+    name, arms, budget = "place_shoe", (LEFT, RIGHT), 100
     instruction = (
         "Pick the arm on the shoe's side of the table (left if the shoe lies at -x, right if at +x) and place "
         "the shoe flat and centred on the blue mat, toe toward -x and heel toward +x."
@@ -75,7 +77,7 @@ class PlaceShoe(Task):
         x, y = self.spawn_xy(rng)
         yaw = rng.uniform(-self.YAW_RAD, self.YAW_RAD)
         self.model_id = int(rng.integers(len(SHOE_MODELS)))  # drawn after the pose, as in RoboTwin
-        self.arm = "left" if x < 0 else "right"
+        self.arm = LEFT if x < 0 else RIGHT
         self.spec = shoe("shoe", self.model_id, self.MASS)
         rot = axis_angle([0, 0, 1], yaw) @ LYING
         world.add(self.spec, (x, y, SPAWN_Z + SOLE_HALF_THICKNESS), matrix_to_quat(rot))
@@ -91,7 +93,7 @@ class PlaceShoe(Task):
             "x": bool(abs(d[0]) < self.X_TOL_M),
             "y": bool(abs(d[1]) < self.Y_TOL_M),
             "orientation": bool(np.all(np.abs(q - TARGET_QUAT) < self.QUAT_TOL)),
-            "open": not s.closed("left") and not s.closed("right"),
+            "open": not s.closed(LEFT) and not s.closed(RIGHT),
         }
 
     def success(self, s: PrivilegedState) -> bool:

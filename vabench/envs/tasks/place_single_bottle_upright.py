@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import PAD_HALF_HEIGHT, target_pad
 from ..privileged import PrivilegedState
 from ..sim.scene import TABLE_TOP_Z, World
@@ -16,7 +18,7 @@ from .registry import register_task
 @register_task()
 class PlaceSingleBottleUpright(PlaceOnPad):
     TARGET = "bottle"
-    name, arms, budget = "place_single_bottle_upright", ("right",), 100
+    name, arms, budget = "place_single_bottle_upright", (RIGHT,), 100
     MODELS = GraspSingleBottleUpright.MODELS  # held-out variants swap in unseen models
     MODEL_ID = GraspSingleBottleUpright.MODEL_ID  # the one fixed bottle; None (held-out): drawn per seed
     instruction = "Use the right arm to pick up the upright bottle and stand it on the green target area."
@@ -38,10 +40,10 @@ class PlaceSingleBottleUpright(PlaceOnPad):
 
     def expert(self, s: PrivilegedState):
         yield from grasp_by_the_cap(self, s)
-        yield from expert.lift(s, "right", self.LIFT_M + 0.01)
+        yield from expert.lift(s, RIGHT, self.LIFT_M + 0.01)
         # a top-down hand high over the pad's far corner is beyond the arm's reach: carry low
-        yield from expert.lower_body_to(s, "right", "bottle", self.rest_z(s) + self.CARRY_ABOVE_M)
-        yield from expert.carry_over(s, "right", "bottle", s.position("target_pad")[:2])
-        yield from expert.lower_body_to(s, "right", "bottle", self.rest_z(s) + self.RELEASE_ABOVE_M)
+        yield from expert.lower_body_to(s, RIGHT, "bottle", self.rest_z(s) + self.CARRY_ABOVE_M)
+        yield from expert.carry_over(s, RIGHT, "bottle", s.position("target_pad")[:2])
+        yield from expert.lower_body_to(s, RIGHT, "bottle", self.rest_z(s) + self.RELEASE_ABOVE_M)
         yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)
+        yield from expert.lift(s, RIGHT, 0.05)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vabench.vocab import RIGHT
+
 from ..objects.common import PAD_HALF_HEIGHT, RED, cube, target_pad
 from ..privileged import PrivilegedState
 from ..sim.scene import TABLE_TOP_Z, World
@@ -15,7 +17,7 @@ from .registry import register_task
 @register_task()
 class PlaceSingleCube(PlaceOnPad):
     TARGET = "cube"
-    name, arms, budget = "place_single_cube", ("right",), 100
+    name, arms, budget = "place_single_cube", (RIGHT,), 100
     instruction = "Use the right arm to pick up the red cube and place it on the green target area."
     labels = {"target_pad": "the green target pad"}
     HALF, PAD_HALF = 0.025, 0.06  # cube and pad half sizes (reference: pad half 0.06 for the cube)
@@ -38,9 +40,9 @@ class PlaceSingleCube(PlaceOnPad):
         world.add(target_pad("target_pad", (self.PAD_HALF, self.PAD_HALF)), (px, py, TABLE_TOP_Z + PAD_HALF_HEIGHT))
 
     def expert(self, s: PrivilegedState):
-        yield from expert.grasp_from_above(s, "right", "cube", self.yaw, grasp_z=s.position("cube")[2])
-        yield from expert.lift(s, "right", 0.12)
-        yield from expert.carry_over(s, "right", "cube", s.position("target_pad")[:2])
-        yield from expert.lower_body_to(s, "right", "cube", self.rest_z(s) + 0.004)
+        yield from expert.grasp_from_above(s, RIGHT, "cube", self.yaw, grasp_z=s.position("cube")[2])
+        yield from expert.lift(s, RIGHT, 0.12)
+        yield from expert.carry_over(s, RIGHT, "cube", s.position("target_pad")[:2])
+        yield from expert.lower_body_to(s, RIGHT, "cube", self.rest_z(s) + 0.004)
         yield {"action": "gripper.open"}
-        yield from expert.lift(s, "right", 0.05)
+        yield from expert.lift(s, RIGHT, 0.05)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.vocab import Track
+from vabench.vocab import RIGHT, Track
 
 from ..objects.basket import BASKET_FLOOR, BASKET_INNER, BASKET_WALL, BASKET_WALL_HEIGHT, large_basket, world_aabb
 from ..objects.common import BLUE, BOTTLE_MODELS, PEN_MODELS, RED, bottle, cube, pen
@@ -89,7 +89,7 @@ class PutEverythingInBasket(Task):
     Budget: the expert needs 84-107 steps (mean 99); twice that, rounded to 50, is 200 (camera actions
     and corrections need room over five pick-and-place cycles)."""
 
-    name, arms, budget = "put_everything_in_basket", ("right",), 200
+    name, arms, budget = "put_everything_in_basket", (RIGHT,), 200
     instruction = "Use the right arm to put every object on the table into the basket."
     labels = {"basket": "the basket"}
     N_OBJECTS = 5
@@ -279,7 +279,7 @@ class PutEverythingInBasket(Task):
         return {
             "inside": bool(lo[0] >= x0 and lo[1] >= y0 and hi[0] <= x1 and hi[1] <= y1),
             "below_rim": bool(lo[2] < self.rim_z),
-            "released": not s.touching(name, "right"),
+            "released": not s.touching(name, RIGHT),
         }
 
     def update(self, s: PrivilegedState) -> None:
@@ -312,7 +312,7 @@ class PutEverythingInBasket(Task):
 
     # -- expert ---------------------------------------------------------------------------------
     def expert(self, s: PrivilegedState):
-        yield from expert.to_topdown(s, "right")
+        yield from expert.to_topdown(s, RIGHT)
         remaining, done = self.names(), {k: 0 for k in KINDS}
         while remaining:
             mats = {n: s.matrix(n) for n in remaining}
@@ -323,16 +323,16 @@ class PutEverythingInBasket(Task):
             kind = self.kinds[name]
             group = "bottle" if kind == "pen" else kind  # pens and lying bottles share the lanes
             g = self.grasp_point(name, mats[name])
-            yield from expert.move_gc(s, "right", (g[0], g[1], s.gc("right")[2]), axes="yx")  # travel, then descend
+            yield from expert.move_gc(s, RIGHT, (g[0], g[1], s.gc(RIGHT)[2]), axes="yx")  # travel, then descend
             yield from self._grasp(s, name, heading)
-            yield from expert.lift(s, "right", self.LIFT)
+            yield from expert.lift(s, RIGHT, self.LIFT)
             if kind != "upright":  # fingers along x, the slots' finger room
-                yield from expert.align_closing_axis(s, "right", 0.0, 180.0)
+                yield from expert.align_closing_axis(s, RIGHT, 0.0, 180.0)
             target = self.slot(name, done[group]) + s.position(name)[:2] - self.footprint(name, s.matrix(name)).c
-            yield from expert.carry_over(s, "right", name, target)
+            yield from expert.carry_over(s, RIGHT, name, target)
             yield from self._lower(s, name)
             yield {"action": "gripper.open"}
-            yield from expert.lift(s, "right", self.CLEAR)
+            yield from expert.lift(s, RIGHT, self.CLEAR)
             remaining.remove(name)
             done[group] += 1
 
@@ -342,16 +342,14 @@ class PutEverythingInBasket(Task):
         if kind == "upright":
             yield from grasp_by_the_cap(self, s, name, self.model(name))
         elif kind == "pen":
-            yield from expert.grasp_point_from_above(
-                s, "right", lambda: self.grasp_point(name, s.matrix(name)), heading
-            )
+            yield from expert.grasp_point_from_above(s, RIGHT, lambda: self.grasp_point(name, s.matrix(name)), heading)
         else:  # cube (place_single_cube) and lying bottle (grasp_single_bottle): top-down at the centre
             z = s.position(name)[2]
-            yield from expert.grasp_from_above(s, "right", name, heading, grasp_z=z, symmetry_deg=180.0)
+            yield from expert.grasp_from_above(s, RIGHT, name, heading, grasp_z=z, symmetry_deg=180.0)
 
     def _lower(self, s: PrivilegedState, name: str):
         """Until the object's bottom is DROP above the floor, the palm staying over the rim."""
         bottom = world_aabb(s.world.bodies[name].spec, s.matrix(name))[0][2]
-        gc = s.gc("right")
+        gc = s.gc(RIGHT)
         z = max(gc[2] + self.floor_top_z + self.DROP - bottom, self.rim_z + self.PALM_OVER_RIM - self.HAND_ABOVE_GC)
-        yield from expert.move_gc(s, "right", (gc[0], gc[1], z), axes="z")
+        yield from expert.move_gc(s, RIGHT, (gc[0], gc[1], z), axes="z")
