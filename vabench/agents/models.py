@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 
 from vabench.checks import at_least, one_of
-from vabench.errors import VabenchError
+from vabench.errors import ConfigError, VabenchError
 from vabench.vocab import CacheMode
 
 
@@ -159,7 +159,7 @@ class ModelConfig:
         at_least(self, "model", 1, "max_tokens", "max_concurrency")
         thinking = self.extra.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "enabled" and self.temperature not in (None, 1, 1.0):
-            raise ValueError(
+            raise ConfigError(
                 f"'model.temperature' = {self.temperature}: with extended thinking (model.extra.thinking) providers "
                 "accept only no temperature or 1; set model.temperature=null, or model.extra.thinking.type=disabled"
             )
