@@ -19,7 +19,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from vabench.errors import VabenchError
+from vabench.errors import BadFile, VabenchError, command
 from vabench.recordfile import EVENTS, FRAMES, FRAMES_INDEX, frames_index
 from vabench.runlayout import OUTCOMES, PROVENANCE, RECORDS, RUN_INFO
 
@@ -44,7 +44,7 @@ def pack(run_dir: Path, out: Path, frames: bool = False) -> Path:
     """Write the bundle of ``run_dir`` to ``out``."""
     run_dir, digests = Path(run_dir), {}
     if not (run_dir / RUN_INFO).is_file():
-        raise SystemExit(f"{run_dir}: not a run folder (no {RUN_INFO})")
+        raise BadFile(f"{run_dir}: not a run folder (no {RUN_INFO}); give the folder a run wrote")
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         for name, path in _members(run_dir, frames):
             data = path.read_bytes()
@@ -109,6 +109,7 @@ def differences(root: Path) -> list[tuple[str, str]]:
     return out + [(name, f"not in {DIGESTS} (added after packing)") for name in added]
 
 
+@command("python -m vabench.bundle")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m vabench.bundle", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="the run folder")

@@ -3,6 +3,8 @@ message naming the config key (``section.key``) so a launcher error points at wh
 
 from __future__ import annotations
 
+from vabench.errors import ConfigError
+
 
 def named(section: str, key: str) -> str:
     """A key as the config spells it: ``section.key``, or ``key`` at the top level (section "")."""
@@ -12,7 +14,7 @@ def named(section: str, key: str) -> str:
 def bound(value, key: str, lo: float, strict: bool = False):
     """``value`` if it is >= ``lo`` (> ``lo`` when ``strict``); ``key``: the config key, as spelt."""
     if value < lo or (strict and value == lo):
-        raise ValueError(f"'{key}' must be {'>' if strict else '>='} {lo:g}, got {value}")
+        raise ConfigError(f"'{key}' must be {'>' if strict else '>='} {lo:g}, got {value}")
     return value
 
 
@@ -29,10 +31,10 @@ def within(obj, section: str, lo: float, hi: float, *keys: str) -> None:
     for key in keys:
         value = getattr(obj, key)
         if not lo <= value <= hi:
-            raise ValueError(f"'{named(section, key)}' must be in [{lo:g}, {hi:g}], got {value}")
+            raise ConfigError(f"'{named(section, key)}' must be in [{lo:g}, {hi:g}], got {value}")
 
 
 def one_of(obj, section: str, key: str, allowed) -> None:
     value = getattr(obj, key)
     if value not in set(allowed):
-        raise ValueError(f"'{named(section, key)}' must be one of {', '.join(map(str, allowed))}, got {value!r}")
+        raise ConfigError(f"'{named(section, key)}' must be one of {', '.join(map(str, allowed))}, got {value!r}")

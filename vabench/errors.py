@@ -19,8 +19,10 @@ the builtin it has always been (``ValueError`` for bad input, ``RuntimeError`` f
 from __future__ import annotations
 
 import difflib
+import functools
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 
 NOISE = re.compile(r"\x1b\[[0-9;]*m| \(pid=[^)]*\)")  # in Ray's error texts: colours, the process's ids
 
@@ -59,13 +61,61 @@ class ConfigError(VabenchError, ValueError):
     """A configuration mistake, found before any episode runs; the message names the key."""
 
 
+class BadFile(VabenchError, ValueError):
+    """A file or run folder the user named is there but is not what vabench reads (corrupt, another
+    format, a folder without its parts); the message names the path and what to do."""
+
+
+class NotFound(VabenchError, FileNotFoundError):
+    """A file or folder the user named (or a run needs) does not exist; the message names it."""
+
+
+class PathTaken(VabenchError, FileExistsError):
+    """An output path the user named already holds something vabench will not overwrite."""
+
+
+class CannotListen(VabenchError, OSError):
+    """A server command cannot listen where it was told (an unknown address, a port in use)."""
+
+
+class ServerMisbehaved(VabenchError, RuntimeError):
+    """A server (a model provider, a policy server) replied with something the protocol does not allow."""
+
+
+REFUSED = 2  # the exit status of a command that refuses its input with one line (vabench.launch.exits)
+
+
+def command(prog: str) -> Callable:
+    """Decorate a command's ``main(argv)``: a :class:`VabenchError` it lets out becomes one line on
+    stderr, ``prog: message``, and the exit status :data:`REFUSED`; any other exception stays a
+    traceback (a bug). Every ``python -m vabench...`` command goes through this one helper."""
+
+    def wrap(main: Callable) -> Callable:
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None):
+            try:
+                return main(argv)
+            except VabenchError as e:
+                print(f"{prog}: {flat(e)}", file=sys.stderr)
+                return REFUSED
+
+        return run
+
+    return wrap
+
+
+def flat(error: BaseException) -> str:
+    """``error``'s message on one line (a message spanning lines is joined with "; ")."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
 class RunStopped(VabenchError):
     """The run stopped early; finished episodes are saved and a rerun of the same run_id resumes.
     :meth:`line` is the one line the launcher prints."""
 
     headline = "stopped"  # what the line starts with
     resume = "rerun with run_id={run_id} to resume"  # how to go on ("" where a rerun is not the fix)
-    exit_status = 2  # the launcher's exit status for this stop (vabench.launch)
+    exit_status = REFUSED  # the launcher's exit status for this stop (vabench.launch)
 
     def line(self, run_id: str) -> str:
         """``<headline>: <why>; <how to resume>``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from vabench.errors import ConfigError
 from vabench.registry import Registry
 from vabench.vocab import ACTIVE, PASSIVE, PROTOCOLS, Intervention, SummaryKind, protocol_named
 
@@ -108,12 +109,12 @@ def check_composes(intervention: str, protocols, summary: str, offline: bool) ->
     wrong = [str(protocol_named(p)) for p in protocols if str(protocol_named(p)) not in m.protocols]
     if wrong:
         allowed = " or ".join(f"protocol={p}" for p in m.protocols)
-        raise ValueError(
+        raise ConfigError(
             f"intervention={intervention} does not compose with protocol={','.join(wrong)} "
             f"(it changes the {'/'.join(m.protocols)} observation only); use {allowed}"
         )
     if offline and str(summary) == SummaryKind.EXPERT:
-        raise ValueError(
+        raise ConfigError(
             "summary=expert does not compose with an offline agent (it reads no summary); use summary=none"
         )
 

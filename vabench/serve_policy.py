@@ -34,6 +34,7 @@ from websockets.sync.server import Server, ServerConnection, serve
 from vabench.agents.policy_actions import PER_ARM
 from vabench.agents.policy_wire import pack, unpack
 from vabench.envs.state import FIELDS
+from vabench.errors import CannotListen, NotFound, command
 
 STATE_KEY = "observation/state"  # the agent's default model.extra.state_key
 
@@ -148,7 +149,7 @@ def load(args: argparse.Namespace) -> Policy:
     if args.script:
         path = Path(args.script)
         if not path.is_file():
-            raise SystemExit(f"--script {path}: no such file (a .npy of shape (steps, 7 x arms))")
+            raise NotFound(f"--script {path}: no such file (a .npy of shape (steps, 7 x arms))")
         return ScriptedPolicy(np.load(path), horizon)
     if args.demo:
         return ZeroPolicy(horizon)
@@ -159,17 +160,15 @@ def checkpoint(path: Path, horizon: int | None = None) -> Policy:
     """A checkpoint of experiments/train_bc.py (docs/learn.md); ``horizon``: vectors served per
     inference (None: the checkpoint's default, 1)."""
     if not path.is_file():
-        raise SystemExit(f"{path}: no such checkpoint; train one with python experiments/train_bc.py (docs/learn.md)")
+        raise NotFound(f"{path}: no such checkpoint; train one with python experiments/train_bc.py (docs/learn.md)")
     if importlib.util.find_spec("torch") is None:
-        raise SystemExit("serving a checkpoint needs the learn extra (torch): pip install 'vabench[learn]'")
-    from vabench.learn.policy import CheckpointError, LearnedPolicy
+        raise NotFound("serving a checkpoint needs the learn extra (torch): pip install 'vabench[learn]'")
+    from vabench.learn.policy import LearnedPolicy
 
-    try:
-        return LearnedPolicy(path, horizon)  # has Policy's members (metadata, infer, reset)
-    except CheckpointError as e:
-        raise SystemExit(str(e)) from None
+    return LearnedPolicy(path, horizon)  # has Policy's members (metadata, infer, reset); CheckpointError: one line
 
 
+@command("python -m vabench.serve_policy")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vabench.serve_policy", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", nargs="?", help="a checkpoint of experiments/train_bc.py (docs/learn.md)")
@@ -188,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = PolicyServer(load(args), args.host, args.port)
     except OSError as e:
-        print(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}; pick another --port", file=sys.stderr)
-        return 2
+        raise CannotListen(
+            f"cannot listen on {args.host}:{args.port}: {e.strerror or e}; pick another --port"
+        ) from None
     print(f"serving {server.policy.metadata} on ws://{args.host}:{server.port} (Ctrl-C stops)", flush=True)
     try:
         server.server.serve_forever()

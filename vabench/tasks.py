@@ -4,4 +4,6 @@ in :mod:`vabench.envs.tasks`, this listing in :mod:`vabench.envs.cli.tasks`."""
 from vabench.envs.cli.tasks import main
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    sys.exit(main())

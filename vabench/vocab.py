@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vabench.errors import ConfigError
 from vabench.registry import Registry
 
 
@@ -100,7 +101,7 @@ def summary_mode(text: str | SummaryMode) -> SummaryMode:
     if isinstance(text, str) and text.startswith(prefix) and text[len(prefix) :].strip():
         return SummaryMode(SummaryKind.SHARED, text[len(prefix) :].strip())
     shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
-    raise ValueError(f"unknown summary mode {shown}; allowed: {', '.join(SUMMARY_MODES)}")
+    raise ConfigError(f"unknown summary mode {shown}; allowed: {', '.join(SUMMARY_MODES)}")
 
 
 # The outcome table's words (docs/design.md, the outcome row).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vabench.errors import VabenchError
+from vabench.errors import NotFound, VabenchError
 from vabench.vocab import Render
 
 from .tools import ToolResult
@@ -89,7 +89,7 @@ def load_demo(name: str, root: Path | None = None, preset: str = Render.PAPER) -
     directory = demo_dir(name, root, preset)
     manifest = directory / "demo.json"
     if not manifest.is_file():
-        raise FileNotFoundError(
+        raise NotFound(
             f"no demonstration of {name} at {manifest}; record it with "
             f"`python -m vabench.envs.cli.demos --task {name} --render {preset}`"
         )
@@ -179,31 +179,31 @@ class DemoStore:
     def _frame_request(self, args: Any) -> tuple[Demo, list[int]]:
         """Validated (demo, frame indices) of an ``expert.frame`` call; ValueError says what is wrong."""
         if not isinstance(args, dict):
-            raise ValueError(f"expert.frame args must be a JSON object; got {show_value(args)}")
+            raise DemoError(f"expert.frame args must be a JSON object; got {show_value(args)}")
         names = list(self.demos)
         if "demo" in args:
             name = args["demo"]
             if not isinstance(name, str) or name not in self.demos:
-                raise ValueError(f"field 'demo' is {show_value(name)}; allowed: {', '.join(names)}")
+                raise DemoError(f"field 'demo' is {show_value(name)}; allowed: {', '.join(names)}")
         elif len(names) > 1:
-            raise ValueError(f"field 'demo' is required: this task has {len(names)} demos ({', '.join(names)})")
+            raise DemoError(f"field 'demo' is required: this task has {len(names)} demos ({', '.join(names)})")
         else:
             name = names[0]
         demo = self.demos[name]
         if "step" in args and "steps" in args:
-            raise ValueError("give either field 'step' or field 'steps', not both")
+            raise DemoError("give either field 'step' or field 'steps', not both")
         if "step" in args:
             raw, field = [args["step"]], "step"
         elif "steps" in args:
             raw, field = args["steps"], "steps"
             if not isinstance(raw, list):
-                raise ValueError(f"field 'steps' must be a list of frame indices; got {show_value(raw)}")
+                raise DemoError(f"field 'steps' must be a list of frame indices; got {show_value(raw)}")
             if not raw:
-                raise ValueError(f"field 'steps' is empty; give 1 to {MAX_FRAMES_PER_CALL} frame indices")
+                raise DemoError(f"field 'steps' is empty; give 1 to {MAX_FRAMES_PER_CALL} frame indices")
             if len(raw) > MAX_FRAMES_PER_CALL:
-                raise ValueError(f"field 'steps' has {len(raw)} entries; at most {MAX_FRAMES_PER_CALL} frames per call")
+                raise DemoError(f"field 'steps' has {len(raw)} entries; at most {MAX_FRAMES_PER_CALL} frames per call")
         else:
-            raise ValueError(
+            raise DemoError(
                 f"field 'steps' is missing; give 'step': <int> or 'steps': [<int>, ...] "
                 f"(at most {MAX_FRAMES_PER_CALL}), frame indices 0..{demo.last}"
             )
@@ -211,9 +211,9 @@ class DemoStore:
         for i, v in enumerate(raw):
             where = field if field == "step" else f"steps[{i}]"
             if not is_int(v):
-                raise ValueError(f"field '{where}' must be an integer frame index 0..{demo.last}; got {show_value(v)}")
+                raise DemoError(f"field '{where}' must be an integer frame index 0..{demo.last}; got {show_value(v)}")
             if not 0 <= v <= demo.last:
-                raise ValueError(f"frame {v} is outside 0..{demo.last} of demo {demo.name}")
+                raise DemoError(f"frame {v} is outside 0..{demo.last} of demo {demo.name}")
             if v not in steps:
                 steps.append(v)
         return demo, steps

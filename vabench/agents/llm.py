@@ -20,7 +20,7 @@ from typing import Any
 
 import tenacity
 
-from vabench.errors import CostCapReached, RunStopped
+from vabench.errors import ConfigError, CostCapReached, RunStopped
 from vabench.vocab import CostLimit
 
 from .history import message_tokens
@@ -204,9 +204,9 @@ class LiteLLMModel(Model):
     def __init__(self, cfg: ModelConfig):
         for key in cfg.extra:
             if key in _RESERVED_EXTRA:
-                raise ValueError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
+                raise ConfigError(f"ModelConfig.extra must not set {key!r}: use {_RESERVED_EXTRA[key]}")
         if cfg.max_cost_usd is not None and prices(cfg.id) is None:
-            raise ValueError(
+            raise ConfigError(
                 f"model.max_cost_usd is set, but LiteLLM's price map does not know {cfg.id}: its spend cannot be "
                 "counted; remove model.max_cost_usd, or name a priced model"
             )

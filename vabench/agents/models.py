@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from vabench.boundary import ANSWERED, Brief, Participant, Usage
 from vabench.checks import at_least, one_of
-from vabench.errors import VabenchError
+from vabench.errors import ConfigError, VabenchError
 from vabench.vocab import CacheMode
 
 
@@ -91,7 +91,7 @@ class ModelConfig:
         at_least(self, "model", 1, "max_tokens", "max_concurrency")
         thinking = self.extra.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "enabled" and self.temperature not in (None, 1, 1.0):
-            raise ValueError(
+            raise ConfigError(
                 f"'model.temperature' = {self.temperature}: with extended thinking (model.extra.thinking) providers "
                 "accept only no temperature or 1; set model.temperature=null, or model.extra.thinking.type=disabled"
             )

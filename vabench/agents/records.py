@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vabench.errors import VabenchError
+from vabench.errors import PathTaken, VabenchError
 from vabench.recordfile import FRAMES, RECORDING, Event, checked, read_events
 
 __all__ = ["RECORD_FORMAT", "EpisodeRecord", "RecordComplete", "read_events", "result_of", "set_aside"]
@@ -33,7 +33,7 @@ class EpisodeRecord:
         try:  # one record per episode: a second episode in the same folder would corrupt replay
             self._file = self.path.open("x", encoding="utf-8")
         except FileExistsError:
-            raise FileExistsError(f"{self.path} already holds an episode record; use a new folder") from None
+            raise PathTaken(f"{self.path} already holds an episode record; use a new folder") from None
         self._seq = 0
 
     def event(self, kind: Event, /, **data) -> None:

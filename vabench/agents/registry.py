@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.boundary import Participant
-from vabench.errors import UnknownName
+from vabench.errors import ConfigError, UnknownName
 from vabench.registry import Registry
 from vabench.vocab import CacheMode
 
@@ -96,7 +96,7 @@ def check_model_id(model_id: object) -> str:
     """``model_id`` if it names an offline agent or looks like a LiteLLM provider string, else a
     ValueError that lists both forms."""
     if not isinstance(model_id, str) or not model_id.strip():
-        raise ValueError(f"a model id must be a non-empty string ({', '.join(OFFLINE_AGENTS)} or a LiteLLM string)")
+        raise ConfigError(f"a model id must be a non-empty string ({', '.join(OFFLINE_AGENTS)} or a LiteLLM string)")
     if not is_offline(model_id) and "/" not in model_id:
         raise UnknownName(
             "model", model_id, OFFLINE_AGENTS, f"or a LiteLLM provider string such as {PROVIDER_EXAMPLES}"
@@ -112,5 +112,5 @@ def make_model(cfg: ModelConfig) -> Participant:
         return LiteLLMModel(cfg) if cfg.cache == CacheMode.OFF else CachedModel(LiteLLMModel(cfg), cfg)
     for key in agent.requires:
         if not cfg.extra.get(key):
-            raise ValueError(f"'model.extra.{key}' must be set when model.id={agent.name} ({agent.about})")
+            raise ConfigError(f"'model.extra.{key}' must be set when model.id={agent.name} ({agent.about})")
     return agent.make(cfg)

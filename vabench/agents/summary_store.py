@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vabench.errors import ConfigError
 from vabench.vocab import SummaryKind, SummaryMode, summary_mode
 
 from .demo_tools import is_int as _is_int
@@ -33,10 +34,10 @@ from .summary_schema import SUMMARY_FORMAT, SummaryError, validate_summary
 def safe_model_id(model: str) -> str:
     """The file-system name of a model id (the true id is kept inside the file)."""
     if not isinstance(model, str):
-        raise ValueError(f"a model id must be a string; got {_show(model)}")
+        raise ConfigError(f"a model id must be a string; got {_show(model)}")
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", model)
     if safe.strip(".") == "":
-        raise ValueError(f"model id {model!r} cannot name a directory")
+        raise ConfigError(f"model id {model!r} cannot name a directory")
     return safe
 
 
@@ -81,7 +82,7 @@ def _frames_list(frames: Any) -> list[list]:
 
 
 def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
+    raise SummaryError(f"{name} is not valid JSON")
 
 
 def _atomic_write(path: Path, text: str) -> None:

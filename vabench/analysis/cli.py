@@ -15,10 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from vabench.errors import command
+
 from . import labels as L
 from .load import NoOutcomesError, load_runs
 from .report import available_diagnostics, available_tables, to_markdown, write_tables
-from .tally import TallyError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,11 +52,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fail(message: str) -> int:
-    print(f"vabench.analysis: {message}", file=sys.stderr)
-    return 2
-
-
+@command("vabench.analysis")
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
@@ -66,23 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     if (args.annotations or args.proxies or args.paired) and not args.folders:
         ap.error("--annotations, --proxies and --paired need RUN_FOLDER(s)")
     df, tables = None, {}
-    try:
-        if args.folders:
-            df = load_runs(*args.folders)
-            if args.experiment:
-                df = df[df["experiment"].isin(args.experiment)]
-                if df.empty:
-                    return _fail(f"no rows of experiment(s) {', '.join(args.experiment)}")
-            tables = available_tables(df, args.local_models)
-        tables.update(_paired(df, args.paired or []))
-        tally = _tally(df, args)
-        proxies = _proxies(args.folders) if args.proxies else None
-        if proxies is not None and proxies.empty:
-            why = " ".join(proxies.attrs.get("notes", [])) or "no judged row with an episode record"
-            print(f"vabench.analysis: no proxy labels ({why})", file=sys.stderr)
-        tables.update(available_diagnostics(tally, df, proxies, args.rule))
-    except (NoOutcomesError, TallyError, FileNotFoundError, ValueError) as e:
-        return _fail(str(e))
+    if args.folders:
+        df = load_runs(*args.folders)
+        if args.experiment:
+            df = df[df["experiment"].isin(args.experiment)]
+            if df.empty:
+                raise NoOutcomesError(f"no rows of experiment(s) {', '.join(args.experiment)}")
+        tables = available_tables(df, args.local_models)
+    tables.update(_paired(df, args.paired or []))
+    tally = _tally(df, args)
+    proxies = _proxies(args.folders) if args.proxies else None
+    if proxies is not None and proxies.empty:
+        why = " ".join(proxies.attrs.get("notes", [])) or "no judged row with an episode record"
+        print(f"vabench.analysis: no proxy labels ({why})", file=sys.stderr)
+    tables.update(available_diagnostics(tally, df, proxies, args.rule))
     if args.seed_yield:
         from .seedyield import seed_yield
 

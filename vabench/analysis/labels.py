@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.errors import VabenchError
+from vabench.errors import NotFound, VabenchError
 from vabench.runlayout import ANNOTATIONS
 
 CRITERIA = ("TL", "AE", "SR", "MS", "MP", "FG", "ED", "OC", "PF")
@@ -143,7 +143,7 @@ def files(*sources: Path) -> list[Path]:
         elif source.is_dir():
             out += sorted(source.glob("*.jsonl"))
         else:
-            raise FileNotFoundError(f"no label file or folder at {source}")
+            raise NotFound(f"no label file or folder at {source}")
     return out
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from vabench.vocab import Track
 
-from .load import exclusion_note, privileged_note
+from .load import NoOutcomesError, exclusion_note, privileged_note
 from .stats import mcnemar_exact
 from .tables.common import SUBSETS, _arms_of, _judged, _order, _scope
 
@@ -47,7 +47,7 @@ def _words(label: str) -> set[str]:
 
 
 def _raise(message: str):
-    raise ValueError(message)
+    raise NoOutcomesError(message)
 
 
 def paired_outcomes(df: pd.DataFrame, a: str, b: str, track: str | None = Track.BASE) -> pd.DataFrame:

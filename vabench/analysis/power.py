@@ -36,20 +36,22 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from vabench.errors import ConfigError
+
 MAX_EPISODES = 10**7
 
 
 def _check(p1: float, p2: float, run_sd: float, alpha: float, power: float | None = None) -> None:
     if not 0 < p1 < 1:
-        raise ValueError(f"baseline success rate must be in (0, 1), got {p1}")
+        raise ConfigError(f"baseline success rate must be in (0, 1), got {p1}")
     if not 0 < p2 < 1 or p1 == p2:
-        raise ValueError(f"baseline + difference must be in (0, 1) and differ from the baseline, got {p2}")
+        raise ConfigError(f"baseline + difference must be in (0, 1) and differ from the baseline, got {p2}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise ConfigError(f"alpha must be in (0, 1), got {alpha}")
     if power is not None and not alpha / 2 < power < 1:
-        raise ValueError(f"power must be in (alpha/2, 1), got {power}")
+        raise ConfigError(f"power must be in (alpha/2, 1), got {power}")
     if not 0 <= run_sd or run_sd**2 >= min(p1 * (1 - p1), p2 * (1 - p2)):
-        raise ValueError(f"run_sd must be >= 0 and run_sd^2 below p(1-p) of both rates, got {run_sd}")
+        raise ConfigError(f"run_sd must be >= 0 and run_sd^2 below p(1-p) of both rates, got {run_sd}")
 
 
 def variance(p: float, episodes: float, runs: float, run_sd: float = 0.0) -> float:
@@ -147,7 +149,7 @@ def sample_size_table(
     p2 = p1 + difference
     _check(p1, p2, run_sd, alpha, power)
     if tasks < 1 or max_runs < 1 or (seeds is not None and seeds < 1):
-        raise ValueError("tasks, max_runs and seeds must be >= 1")
+        raise ConfigError("tasks, max_runs and seeds must be >= 1")
     designs = []
     for r in range(1, max_runs + 1):
         e = episodes_needed(p1, p2, r, run_sd, alpha, power)

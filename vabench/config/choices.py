@@ -24,6 +24,7 @@ MOVED = {
     "render.preset": "render",
     "robot.name": "robot",
     "perturbation.name": "perturbation",
+    "model.model": "model.id",  # ModelConfig.model, renamed id
 }
 
 
@@ -45,7 +46,8 @@ def moved(cfg: dict) -> dict:
             value = node.pop(key)
             if section == new or not node:
                 del out[section]
-            out[new] = value
+            *parent, leaf = new.split(".")  # "model.id": a key of a section
+            (out.setdefault(parent[0], {}) if parent else out)[leaf] = value
     return out
 
 

@@ -101,9 +101,9 @@ class PlanConfig:
         at_least(self, "plan", 0, "run_sd")
         asked = [k for k in ("calibrate", "difference", "baseline") if getattr(self, k) is not None]
         if asked and not self.enabled:
-            raise ValueError(f"'plan.{asked[0]}' needs plan=true")
+            raise ConfigError(f"'plan.{asked[0]}' needs plan=true")
         if self.calibrate is not None and not (Path(self.calibrate) / OUTCOMES).is_dir():
-            raise ValueError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
+            raise ConfigError(f"'plan.calibrate' = {self.calibrate}: not a run folder (it has no outcomes/)")
 
 
 @dataclass(frozen=True)

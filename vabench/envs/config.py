@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from vabench.checks import within
 from vabench.condition import DEFAULT_RENDER, Condition, default
+from vabench.errors import ConfigError
 
 from .perturb import PerturbationConfig
 from .render import RENDER_PRESETS, RenderPreset, render_preset
@@ -34,7 +35,7 @@ class RecordingConfig:
         within(self, "recording", 16, 1080, "height")
         if self.width % 2 or self.height % 2:
             size = f"{self.width}x{self.height}"
-            raise ValueError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
+            raise ConfigError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
         within(self, "recording", 0.1, 60, "fps")
 
 

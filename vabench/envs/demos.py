@@ -25,6 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vabench.errors import BadFile, ConfigError
 from vabench.media import demo_video
 from vabench.vocab import Render
 
@@ -48,7 +49,7 @@ def demo_dir(task: str, root: Path | None = None, preset: str = Render.PAPER) ->
 def record(task: str, root: Path | None = None, preset: str | RenderPreset = Render.PAPER, force: bool = False) -> Path:
     """Record (or reuse) the demo of ``task`` at ``preset``; returns its directory."""
     if task not in demo_tasks():
-        raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
+        raise ConfigError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
     preset = render_preset(preset)
     out = demo_dir(task, root, preset.name)
     if (out / "demo.json").exists() and not force:
@@ -87,7 +88,7 @@ def _film(task: str, preset: RenderPreset, folder: Path) -> None:
             pass
         env.hold(round(HOLD_S / TIMESTEP))
         if not env.success:
-            raise RuntimeError(f"the expert failed on demo seed {seed} of {task}; re-screen the seeds")
+            raise BadFile(f"the expert failed on demo seed {seed} of {task}; re-screen the seeds")
         cam = preset.active
         meta = {
             "format": DEMO_FORMAT,
@@ -157,7 +158,7 @@ def trace(task: str) -> DemoTrace:
     """Replay the demonstration of ``task`` (the expert on its demo seed, as :func:`record` films it,
     without a camera: the same physics) and trace what it does, action by action."""
     if task not in demo_tasks():
-        raise ValueError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
+        raise ConfigError(f"{task} has no demonstration of its own; demo tasks: {', '.join(demo_tasks())}")
     env = VABenchEnv(EnvConfig(render=False))
     try:
         env.reset(task, demo_seed(task))

@@ -24,6 +24,7 @@ from io import BytesIO
 import numpy as np
 from PIL import Image
 
+from vabench.errors import ConfigError
 from vabench.registry import Registry
 from vabench.vocab import Render
 
@@ -45,7 +46,7 @@ class Encoding:
     def __post_init__(self):
         for q in (self.quality, self.source_quality):
             if q is not None and not 1 <= q <= 100:
-                raise ValueError(f"JPEG quality must be in [1, 100], got {q}")
+                raise ConfigError(f"JPEG quality must be in [1, 100], got {q}")
 
     def encode(self, rgb: np.ndarray) -> bytes:
         image = Image.fromarray(rgb)
@@ -75,9 +76,9 @@ class RenderPreset:
     def __post_init__(self):
         w, h = self.observer_size
         if not (16 <= w <= 4096 and 16 <= h <= 4096):
-            raise ValueError(f"observer size must be in [16, 4096] x [16, 4096], got {w}x{h}")
+            raise ConfigError(f"observer size must be in [16, 4096] x [16, 4096], got {w}x{h}")
         if not 0.5 <= self.demo_fps <= 60:
-            raise ValueError(f"demo_fps must be in [0.5, 60], got {self.demo_fps}")
+            raise ConfigError(f"demo_fps must be in [0.5, 60], got {self.demo_fps}")
 
     def encoding(self, bundle: bool) -> Encoding:
         """The encoding of a protocol's observation images (``bundle``: the passive five views)."""

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vabench.errors import BadFile, ConfigError, NotFound
 from vabench.vocab import SEEDS_PER_TASK, Robot
 
 from .env import VABenchEnv
@@ -110,7 +111,7 @@ def screen(
         else:
             rejected.append({"seed": seed, "reason": v.reason})
     if len(accepted) < n_accept and strict:
-        raise RuntimeError(f"{task}: only {len(accepted)} of {n_accept} seeds accepted in pool {pool}")
+        raise NotFound(f"{task}: only {len(accepted)} of {n_accept} seeds accepted in pool {pool}")
     return accepted, rejected
 
 
@@ -122,13 +123,13 @@ def load_manifest(task: str, robot: str = Robot.PANDA) -> dict:
     path = manifest_path(task, robot)
     if not path.exists():
         how = "" if robot == Robot.PANDA else f" --robot {robot}"
-        raise FileNotFoundError(
+        raise NotFound(
             f"no seed manifest for {task!r}{'' if robot == Robot.PANDA else ' on ' + robot}; run "
             f"`python -m vabench.envs.cli.seeds --task {task}{how} --write`"
         )
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT or data.get("task") != task:
-        raise ValueError(f"{path} is not a {FORMAT} manifest for {task!r}")
+        raise BadFile(f"{path} is not a {FORMAT} manifest for {task!r}")
     return data
 
 
@@ -157,7 +158,7 @@ def write_manifest(env: VABenchEnv, task: str, log=print, max_tries: int | None 
     if robot != Robot.PANDA:
         return _write_robot_manifest(env, task, robot, log, max_tries, resume)
     if max_tries is not None or resume:
-        raise ValueError("--max-tries and --resume apply to another robot's manifests; the Panda's screen to 20")
+        raise ConfigError("--max-tries and --resume apply to another robot's manifests; the Panda's screen to 20")
     accepted, rejected = screen(env, task, log=log)
     demo, demo_rejected = screen(env, task, pool=DEMO_POOL, n_accept=1, log=log)
     data = {

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from vabench.errors import command
 from vabench.runlayout import RECORDS, RUN_INFO
 
 from .clips import ExportError
@@ -93,6 +94,7 @@ def _where(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+@command("vabench.export")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m vabench.export", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="format", required=True)
@@ -112,21 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unjudged", action="store_true", help="also infra_error attempts (never judged)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     args = ap.parse_args(argv)
-    try:
-        tasks = tuple(t for t in args.tasks.split(",") if t)
-        done = export(
-            args.source,
-            args.out,
-            args.repo_id,
-            where=_where(args.where),
-            tasks=tasks,
-            fps=args.fps,
-            unjudged=args.unjudged,
-            force=args.force,
-        )
-    except ExportError as e:
-        print(f"vabench.export: {e}", file=sys.stderr)
-        return 2
+    tasks = tuple(t for t in args.tasks.split(",") if t)
+    done = export(
+        args.source,
+        args.out,
+        args.repo_id,
+        where=_where(args.where),
+        tasks=tasks,
+        fps=args.fps,
+        unjudged=args.unjudged,
+        force=args.force,
+    )
     print(
         f"wrote {done['episodes']} episodes, {done['frames']} frames ({', '.join(done['cameras'])} at "
         f"{done['fps']} fps, {done['bytes'] / 1e6:.1f} MB) to {done['out']}\n"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from enum import IntEnum
 
+from vabench.errors import REFUSED
+
 
 class Exit(IntEnum):
     JUDGED = 0  # every episode of every job has a judged row
     CRASH = 1  # an unexpected error (Python's own status for a traceback)
-    REFUSED = 2  # refused before any work, or stopped, with one line saying why
+    REFUSED = REFUSED  # refused before any work, or stopped, with one line saying why
     UNJUDGED = 3  # the run ended, but some episodes are infra_error rows (rerun the same run_id)
     INTERRUPTED = 130  # Ctrl-C (or a signal): the run stopped and resumes on the next launch
 

@@ -16,7 +16,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from vabench.config.run import RunConfig, from_config  # also registers the config's dataclass nodes
-from vabench.errors import ConfigError, Interrupted, RunStopped
+from vabench.errors import Interrupted, RunStopped, VabenchError, flat
 from vabench.launch.exits import Exit, leave
 from vabench.launch.folders import discard
 from vabench.launch.words import CONF
@@ -49,8 +49,8 @@ def _validated(cfg: DictConfig, run_dir: Path) -> RunConfig:
         _refuse(run_dir, f"config error: {e}")
     try:
         run = from_config(resolved, run_dir, log=_say)
-    except ConfigError as e:
-        _refuse(run_dir, f"config error: {e}")
+    except VabenchError as e:  # ConfigError, UnknownName, a manifest or folder it names: one line
+        _refuse(run_dir, f"config error: {flat(e)}")
     if run.options.probe and not run.plan.enabled:
         from vabench.run.probe import EndpointError, probe
 
@@ -86,6 +86,8 @@ def _run(run: RunConfig) -> int:
         _interrupted(parallel)
     except RunStopped as stop:  # one line saying why, and how to go on
         leave(Exit(stop.exit_status), stop.line(run.run_id))
+    except VabenchError as e:  # a bad file or a misbehaving server: one line, not a traceback
+        leave(Exit.REFUSED, flat(e))
     print()
     print(to_markdown(success_matrix(rows, track=run.track)))
     unjudged = unjudged_summary(rows)

@@ -69,7 +69,7 @@ class LearnedPolicy:
         cfg = self.net.cfg
         state = np.asarray(obs[STATE_KEY], dtype=np.float32).reshape(-1)
         if len(state) != len(FIELDS):
-            raise ValueError(f"this policy controls one arm ({len(FIELDS)} state numbers); got {len(state)}")
+            raise CheckpointError(f"this policy controls one arm ({len(FIELDS)} state numbers); got {len(state)}")
         image = resize(np.asarray(obs[ACTIVE_IMAGE_KEY], dtype=np.uint8), (cfg.width, cfg.height))
         prompt = prompt_features(str(obs.get(PROMPT_KEY, "")), cfg.text_dim)
         with torch.no_grad():

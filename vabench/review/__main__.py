@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from vabench.analysis import labels as L
+from vabench.errors import CannotListen, command
 from vabench.media import DEMO_VIDEO, demo_video, episode_video
 from vabench.recordfile import EVENTS, VIDEO_NAME, recording_frames
 from vabench.runlayout import read_run_info
@@ -26,21 +27,13 @@ def serve(args) -> int:
 
     from .app import create_app
 
-    try:
-        sock = listen(args.host, args.port)
-    except OSError as e:
-        print(f"vabench.review: {e}", file=sys.stderr)
-        return 2
+    sock = listen(args.host, args.port)
     with sock:
         address, port = sock.getsockname()[:2]
         beyond = not ipaddress.ip_address(address).is_loopback
-        try:
-            token = access.check_token(args.token) if args.token else (access.new_token() if beyond else None)
-            rules = access.Access(token, access.host_names(args.allow_host, beyond), port)
-            app = create_app([Path(f) for f in args.folders], rules)
-        except (FileNotFoundError, access.BadAccess) as e:
-            print(f"vabench.review: {e}", file=sys.stderr)
-            return 2
+        token = access.check_token(args.token) if args.token else (access.new_token() if beyond else None)
+        rules = access.Access(token, access.host_names(args.allow_host, beyond), port)
+        app = create_app([Path(f) for f in args.folders], rules)
         for line in announce(args.host, address, port, token, echo=not args.token):
             print(line, flush=True)
         uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
@@ -54,7 +47,7 @@ def listen(host: str, port: int) -> socket.socket:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         family, kind, proto, _, where = min(found, key=lambda a: a[0] != socket.AF_INET)  # IPv4 first
     except socket.gaierror:
-        raise OSError(f"no such address to listen on: --host {host}") from None
+        raise CannotListen(f"no such address to listen on: --host {host}") from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
@@ -64,8 +57,8 @@ def listen(host: str, port: int) -> socket.socket:
         sock.close()
         if e.errno == errno.EADDRINUSE:
             fix = "pass --port N for another, or --port 0 to pick a free one"
-            raise OSError(f"port {port} on {host} is in use: {fix}") from None
-        raise OSError(f"cannot listen on {host} port {port}: {e.strerror}") from None
+            raise CannotListen(f"port {port} on {host} is in use: {fix}") from None
+        raise CannotListen(f"cannot listen on {host} port {port}: {e.strerror}") from None
     return sock
 
 
@@ -189,6 +182,7 @@ def parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
+@command("vabench.review")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "serve"

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from vabench.analysis import labels as L
+from vabench.errors import NotFound
 from vabench.outcometable import scan
 from vabench.vocab import RIGHT, ObservationProfile
 
@@ -42,7 +43,7 @@ class RunFolders:
     def __init__(self, folders: list[Path]):
         for folder in folders:
             if not Path(folder).is_dir():
-                raise FileNotFoundError(f"no run folder at {Path(folder).resolve()}")
+                raise NotFound(f"no run folder at {Path(folder).resolve()}")
         self.roots = runs.expand_folders([Path(f) for f in folders])
         self._cache: dict[int, tuple[int, pd.DataFrame, list]] = {}
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vabench.analysis import NoOutcomesError
+from vabench.errors import command
 
 from .build import Options, build
 from .episodes import MEDIA
@@ -28,16 +28,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@command("vabench.site")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.page_size < 1:
         parser().error("--page-size must be at least 1")
     opts = Options(args.media, not args.no_check, args.page_size, [tuple(x) for x in args.paired], not args.no_figures)
-    try:
-        built = build(args.folders, args.out, opts)
-    except (FileNotFoundError, FileExistsError, NoOutcomesError, ValueError) as e:
-        print(f"vabench.site: {e}", file=sys.stderr)
-        return 2
+    built = build(args.folders, args.out, opts)
     name, size = built.largest
     print(f"vabench.site: {built.pages} pages ({built.episodes} episodes) in {built.out} in {built.seconds:.1f} s; "
           f"largest page {name} ({size / 1024:.0f} KiB); open {built.out / 'index.html'}")  # fmt: skip

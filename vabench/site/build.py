@@ -13,6 +13,7 @@ import pandas as pd
 
 from vabench.analysis import available_tables, cost_table, paired_comparison, prepare, save_figures, write_tables
 from vabench.analysis.load import prepared_once
+from vabench.errors import PathTaken
 from vabench.verify.compare import plain
 
 from . import episodes as E
@@ -49,7 +50,7 @@ def fresh(out: Path) -> None:
     """An empty site folder: a new one, or one this command built before (never anything else)."""
     if out.exists() and any(out.iterdir()):
         if not (out / MARK).exists():
-            raise FileExistsError(f"{out} is not empty and not a site built by vabench.site: give a new --out folder")
+            raise PathTaken(f"{out} is not empty and not a site built by vabench.site: give a new --out folder")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARK).write_text("built by python -m vabench.site; rebuilt in place\n")

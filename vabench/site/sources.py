@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.errors import NotFound
 from vabench.review import runs as R
 from vabench.runlayout import read_run_info
 from vabench.verify.compare import check_record
@@ -68,7 +69,7 @@ def read_runs(folders: list[Path]) -> list[Run]:
     """Every run folder at or under ``folders`` (a folder of runs is its runs), in order."""
     missing = [str(f) for f in folders if not Path(f).is_dir()]
     if missing:
-        raise FileNotFoundError(f"not a folder: {', '.join(missing)}")
+        raise NotFound(f"not a folder: {', '.join(missing)}")
     out = []
     for i, root in enumerate(R.expand_folders([Path(f) for f in folders])):
         rows, unreadable = R.outcomes(root)
@@ -82,7 +83,7 @@ def all_rows(runs: list[Run]) -> pd.DataFrame:
     episode files in ``attrs`` for the analysis's notes."""
     frames = [r.rows for r in runs if len(r.rows)]
     if not frames:
-        raise FileNotFoundError(
+        raise NotFound(
             "no outcome rows under " + ", ".join(str(r.root) for r in runs) + "; point at a run folder "
             "that holds episode outcomes (its outcomes/ subfolder)"
         )

@@ -8,13 +8,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from vabench.bundle import NotABundle
+from vabench.errors import command
 from vabench.runlayout import OUTCOMES
 
 from . import rescore, unpacked, verify
-from .check import NotARunFolder, bundle_differences, outcome_rows
+from .check import bundle_differences, outcome_rows
 
 
+@command("python -m vabench.verify")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m vabench.verify", description=__doc__)
     ap.add_argument("run", type=Path, help="a run folder, or a bundle (python -m vabench.bundle)")
@@ -23,18 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.run.exists():
         ap.error(f"{args.run} does not exist: give a run folder or a bundle")
-    try:
-        run_dir, tmp = unpacked(args.run)
-    except NotABundle as e:
-        print(f"python -m vabench.verify: {e}", file=sys.stderr)
-        return 2
+    run_dir, tmp = unpacked(args.run)  # NotABundle: one line, exit status 2
     try:
         if args.rescore is not None:
             return _rescore(run_dir, args.rescore, args.workers)
         report = verify(run_dir, args.workers)
-    except NotARunFolder as e:
-        print(f"python -m vabench.verify: {e}", file=sys.stderr)
-        return 2
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -19,7 +19,7 @@ import pandas as pd
 
 from vabench.bundle import DIGESTS, differences, unpack
 from vabench.config.run import from_config
-from vabench.errors import VabenchError
+from vabench.errors import PathTaken, VabenchError
 from vabench.outcomes import COLUMNS, read_rows, write_row
 from vabench.outcometable import FILE, refresh, to_pandas
 from vabench.recordfile import read_events
@@ -183,7 +183,7 @@ def rescore(run_dir: Path, out_dir: Path, workers: int = 1, log=print) -> pd.Dat
     columns from the re-simulation, and name ``rescored_from``. Returns the new rows."""
     run_dir, out_dir = Path(run_dir).absolute(), Path(out_dir).absolute()
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise SystemExit(f"{out_dir} is not empty: rescore writes a new run folder")
+        raise PathTaken(f"{out_dir} is not empty: rescore writes a new run folder")
     run, info, rows = load(run_dir)
     judged = [r for r in rows if r["status"] == Status.OK]
     new_run = from_config(info.config, out_dir)

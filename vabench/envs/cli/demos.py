@@ -13,12 +13,14 @@ import json
 import sys
 from pathlib import Path
 
+from vabench.errors import command
 from vabench.vocab import Render
 
 from ..demos import demo_tasks, record
 from ..render import RENDER_PRESETS
 
 
+@command("python -m vabench.envs.cli.demos")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Record the RGB-only expert demonstrations into the cache.")
     ap.add_argument("--task", action="append", choices=demo_tasks(), help="default: every base task")

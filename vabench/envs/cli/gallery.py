@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from vabench.errors import command
 from vabench.vocab import LEFT, RIGHT, Render
 
 from ..env import EnvConfig, VABenchEnv
@@ -91,6 +92,7 @@ def contact_sheet(rows: list[tuple[str, list[Path], bool]], out: Path) -> Path:
     return path
 
 
+@command("python -m vabench.envs.cli.gallery")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from vabench.errors import command
 from vabench.vocab import ACTIVE, PASSIVE, Robot
 
 from ..env import EnvConfig, VABenchEnv
@@ -86,6 +87,7 @@ def embodiments(task: str, seed: int, out: Path) -> Path:
 SHEETS = {"views": views, "perturbations": perturbations, "embodiments": embodiments}
 
 
+@command("python -m vabench.envs.cli.looks")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Pictures of the views, every perturbation and every embodiment.")
     ap.add_argument("--out", type=Path, required=True)

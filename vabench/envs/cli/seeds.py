@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from vabench.errors import command
 from vabench.vocab import Robot
 
 from ..env import EnvConfig, VABenchEnv
@@ -20,6 +21,7 @@ from ..seeds import check_manifest, write_manifest
 from ..tasks import TASKS
 
 
+@command("python -m vabench.envs.cli.seeds")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Screen seeds and write or check the seed manifests.")
     ap.add_argument("--task", action="append", choices=sorted(TASKS), help="default: every task")

@@ -10,6 +10,7 @@ from vabench.condition import default
 from vabench.envs.seeds import load_manifest
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.tasks import task_class, tasks_of_track
+from vabench.errors import command
 from vabench.vocab import Track, arms_label
 
 
@@ -37,7 +38,8 @@ def rows(track: str | None = None, robot: str = default("robot")) -> list[tuple[
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+@command("python -m vabench.tasks")
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m vabench.tasks", description=__doc__.split("\n\n")[0])
     p.add_argument("--track", choices=list(Track), help="only this track")
     p.add_argument("--robot", choices=list(EMBODIMENTS), default=default("robot"), help="whose seeds (default panda)")
@@ -47,3 +49,4 @@ def main(argv: list[str] | None = None) -> None:
     for r in table:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()[:200])
     print(f"\nuse: python -m vabench.launch robot={args.robot} tasks=[NAME,...] seeds=N|[SEED,...] (track=NAME)")
+    return 0

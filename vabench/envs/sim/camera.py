@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
+from vabench.errors import ConfigError
 from vabench.vocab import ACTIVE, LEFT, RIGHT
 
 from .geometry import axis_angle, look_at
@@ -72,11 +73,11 @@ class CameraConfig:
 
     def __post_init__(self):
         if not (16 <= self.width <= 4096 and 16 <= self.height <= 4096):
-            raise ValueError(f"camera width and height must be in [16, 4096], got {self.width}x{self.height}")
+            raise ConfigError(f"camera width and height must be in [16, 4096], got {self.width}x{self.height}")
         if not 5.0 <= self.fovy_deg <= 120.0:
-            raise ValueError(f"camera fovy_deg must be in [5, 120], got {self.fovy_deg}")
+            raise ConfigError(f"camera fovy_deg must be in [5, 120], got {self.fovy_deg}")
         if self.shader not in SHADERS:
-            raise ValueError(f"camera shader must be one of {', '.join(SHADERS)}, got {self.shader!r}")
+            raise ConfigError(f"camera shader must be one of {', '.join(SHADERS)}, got {self.shader!r}")
 
 
 def _pose(eye, rot) -> np.ndarray:
