@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from vabench.condition import KEYS
 from vabench.recordfile import EVENTS, FRAMES, Event, read_events
 from vabench.vocab import EndReason, Status
 
@@ -28,10 +29,7 @@ ROW_COLUMNS = (
     "run_index",
     "attempt",
     "protocol",
-    "render",
-    "robot",
-    "perturbation",
-    "intervention",
+    *KEYS,  # every condition key (vabench.condition)
     "status",
     "success",
     "end_reason",
