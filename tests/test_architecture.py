@@ -297,15 +297,11 @@ OTHER_MEANINGS = {
     ("vabench.agents.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
     ("vabench.agents.chat", "invalid"): "the compaction digest's wording (valid | invalid)",
     ("vabench.envs.sim.embodiments", "robot"): "the URDF root element",
-    ("vabench.analysis.load", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
-    ("vabench.analysis.tables.common", "robot"): "the outcome column robot (the embodiment)",
-    ("vabench.condition", "robot"): "the condition key robot (the embodiment)",
     ("vabench.config.choices", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.config", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.cli.tasks", "robot"): "the condition key robot (the embodiment)",
     ("vabench.gym.env", "robot"): "the condition key robot (the embodiment)",
-    ("vabench.export.runs", "robot"): "the outcome column robot (the embodiment)",
     ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
     ("vabench.agents.dialogue", "reply"): "the conversation turn's kind (history: observation | reply | repair ...)",
     ("vabench.agents.protocol", "action"): "the reply's JSON key and its decision kind",
@@ -424,13 +420,12 @@ def _declared_defaults() -> dict:
     """Every config default as its dataclass declares it, by section ("": the top level)."""
     from vabench.agents.harness_config import HarnessConfig
     from vabench.agents.models import ModelConfig
-    from vabench.condition import Condition
-    from vabench.config.choices import CONDITION_KEYS
+    from vabench.condition import KEYS, config_default
     from vabench.config.run import PlanConfig, RayConfig, RunOptions
     from vabench.config.sections import defaults
     from vabench.envs import RecordingConfig
 
-    condition = {k: v for k, v in defaults(Condition).items() if k in CONDITION_KEYS}
+    condition = {k: config_default(k) for k in KEYS}
     return {
         "harness": defaults(HarnessConfig),
         "ray": defaults(RayConfig),

@@ -150,7 +150,8 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     for path in Path(CONF, "model").glob("*.yaml"):  # a template states only what differs
         own = OmegaConf.to_container(OmegaConf.load(path))
         repeated = {k: v for k, v in own.items() if k in defaults and defaults[k] == v}
-        assert own["defaults"] == ["_defaults", "_self_"] and repeated == {}, path.name
+        extra = ["_policy"] if path.stem == "policy" else []  # PolicyConfig's model.extra defaults
+        assert own["defaults"] == ["_defaults", *extra, "_self_"] and repeated == {}, path.name
     openai = composed("model=openai", "model.timeout_s=30")["model"]
     assert openai["timeout_s"] == 30 and openai["max_tokens"] == defaults["max_tokens"] == 4096
     run = validate("+experiment=smoke", "model=openai", "model.id=openai/gpt-4o-mini")

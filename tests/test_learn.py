@@ -118,13 +118,14 @@ def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, t
     server = PolicyServer(served, port=0).start()
     try:
         env = small_env()
-        agent = make_model(policy(f"ws://127.0.0.1:{server.port}", budget_scale=0.1))  # 5 steps
-        row = run_episode(env, agent, Episode.of(TASK, eval_seeds(TASK)[-1], env=env), tmp_path / "ep")
+        agent = make_model(policy(f"ws://127.0.0.1:{server.port}"))
+        episode = Episode.of(TASK, eval_seeds(TASK)[-1], env=env, budget_scale=0.1)  # 5 steps
+        row = run_episode(env, agent, episode, tmp_path / "ep")
         env.close()
     finally:
         server.shutdown()
-    # a budget other than the default is a named ablation: the model column says so
-    assert (row.status, row.model, row.budget) == ("ok", "policy-budget-x0.1", 5)
+    # the budget is the condition's: its own column, never in the model's name
+    assert (row.status, row.model, row.budget, row.budget_scale) == ("ok", "policy", 5, 0.1)
     assert 1 <= row.model_calls <= row.steps <= 5
     assert row.model_calls == len(received) and received[0]["observation/state"].shape == (11,)
     replies = [e for e in read_events(tmp_path / "ep" / "events.jsonl") if e["type"] == "action"]
@@ -188,7 +189,7 @@ def test_export_train_serve_and_evaluate_on_a_held_out_seed(tmp_path):
                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         assert server.stdout.readline().startswith("serving {'policy': 'bc'")  # printed once it listens
-        done = launch(tmp_path, "model=policy", f"model.extra.url=ws://127.0.0.1:{port}", "+model.extra.budget_scale=1",
+        done = launch(tmp_path, "model=policy", f"model.extra.url=ws://127.0.0.1:{port}", "budget_scale=1",
                       f"tasks=[{TASK}]", f"seeds=[{seeds[-1]}]", "render=small", run_id="bc")  # fmt: skip
     finally:
         server.terminate()

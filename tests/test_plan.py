@@ -121,7 +121,7 @@ OFFLINE = {
     "random": (),
     "servo": (),
     "posetext": (),
-    "policy": ("+model.extra.budget_scale=2",),
+    "policy": ("budget_scale=2",),
     "replay": ("model.extra.record={record}", "seeds=[1000]", "tasks=[grasp_single_cube]"),
 }
 

@@ -84,7 +84,11 @@ def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
     assert len(rows) == 1
     row = rows.iloc[0]
     assert (row.model, row.task, row.seed, row.status, row.success) == ("policy", TASK, seed, "ok", True)
-    assert (row.budget, row.privileged) == (500, False)  # 10 x the task's 50
+    assert (row.budget, row.budget_scale, row.privileged) == (
+        500,
+        10.0,
+        False,
+    )  # a policy's default: 10 x the task's 50
     assert (server.connections, server.dropped) == (2, 0)  # the probe's and the run's, each closed with a close frame
     assert row.model_calls == row.provider_attempts == len(server.received) >= 2  # one per chunk
     assert row.model_latency_s > 0 and row.steps == len(expert_decisions(TASK, seed))
@@ -111,7 +115,8 @@ def test_verify_resimulates_a_policy_run_and_analysis_loads_it(served_run):
                           text=True, timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     df = load_runs(run)
-    assert list(df["condition"]) == ["policy | active | summary none | render small"] and df["success"].all()
+    assert list(df["condition"]) == ["policy | active | summary none | render small | budget_scale 10"]
+    assert df["success"].all()
 
 
 def _free_port() -> int:
@@ -248,8 +253,7 @@ def test_the_experts_commands_survive_becoming_vectors():
             ["+model.extra.chunk=4"],
             "'model.extra.chunk' is not a policy setting (did you mean 'model.extra.chunk_steps'?)",
         ),
-        (["+model.extra.budget_scale=0"], "'model.extra.budget_scale' must be a number > 0, got 0"),
-        (["+model.extra.rotation_frame=base"], "'model.extra.rotation_frame' must be one of local, world, got 'base'"),
+        (["model.extra.rotation_frame=base"], "'model.extra.rotation_frame' must be one of local, world, got 'base'"),
     ],
 )
 def test_a_policy_config_mistake_is_one_line(overrides, line):
@@ -334,12 +338,11 @@ def test_a_misbehaving_server_ends_the_episode_as_infra_or_permanent(tmp_path, s
 
 def test_passive_sends_the_five_views_under_their_keys(tmp_path):
     server = OpenpiServer(Scripted(np.zeros((0, 7))), {})
-    agent = make_model(policy(server.url, budget_scale=0.04, image_keys={"topdown": "cam/top"}))  # 2 steps
+    agent = make_model(policy(server.url, image_keys={"topdown": "cam/top"}))
     try:
         env = small_env()
-        row = run_episode(
-            env, agent, Episode.of(TASK, eval_seeds(TASK)[0], protocol="passive", env=env), tmp_path / "ep"
-        )
+        episode = Episode.of(TASK, eval_seeds(TASK)[0], protocol="passive", env=env, budget_scale=0.04)  # 2 steps
+        row = run_episode(env, agent, episode, tmp_path / "ep")
     finally:
         server.shutdown()
     assert (row.success, row.end_reason, row.steps, row.budget, row.model_calls) == (False, "budget", 2, 2, 1)
@@ -348,8 +351,23 @@ def test_passive_sends_the_five_views_under_their_keys(tmp_path):
     assert sorted(server.received[0]) == names and server.received[0]["cam/top"].shape == (240, 320, 3)
 
 
-def test_a_budget_other_than_the_default_is_in_the_condition():
-    """Rows of two step budgets never pool: a scale other than the default names the model."""
-    assert make_model(policy("ws://127.0.0.1:9")).name == "policy"
-    assert make_model(policy("ws://127.0.0.1:9", budget_scale=20)).name == "policy-budget-x20"
-    assert make_model(ModelConfig(id="policy", name="pi0", extra={"url": "ws://h:1", "budget_scale": 2})).name == "pi0"
+def test_the_step_budget_is_a_condition_key_a_policy_defaults_to_10():
+    """A policy's budget is the condition key budget_scale (10 unless set; any other agent's: 1), in
+    the row and the label, never in the model's name; the old model.extra key is moved (a kept
+    _run.json) or, on the command line, refused naming the new key; a policy's settings need no +."""
+    from vabench.launch.words import misspelt
+
+    assert (validate("model=policy").condition.budget_scale, validate().condition.budget_scale) == (10.0, 1.0)
+    run = validate("model=policy", "budget_scale=20", "model.extra.position_scale=2")
+    assert (run.condition.model, run.condition.budget_scale, run.model.extra["position_scale"]) == ("policy", 20.0, 2)
+    assert run.condition.label == "policy | active | summary none | budget_scale 20"
+    assert run.condition.budget(50) == 1000 and run.condition.folders() == ("budget_scale_20",)
+    assert validate("model=policy", "+model.extra.budget_scale=0.5").condition.budget_scale == 0.5
+    with pytest.raises(ConfigError, match=r"^'budget_scale': must be a number > 0, got 0$"):
+        validate("model=policy", "budget_scale=0")
+    line = "'model.extra.budget_scale' is now 'budget_scale': budget_scale=0.5"
+    assert misspelt(["model=policy", "+model.extra.budget_scale=0.5"]) == line
+    assert misspelt(["model=policy", "model.extra.positon_scale=2"]) == (
+        "unknown config key 'model.extra.positon_scale'; did you mean 'model.extra.position_scale'?"
+    )
+    assert make_model(ModelConfig(id="policy", name="pi0", extra={"url": "ws://h:1"})).name == "pi0"

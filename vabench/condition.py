@@ -1,19 +1,26 @@
 """What the paper compares, as one frozen value (:class:`Condition`): one model under one protocol
 and summary source, plus every named departure from the paper's measurement (an observation
-profile, an intervention, a render preset, a robot, a visual perturbation).
+profile, an intervention, a render preset, a robot, a visual perturbation, a step budget scale).
 
 One value travels from the launcher to the worker, the env, the harness, the row and the review
 app, and every one of them reads it: the worker builds the env for its :attr:`Condition.look`, the
-harness reads the protocol, the observation profile and the intervention, the row's columns and
-the label come from :meth:`Condition.columns` and :attr:`Condition.label`. Its defaults are the
-paper's measurement (3.4, C.6-C.8, D.1-D.2; the reference harness where the paper is silent), and
-they are declared here once: a departure from one of them is a named, recorded ablation that shows
-in the label and the run folder's path, so its rows never pool with the paper's.
+harness reads the protocol, the observation profile, the intervention and the budget scale, the
+row's columns and the label come from :meth:`Condition.columns` and :attr:`Condition.label`. Its
+defaults are the paper's measurement (3.4, C.6-C.8, D.1-D.2; the reference harness where the paper
+is silent), and they are declared here once: a departure from one of them is a named, recorded
+ablation that shows in the label and the run folder's path, so its rows never pool with the paper's.
+
+The departure keys are declared once, as the fields made with :func:`key`: the run folder's order,
+the row's columns and their defaults (vabench.outcomes), the config's top-level keys and their
+checks (vabench.config.choices), the launcher's words, the analysis's fills and the export's rows
+are all read from :data:`KEYS`, so a new key is one field here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import importlib
+import math
+from dataclasses import dataclass, field, fields, replace
 
 from vabench.vocab import (
     ACTIVE,
@@ -27,7 +34,27 @@ from vabench.vocab import (
     summary_mode,
 )
 
-LOOK = ("render", "robot", "perturbation")  # what an env is built for (vabench.envs.env.EnvConfig)
+BUDGET_FORM = "a number > 0; unset: the agent's own (1; a policy's 10)"
+LAST = 99  # the label rank of a key that names none: after the others, in field order
+
+
+def key(default, about: str, check: str, *, label: int = LAST, kind: type = str, **rules):
+    """A departure key: its paper's value, what the row's column says (``about``), and its rules
+    (``field(metadata=...)``): ``check``, ``module:name`` of a registry (its ``check``) or a
+    callable that raises ValueError for a value it refuses; ``label``, its place in the label
+    (the field order is the run folder's, which never changes: a resumed run finds its episodes);
+    ``kind``, the value's type (str, float); and optional rules: ``look`` (the env is built for
+    it), ``agent`` (an agent may declare its own default, as a class attribute of this name: the
+    config's default is then null), ``fill`` (False: the analysis leaves an older row's missing
+    column empty), ``choices`` (``module:name`` of what ``--help`` lists, else the check's names),
+    ``form`` (the help's words for the values)."""
+    return field(default=default, metadata={"about": about, "check": check, "label": label, "kind": kind, **rules})
+
+
+def positive(value: float) -> None:
+    """The check of a scale: a number > 0."""
+    if not value > 0 or math.isinf(value):
+        raise ValueError(f"must be a number > 0, got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -35,16 +62,56 @@ class Condition:
     model: str  # the row's model id: the agent's name (ModelConfig.name, else model.id)
     protocol: str = ACTIVE.name  # active | passive
     summary_source: str = SummaryKind.NONE  # own | none | expert | shared:<model id>
-    observation: str = ObservationProfile.PAPER  # what each observation tells the model
-    render: str = Render.PAPER  # image sizes and encodings (vabench.envs.render)
-    intervention: str = Intervention.NONE  # the harness's intervention (summary=expert is in summary_source)
-    robot: str = Robot.PANDA  # the embodiment (vabench.envs.sim.embodiments)
-    perturbation: str = Perturbation.NONE  # none | <kind>:<level> (vabench.envs.perturb)
+    observation: str = key(
+        ObservationProfile.PAPER,
+        " | ".join(ObservationProfile) + ": what the model is told per step (observation=)",
+        "vabench.config.choices:PROFILES",
+        label=0,
+    )
+    render: str = key(
+        Render.PAPER,
+        " | ".join(Render) + ": the render preset (image sizes and encodings; vabench.envs.render)",
+        "vabench.envs.render:RENDER_PRESETS",
+        label=2,
+        look=True,
+        fill=False,  # rows before schema 5 named no preset: their images were not the paper preset's
+    )
+    intervention: str = key(
+        Intervention.NONE,
+        "the interventions in force, joined by + (none: the paper's boundary; vabench.interventions)",
+        "vabench.interventions:MANIFESTS",
+        label=1,
+    )
+    robot: str = key(
+        Robot.PANDA,
+        " | ".join(Robot) + ": the embodiment (robot=NAME; vabench.envs.sim.embodiments)",
+        "vabench.envs.sim.embodiments:EMBODIMENTS",
+        label=3,
+        look=True,
+    )
+    perturbation: str = key(
+        Perturbation.NONE,
+        "none | <kind>:<level>: the visual perturbation (perturbation=; vabench.envs.perturb)",
+        "vabench.envs.perturb:PerturbationConfig",
+        label=4,
+        look=True,
+        choices="vabench.envs.perturb:KINDS",
+        form="vabench.envs.perturb:FORM",
+    )
+    budget_scale: float = key(
+        1.0,
+        "the episode's step budget is the task's times this, at least 1 (budget_scale=; 1: the paper's; "
+        "a policy's default: 10, vabench.agents.policy)",
+        "vabench.condition:positive",
+        kind=float,
+        agent=True,
+        form="vabench.condition:BUDGET_FORM",
+    )
 
     @property
-    def look(self) -> tuple[str, str, str]:
-        """(render, robot, perturbation): what the env is built for."""
-        return self.render, self.robot, self.perturbation
+    def look(self) -> tuple:
+        """(render, robot, perturbation): what the env is built for (:data:`LOOK`)."""
+        return tuple(getattr(self, k) for k in LOOK)
 
     @property
     def summary(self) -> SummaryMode:
@@ -58,12 +125,20 @@ class Condition:
         named += [self.intervention] if self.intervention != Intervention.NONE else []
         return "+".join(map(str, named)) or Intervention.NONE
 
+    def budget(self, task_budget: int) -> int:
+        """The env steps an episode of a task with this step budget may take (an agent may still
+        keep its own: a replay, the recorded episode's; vabench.agents.models.Model.step_budget)."""
+        return max(1, round(task_budget * self.budget_scale))
+
+    def values(self) -> dict:
+        """Every departure key's value as the row says it, in the folder order (``intervention``:
+        summary=expert shows as ``expert_summary`` there too)."""
+        return {k: self.interventions if k == "intervention" else getattr(self, k) for k in KEYS}
+
     def departures(self) -> dict[str, str]:
-        """The departures from the paper's measurement, in the label's order (``intervention`` as
-        the row says it: summary=expert shows as ``expert_summary`` there too)."""
-        out = {"observation": self.observation, "intervention": self.interventions, "render": self.render}
-        out |= {"robot": self.robot, "perturbation": self.perturbation}
-        return {k: v for k, v in out.items() if v != default(k)}
+        """The departures from the paper's measurement as words, in the label's order."""
+        gone = {k: v for k, v in self.values().items() if v != default(k)}
+        return {k: word(gone[k]) for k in LABEL_ORDER if k in gone}
 
     @property
     def label(self) -> str:
@@ -73,15 +148,14 @@ class Condition:
 
     def columns(self) -> dict:
         """The outcome row's condition columns, and the label."""
-        cols = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "intervention"}
-        return {**cols, "intervention": self.interventions, "condition": self.label}
+        head = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in KEYS}
+        return {**head, **self.values(), "condition": self.label}
 
     def folders(self) -> tuple[str, ...]:
         """The departures as folder names (``render_small``), between the model and the protocol, in
-        the order run folders have always had (a resumed run finds its episodes where they were)."""
+        the field order (the order run folders have always had: a resumed run finds its episodes)."""
         gone = self.departures()
-        order = ("observation", "render", "intervention", "robot", "perturbation")
-        return tuple(f"{k}_{gone[k]}" for k in order if k in gone)
+        return tuple(f"{k}_{gone[k]}" for k in KEYS if k in gone)
 
     @classmethod
     def of_row(cls, row) -> Condition:
@@ -91,33 +165,66 @@ class Condition:
         named = [
             p for p in str(row.get("intervention") or Intervention.NONE).split("+") if p != Intervention.EXPERT_SUMMARY
         ]
-        values = {k: str(v) for k, v in given.items() if v is not None and v == v}  # NaN: a missing column
+        values = {k: kind(k)(v) for k, v in given.items() if v is not None and v == v}  # NaN: a missing column
         return cls(**values, intervention=named[0] if named else Intervention.NONE)
 
     def but(self, **changes) -> Condition:
         return replace(self, **changes)
 
 
-def condition_label(
-    model: str,
-    protocol: str,
-    summary_source: str,
-    observation: str | None = None,
-    render: str | None = None,
-    intervention: str | None = None,
-    robot: str | None = None,
-    perturbation: str | None = None,
-) -> str:
+def rule(name: str, what: str, otherwise=None):
+    """One rule of a departure key (:func:`key`), or ``otherwise``."""
+    return next(f.metadata.get(what, otherwise) for f in fields(Condition) if f.name == name)
+
+
+def kind(name: str) -> type:
+    """The type of a condition key's value (str unless its :func:`key` says)."""
+    return rule(name, "kind", str)
+
+
+def word(value) -> str:
+    """A key's value as the label and the folder say it (a number without a trailing ``.0``)."""
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
+def named(path: str):
+    """The object ``module:name`` names (a rule's registry, imported when first asked)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def check(name: str, value):
+    """``value`` of condition key ``name`` as its type, once its check accepts it (ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"must be a {kind(name).__name__}, got {value!r}")
+    try:
+        value = kind(name)(value)
+    except ValueError:
+        raise ValueError(f"must be a number, got {value!r}") from None
+    checker = named(rule(name, "check"))
+    getattr(checker, "check", checker)(value)
+    return value
+
+
+def config_default(name: str):
+    """The config's default of a condition key: the paper's value, or null where an agent may
+    declare its own (:func:`key`'s ``agent``)."""
+    return None if rule(name, "agent") else default(name)
+
+
+def condition_label(model: str, protocol: str, summary_source: str, observation: str | None = None, **keys) -> str:
     """The label of a row's columns (``intervention`` as the row says it; None or NaN: a column an
     old row lacks, the paper's value), for tables that hold columns rather than conditions."""
-    given = dict(observation=observation, render=render, intervention=intervention, robot=robot)
-    given |= dict(perturbation=perturbation, model=model, protocol=protocol, summary_source=summary_source)
-    return Condition.of_row(given).label
+    given = dict(model=model, protocol=protocol, summary_source=summary_source, observation=observation)
+    return Condition.of_row({**given, **keys}).label
 
 
-def default(key: str):
+def default(name: str):
     """The paper's value of one condition key: the one place each default is declared."""
-    return next(f.default for f in fields(Condition) if f.name == key)
+    return next(f.default for f in fields(Condition) if f.name == name)
 
 
+KEYS: tuple[str, ...] = tuple(f.name for f in fields(Condition) if "check" in f.metadata)  # the folder order
+LABEL_ORDER: tuple[str, ...] = tuple(sorted(KEYS, key=lambda k: rule(k, "label")))  # stable: ties in field order
+LOOK: tuple[str, ...] = tuple(k for k in KEYS if rule(k, "look"))  # what an env is built for (EnvConfig)
 DEFAULT_RENDER: str = default("render")

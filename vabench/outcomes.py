@@ -4,7 +4,7 @@ The columns are declared once, as the fields of :class:`OutcomeRow` (the builder
 and the Arrow schema is derived from them, so a column is never silently dropped or retyped when a
 directory of files is read as one table (pyarrow infers a dataset's schema from the first file it
 finds). Columns may be added (nullable), never renamed; bump ``SCHEMA_VERSION`` when adding. This
-module depends on pyarrow, pandas and the vocabulary only: the simulator side writes rows, the
+module depends on pyarrow, pandas, the vocabulary and the condition only: the simulator side writes rows, the
 analysis side reads them.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, make_dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -22,24 +22,14 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from vabench.vocab import (
-    EndReason,
-    ErrorKind,
-    Intervention,
-    ObservationProfile,
-    Perturbation,
-    Render,
-    Robot,
-    Status,
-    SummaryKind,
-    Track,
-)
+from vabench.condition import KEYS, default, kind, rule
+from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, Track
 
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
 # cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation;
-# 10: model_latency_s
-SCHEMA_VERSION = 10
+# 10: model_latency_s; 11: budget_scale
+SCHEMA_VERSION = 11
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -47,14 +37,13 @@ def _col(arrow: pa.DataType, default=None, about: str = ""):
 
 
 STR, INT, FLT, BOOL = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+ARROW = {str: STR, int: INT, float: FLT, bool: BOOL}
 
 
 @dataclass
-class OutcomeRow:
-    """One episode's row, the only place its columns are declared (name, Arrow type, default).
-
-    The harness fills one while an episode runs; the driver builds one for an episode that could not
-    run (:meth:`infra`). ``row()`` gives the dict :func:`write_row` accepts."""
+class _Head:
+    """The row's first columns: the run, the condition's label, model and summary (then the
+    condition's departure keys, :data:`_Conditions`, then :class:`OutcomeRow`'s own)."""
 
     run_id: str | None = _col(STR)
     experiment: str | None = _col(STR)
@@ -64,25 +53,24 @@ class OutcomeRow:
     summary_model: str | None = _col(STR, about="who wrote the summary used (null: none)")
     summary_learned: bool | None = _col(BOOL, about="the episode had the summary its source asked for (null: none)")
     summary_digest: str | None = _col(STR, about="sha256 prefix of the summary text the model received (null: none)")
-    observation: str = _col(
-        STR,
-        ObservationProfile.PAPER,
-        " | ".join(ObservationProfile) + ": what the model is told per step (observation=)",
-    )
-    render: str = _col(
-        STR, Render.PAPER, " | ".join(Render) + ": the render preset (image sizes and encodings; vabench.envs.render)"
-    )
-    intervention: str = _col(
-        STR,
-        Intervention.NONE,
-        "the interventions in force, joined by + (none: the paper's boundary; vabench.interventions)",
-    )
-    robot: str = _col(
-        STR, Robot.PANDA, " | ".join(Robot) + ": the embodiment (robot=NAME; vabench.envs.sim.embodiments)"
-    )
-    perturbation: str = _col(
-        STR, Perturbation.NONE, "none | <kind>:<level>: the visual perturbation (perturbation.*; vabench.envs.perturb)"
-    )
+
+
+# the departure keys' columns, declared once as Condition's fields (vabench.condition.key): name, type, default
+_Conditions = make_dataclass(
+    "_Conditions",
+    [(k, kind(k), _col(ARROW[kind(k)], default(k), rule(k, "about"))) for k in KEYS],
+    bases=(_Head,),
+)
+
+
+@dataclass
+class OutcomeRow(_Conditions):
+    """One episode's row, the only place its columns are declared (name, Arrow type, default): its
+    own here, the condition's departure keys from :class:`vabench.condition.Condition`.
+
+    The harness fills one while an episode runs; the driver builds one for an episode that could not
+    run (:meth:`infra`). ``row()`` gives the dict :func:`write_row` accepts."""
+
     protocol: str | None = _col(STR, about="active | passive")
     track: str | None = _col(STR, Track.BASE, " | ".join(Track))
     task: str | None = _col(STR)

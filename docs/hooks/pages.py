@@ -32,28 +32,23 @@ def _made(*sources: str) -> str:
 
 # -- config keys ------------------------------------------------------------------------------------
 def _allowed() -> dict[str, str]:
-    """The values each condition key takes, from the registries."""
-    from vabench.envs.perturb import KINDS
-    from vabench.envs.render import RENDER_PRESETS
-    from vabench.envs.sim.embodiments import EMBODIMENTS
-    from vabench.interventions import MANIFESTS
-    from vabench.vocab import PERTURBATION_LEVELS, ObservationProfile
+    """The values each condition key takes, from its rules (``vabench.condition.key``): its
+    registry's names, and the words of its form."""
+    from vabench.condition import KEYS, named, rule
 
-    words = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
-    return {
-        "observation": words(ObservationProfile),
-        "render": words(RENDER_PRESETS),
-        "intervention": words(MANIFESTS),
-        "robot": words(EMBODIMENTS),
-        "perturbation": f"`none` or `<kind>:<level>`: kinds {words(KINDS)}; levels {words(PERTURBATION_LEVELS)}",
-    }
+    out = {}
+    for key in KEYS:
+        listed = named(rule(key, "choices") or rule(key, "check"))
+        names = ", ".join(f"`{n}`" for n in listed) if hasattr(listed, "__iter__") else ""
+        form = f"`{named(rule(key, 'form'))}`" if rule(key, "form") else ""
+        out[key] = "; ".join(x for x in (names, form) if x)
+    return out
 
 
 def config_page() -> str:
     from vabench.agents.harness_config import HarnessConfig
     from vabench.agents.models import ModelConfig
-    from vabench.condition import Condition
-    from vabench.config.choices import CONDITION_KEYS
+    from vabench.condition import KEYS, default, rule
     from vabench.config.run import PlanConfig, RayConfig, RunOptions
     from vabench.envs.config import RecordingConfig
 
@@ -80,7 +75,7 @@ def config_page() -> str:
         "every outcome row and in the condition label, so its rows never pool with the paper's.",
         "",
     ]
-    rows = [(f"`{k}`", shown(v), allowed[k], c) for k, v, c in field_rows(Condition) if k in CONDITION_KEYS]
+    rows = [(f"`{k}`", shown(default(k)), allowed[k], rule(k, "about")) for k in KEYS]
     out += [table(("key", "default", "values", "meaning"), rows), ""]
     out += ["## Run options (`RunOptions`, `vabench/config/run.py`)", ""]
     out += [table(("key", "default", "meaning"), [(f"`{k}`", shown(v), c) for k, v, c in field_rows(RunOptions)]), ""]

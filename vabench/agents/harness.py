@@ -211,7 +211,7 @@ class _Episode:
     def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
         from vabench.envs.tasks import task_class
 
-        budget = self.agent.step_budget(task_class(spec.task).budget)  # a policy's own (vabench.agents.policy)
+        budget = self.agent.step_budget(spec.condition.budget(task_class(spec.task).budget))  # x budget_scale
         with self.sim:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])

@@ -9,8 +9,9 @@ asks again) and answers each observation with one of the paper's commands the ve
 (vabench.agents.policy_actions). So rows, records, replay, verify and review treat it as any
 agent, and it sees nothing a model does not.
 
-A policy acts in small steps, so its episodes have their own step budget: the task's times
-``budget_scale`` (default 10; the row's ``budget`` column records it).
+A policy acts in small steps, so its episodes' default step budget is the task's times 10: it
+declares :attr:`PolicyAgent.budget_scale`, the condition key's default for a policy (``budget_scale=``
+sets another; the row's ``budget`` and ``budget_scale`` columns record it).
 """
 
 from __future__ import annotations
@@ -40,13 +41,6 @@ PROBE_TIMEOUT_S = 20.0  # as the LLM endpoint probe's (vabench.run.probe)
 ACTIVE_IMAGE_KEY = "observation/image"  # openpi's LIBERO example names its main camera so
 
 
-def _default_name(budget_scale: float) -> str:
-    """The row's model name when the config names none: a budget scale other than the default is
-    in it, so rows of two budgets never share a condition label."""
-    default = next(f.default for f in fields(PolicyConfig) if f.name == "budget_scale")
-    return DEFAULT_NAME if budget_scale == default else f"{DEFAULT_NAME}-budget-x{budget_scale:g}"
-
-
 @dataclass(frozen=True)
 class PolicyConfig:
     """``model.extra`` of ``model=policy`` (docs/policy.md has the table)."""
@@ -59,7 +53,6 @@ class PolicyConfig:
     prompt_key: str = "prompt"
     actions_key: str = "actions"
     chunk_steps: int | None = None  # vectors of each chunk executed before asking again (None: the whole chunk)
-    budget_scale: float = 10.0  # the episode's step budget is the task's times this
     position_scale: float = 1.0
     rotation_scale: float = 1.0
     rotation_frame: str = "local"
@@ -89,7 +82,7 @@ class PolicyConfig:
             )
         if self.chunk_steps is not None and (not isinstance(self.chunk_steps, int) or self.chunk_steps < 1):
             raise ValueError(f"'model.extra.chunk_steps' must be a positive integer or null, got {self.chunk_steps!r}")
-        for key in ("budget_scale", "position_scale", "rotation_scale"):
+        for key in ("position_scale", "rotation_scale"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"'model.extra.{key}' must be a number > 0, got {value!r}")
@@ -108,20 +101,19 @@ class PolicyConfig:
 class PolicyAgent(Agent):
     """The policy server behind the agent boundary: one connection, kept across episodes."""
 
+    budget_scale = 10.0  # its episodes' default condition key budget_scale (vabench.condition): it acts in small steps
+
     def __init__(self, cfg: ModelConfig):
         if importlib.util.find_spec("websockets") is None:
             raise ValueError("model.id=policy needs the policy extra: pip install 'vabench[policy]'")
         self.config = PolicyConfig.of(dict(cfg.extra))  # ValueError names the key
-        self.name = cfg.name or _default_name(self.config.budget_scale)
+        self.name = cfg.name or DEFAULT_NAME
         self.timeout_s, self.api_key_env = cfg.timeout_s, cfg.api_key_env
         self.client: PolicyClient | None = None
         self.maker: CommandMaker | None = None
         self.chunk: deque = deque()  # vectors of the current chunk not yet executed
         self.pending: deque = deque()  # commands of the current vector not yet sent
         self.inferences = 0
-
-    def step_budget(self, task_budget: int) -> int:
-        return max(1, round(task_budget * self.config.budget_scale))
 
     def start(self, brief: Brief) -> None:
         self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))

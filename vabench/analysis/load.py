@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.condition import condition_label
+from vabench.condition import KEYS, Condition, default, rule
 from vabench.errors import VabenchError
 from vabench.outcomes import COLUMNS
 from vabench.outcometable import gather, to_pandas
-from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot, Status, Track
+from vabench.vocab import Arms, Status, Track
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -29,6 +29,10 @@ PRIVILEGED_NOTE = (
 )
 # one episode, whatever its attempt: a later judged attempt replaces an earlier one
 EPISODE_KEY = ["experiment", "condition", "track", "task", "seed", "run_index"]
+# rows before schema 11 (no budget_scale column) said a policy's budget in its model: ``policy`` was
+# played at 10x the task's budget, ``policy-budget-x0.1`` at 0.1x
+OLD_POLICY, OLD_POLICY_SCALE = "policy", 10.0
+OLD_BUDGET_NAME = r"^(?P<model>.+)-budget-x(?P<scale>[0-9.]+)$"
 _STRINGS = [
     "run_id",
     "experiment",
@@ -153,8 +157,9 @@ def _every_column(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fill_defaults(p: pd.DataFrame, notes: list[str]) -> None:
-    """What older or hand-built rows leave out: the base track, "?" names, prompts v1, the paper's
-    observation, the Panda unperturbed."""
+    """What older or hand-built rows leave out: the base track, "?" names, prompts v1, and each
+    condition key's paper value (vabench.condition.KEYS; a key whose ``fill`` rule is False stays
+    empty), a policy's budget scale from its old model name."""
     if p["track"].isna().any():
         notes.append(f"{int(p['track'].isna().sum())} row(s) had no track; read as base.")
         p["track"] = p["track"].fillna(Track.BASE)
@@ -162,9 +167,30 @@ def _fill_defaults(p: pd.DataFrame, notes: list[str]) -> None:
     for c in ("model", "protocol", "summary_source", "task"):
         p[c] = p[c].fillna("?")
     _mark_prompts_v1(p, notes)
-    p["observation"] = p["observation"].fillna(ObservationProfile.PAPER)
-    p["robot"] = p["robot"].fillna(Robot.PANDA)  # rows before schema 9: the Panda, unperturbed
-    p["perturbation"] = p["perturbation"].fillna(Perturbation.NONE)
+    _budget_of_old_names(p, notes)
+    for k in KEYS:
+        if rule(k, "fill", True):
+            p[k] = p[k].fillna(default(k))
+
+
+def _budget_of_old_names(p: pd.DataFrame, notes: list[str]) -> None:
+    """Rows before schema 11 of a policy: its budget scale from the model name (:data:`OLD_POLICY`),
+    the model plain and the label made again, so they pool with the rows of today."""
+    old = p["budget_scale"].isna()
+    named = p.loc[old, "model"].astype(str).str.extract(OLD_BUDGET_NAME)
+    scale = pd.to_numeric(named["scale"], errors="coerce")
+    scale = scale.where(scale.notna() | (p.loc[old, "model"] != OLD_POLICY), OLD_POLICY_SCALE)
+    found = scale.dropna().index
+    if found.empty:
+        return
+    p.loc[found, "budget_scale"] = scale[found]
+    p.loc[found, "model"] = named.loc[found, "model"].fillna(OLD_POLICY)
+    p.loc[found, "condition"] = None  # labelled again from the columns (_label_conditions)
+    notes.append(
+        f"{len(found)} policy row(s) written before the budget_scale column: their budget scale read from the "
+        f"model name ('{OLD_POLICY}': {OLD_POLICY_SCALE:g}x; '{OLD_POLICY}-budget-x<scale>'), their model "
+        f"'{OLD_POLICY}', their label made again."
+    )
 
 
 def _mark_prompts_v1(p: pd.DataFrame, notes: list[str]) -> None:
@@ -186,8 +212,8 @@ def _label_conditions(p: pd.DataFrame) -> None:
     """A condition label for rows without one, whole-number run and attempt, and the visible
     privileged suffix on model and condition (``model_raw`` keeps the name as written)."""
     no_cond = p["condition"].isna()
-    cols = ["model", "protocol", "summary_source", "observation", "render", "robot", "perturbation"]
-    p.loc[no_cond, "condition"] = [condition_label(*x) for x in p.loc[no_cond, cols].itertuples(index=False)]
+    rows = p.loc[no_cond, list(Condition.__dataclass_fields__)].to_dict("records")
+    p.loc[no_cond, "condition"] = [Condition.of_row(r).label for r in rows]
     for c in ("run_index", "attempt"):
         p[c] = pd.to_numeric(p[c], errors="coerce").fillna(1).astype(int)
     p["seed"] = pd.to_numeric(p["seed"], errors="coerce").astype("Int64")

@@ -4,11 +4,12 @@ summaries are kept. :func:`vabench.config.run.from_config` calls them in order."
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from vabench.boundary import Participant
 from vabench.checks import bound
-from vabench.condition import Condition, default
+from vabench.condition import KEYS, Condition, check, config_default, default, rule
 from vabench.config.sections import typed
 from vabench.errors import ConfigError, UnknownName
 from vabench.interventions import MANIFESTS, check_composes
@@ -16,9 +17,11 @@ from vabench.registry import Registry
 from vabench.runlayout import SUMMARIES
 from vabench.vocab import Intervention, ObservationProfile, SummaryKind, SummaryMode
 
-CONDITION_KEYS = ("observation", "render", "intervention", "robot", "perturbation")  # top-level; defaults: Condition's
-# Keys of configs written before they moved (a run folder's RunInfo), and where they live now.
+CONDITION_KEYS = KEYS  # top-level keys, declared as Condition's fields (vabench.condition.key)
+PROFILES = Registry("observation profile", ((p, p) for p in ObservationProfile), "observation=NAME")
+# Keys of configs written before they moved (a run folder's run info), and where they live now.
 MOVED = {
+    "model.extra.budget_scale": "budget_scale",
     "harness.observation": "observation",
     "harness.intervention": "intervention",
     "render.preset": "render",
@@ -37,51 +40,45 @@ def need(cfg: dict, key: str, where: str = ""):
 
 def moved(cfg: dict) -> dict:
     """``cfg`` with the keys of older configs (:data:`MOVED`) where they live now (verify reads a
-    run folder's run info); a config of today comes back as it is."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in cfg.items()}
+    run folder's run info); a config of today comes back as it is. A top-level section left
+    empty, or named as the key it became, goes."""
+    out = copy.deepcopy(cfg)
     for old, new in MOVED.items():
-        section, key = old.split(".")
-        node = out.get(section)
+        *path, key = old.split(".")
+        node = out
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and key in node:
             value = node.pop(key)
-            if section == new or not node:
-                del out[section]
+            if len(path) == 1 and (path[0] == new or not node):
+                del out[path[0]]
             *parent, leaf = new.split(".")  # "model.id": a key of a section
             (out.setdefault(parent[0], {}) if parent else out)[leaf] = value
     return out
 
 
-def _checked(key: str, value, check) -> str:
-    """``value`` of top-level ``key`` as ``check`` accepts it; its complaint names the key."""
-    try:
-        check(typed(value, str, key))
-    except ValueError as e:  # UnknownName, a bad level: one line with the choices
-        raise ConfigError(f"'{key}': {e}") from None
-    return str(value)
-
-
-def condition_keys(cfg: dict) -> dict[str, str]:
-    """The condition's keys, each checked against its registry."""
-    from vabench.envs.perturb import PerturbationConfig
-    from vabench.envs.render import RENDER_PRESETS
-    from vabench.envs.sim.embodiments import EMBODIMENTS
-
-    profiles = Registry("observation profile", ((p, p) for p in ObservationProfile), "observation=NAME")
-    checks = {
-        "observation": profiles.check,
-        "render": RENDER_PRESETS.check,
-        "intervention": MANIFESTS.check,
-        "robot": EMBODIMENTS.check,
-        "perturbation": PerturbationConfig,
-    }
-    return {k: _checked(k, cfg.get(k, default(k)), checks[k]) for k in CONDITION_KEYS}
+def condition_keys(cfg: dict, agent: Participant | None = None) -> dict:
+    """The condition's keys, each checked (:func:`vabench.condition.check`, its registry) and as its
+    type; a key left null takes the agent's own default where the key allows one (a policy's
+    ``budget_scale``), else the paper's value."""
+    out = {}
+    for k in CONDITION_KEYS:
+        value = cfg.get(k, config_default(k))
+        if value is None:
+            value = getattr(agent, k, None) if rule(k, "agent") else None
+            value = default(k) if value is None else value
+        try:
+            out[k] = check(k, value)
+        except ValueError as e:  # UnknownName, a bad level, not a number: one line with the choices
+            raise ConfigError(f"'{k}': {e}") from None
+    return out
 
 
 def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summary: SummaryMode, offline: bool, log):
     """One :class:`Condition` per protocol. ``intervention=expert_summary`` is the summary source
     ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
     summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
-    keys = condition_keys(cfg)
+    keys = condition_keys(cfg, agent)
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
     kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)

@@ -5,10 +5,10 @@ Hydra composes the YAML under ``conf/``; :func:`from_config` turns it into a fro
 :class:`RunConfig`. Keys never live in a config: a model names the environment variable that
 holds its key (``api_key_env``), so the resolved config a run folder keeps has no secrets. Every
 default is declared once, in a dataclass: ``model.*`` (:class:`ModelConfig`), ``harness.*``,
-``ray.*``, ``recording.*``, the run's options (:class:`RunOptions`) and the condition's keys
-(``observation``, ``render``, ``intervention``, ``robot``, ``perturbation``:
-:class:`~vabench.condition.Condition`); :mod:`vabench.config.sections` registers them as Hydra's
-nodes, so YAML states only what differs, and ranges are checked once, in each dataclass.
+``ray.*``, ``recording.*``, the run's options (:class:`RunOptions`), the condition's keys (the
+departure fields of :class:`~vabench.condition.Condition`) and a policy's ``model.extra.*``
+(:class:`~vabench.agents.policy.PolicyConfig`); :mod:`vabench.config.sections` registers them as
+Hydra's nodes, so YAML states only what differs, and ranges are checked once, in each dataclass.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from pathlib import Path
 
 from vabench.agents.harness_config import HarnessConfig
 from vabench.agents.models import Model, ModelConfig
+from vabench.agents.policy import PolicyConfig
 from vabench.agents.registry import check_model_id, is_offline, make_model
 from vabench.checks import at_least, within
-from vabench.condition import Condition, default
+from vabench.condition import Condition, config_default
 from vabench.config.choices import (
     CONDITION_KEYS,
     conditions,
@@ -166,10 +167,11 @@ register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
 register("plan", PlanConfig)
+register("model", PolicyConfig, "_policy", under="extra")  # model=policy: model.extra.<key>=, no +
 register_top(
     "_run",
     {
-        **{k: default(k) for k in CONDITION_KEYS},
+        **{k: config_default(k) for k in CONDITION_KEYS},
         **{f: getattr(RunOptions(), f) for f in RunOptions.__dataclass_fields__},
     },
 )

@@ -46,9 +46,11 @@ def defaults(cls) -> dict:
     return out
 
 
-def register(section: str, cls) -> None:
-    """Hydra's ``<section>/_defaults`` node, composed by ``conf/config.yaml`` (or a model file)."""
-    ConfigStore.instance().store(group=section, name="_defaults", node=defaults(cls))
+def register(section: str, cls, name: str = "_defaults", under: str = "") -> None:
+    """Hydra's ``<section>/<name>`` node, composed by ``conf/config.yaml`` (or a model file);
+    ``under``: the defaults go in that key of the section (a policy's ``model.extra``)."""
+    node = {under: defaults(cls)} if under else defaults(cls)
+    ConfigStore.instance().store(group=section, name=name, node=node)
 
 
 def register_top(name: str, node: dict) -> None:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from vabench.condition import KEYS
 from vabench.recordfile import EVENTS, FRAMES, Event, read_events
 from vabench.runlayout import RECORDS, RUN_INFO, read_run_info
 from vabench.vocab import EndReason, Status
@@ -27,10 +28,7 @@ ROW_COLUMNS = (
     "run_index",
     "attempt",
     "protocol",
-    "render",
-    "robot",
-    "perturbation",
-    "intervention",
+    *KEYS,  # every condition key (vabench.condition)
     "status",
     "success",
     "end_reason",

@@ -36,25 +36,19 @@ episodes not judged (infra_error rows; rerun the same run_id); 130 interrupted; 
 
 
 def _condition_lines() -> list[str]:
-    """Each condition key with what it may be (the paper's value first)."""
-    from vabench.condition import default
-    from vabench.envs.perturb import FORM, KINDS
-    from vabench.envs.render import RENDER_PRESETS
-    from vabench.envs.sim.embodiments import EMBODIMENTS
-    from vabench.interventions import MANIFESTS
-    from vabench.vocab import ObservationProfile
+    """Each condition key with what it may be (the paper's value first), from its rules
+    (vabench.condition.key)."""
+    from vabench.condition import KEYS, default, named, rule, word
 
-    named = {
-        "observation": list(ObservationProfile),
-        "render": list(RENDER_PRESETS),
-        "intervention": list(MANIFESTS),
-        "robot": list(EMBODIMENTS),
-        "perturbation": ["none", *KINDS],
-    }
     lines = ["condition keys (key=value; the paper's value is the default; any other is recorded in every row):"]
-    for key, values in named.items():
-        lines.append(f"  {key:<13} {', '.join(map(str, values))}  (default {default(key)})")
-    return lines + [f"                {FORM}"]
+    for key in KEYS:
+        listed = named(rule(key, "choices") or rule(key, "check"))  # a registry lists its names
+        names = [str(v) for v in listed] if hasattr(listed, "__iter__") else []
+        values = [word(default(key)), *(v for v in names if v != word(default(key)))] if names else []
+        form = named(rule(key, "form")) if rule(key, "form") else ""
+        lines.append(f"  {key:<13} {', '.join(values) or form}  (default {word(default(key))})")
+        lines += [f"                {form}"] if values and form else []
+    return lines
 
 
 def help_text() -> str:

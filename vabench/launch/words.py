@@ -1,7 +1,7 @@
 """The words users type on the command line, checked before Hydra: every mistake is one line naming
 it, the choices and the closest one, never Hydra's traceback. ``plan=true`` is ``plan.enabled``;
-the condition's keys (``intervention=object_poses``, ``perturbation=blur:2``, ``robot=ur5``,
-``render=paper``, ``observation=explained``) are plain top-level keys; a group option
+the condition's keys (the departure fields of vabench.condition.Condition: ``perturbation=blur:2``,
+``budget_scale=0.5``, ...) are plain top-level keys; a group option
 (``model=``, ``protocol=``, ``summary=``, ``track=``, ``+experiment=``, ``+study=``) must name a
 file of its group. ``--help`` lists all of them."""
 
@@ -62,29 +62,41 @@ def composed(overrides: list[str] | None = None) -> dict:
 
 def misspelt(args: list[str]) -> str | None:
     """One line for the first ``key=value`` whose key the composed defaults do not have, with the
-    closest key (Hydra itself only says "not in struct"); ``+key``, ``~key``, ``hydra.*``, group
-    paths (``hydra/launcher=joblib``) and the free-form ``model.extra.*`` are left to Hydra."""
-    keys = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "+", "~"))]
-    keys = [k for k in keys if "/" not in k and not k.startswith(("hydra.", "model.extra.")) and k not in GROUPS]
-    if not keys:
+    closest key (Hydra itself only says "not in struct"), for a key that moved (:data:`MOVED`,
+    ``+`` or not), or for a ``+key`` the config declares (a policy's ``model.extra.*``: no ``+``);
+    ``~key``, ``hydra.*`` and group paths (``hydra/launcher=joblib``) are left to Hydra."""
+    given = {a.split("=", 1)[0].lstrip("+"): a.partition("=")[2] for a in args if "=" in a and not a.startswith("-")}
+    old = next((k for k in given if k in MOVED), None)
+    if old:
+        return f"'{old}' is now '{MOVED[old]}': {MOVED[old]}={given[old]}"
+    words = [a.split("=", 1)[0] for a in args if "=" in a and not a.startswith(("-", "~", "++"))]
+    words = [
+        k for k in words if "/" not in k and not k.startswith(("hydra.", "+hydra.")) and k.lstrip("+") not in GROUPS
+    ]
+    if not words:
         return None
     chosen = [a for a in args if a.split("=", 1)[0].lstrip("+") in GROUPS and "," not in a]
-    node = composed(chosen)  # the groups chosen: summary=shared has keys summary=none lacks
-    for key in keys:
-        if key in MOVED:
-            return f"'{key}' is now '{MOVED[key]}': {MOVED[key]}={_value(args, key)}"
-        where = {**dict.fromkeys(GROUPS), **node}  # a group is a word too (protocol=, model=)
-        for depth, part in enumerate(key.split(".")):
-            if not isinstance(where, dict):
-                break
-            if part not in where:
-                return _unknown_key(key, depth, where)
-            where = where[part]
+    node = {**dict.fromkeys(GROUPS), **composed(chosen)}  # the groups chosen: summary=shared has keys none lacks
+    for word in words:  # a group is a word too (protocol=, model=)
+        key = word.lstrip("+")
+        where, depth = _deepest(node, key)
+        if word.startswith("+") and depth is None:
+            return f"'{key}' is a declared key: {key}={given[key]} (no +)"
+        if not word.startswith("+") and depth is not None:
+            return _unknown_key(key, depth, where)
     return None
 
 
-def _value(args: list[str], key: str) -> str:
-    return next(a.partition("=")[2] for a in args if a.partition("=")[0] == key)
+def _deepest(node: dict, key: str) -> tuple:
+    """(the node, the depth) where ``key`` leaves the config, or (its value, None): it is there."""
+    where = node
+    for depth, part in enumerate(key.split(".")):
+        if not isinstance(where, dict):
+            return where, None
+        if part not in where:
+            return where, depth
+        where = where[part]
+    return where, None
 
 
 def _unknown_key(key: str, depth: int, where: dict) -> str:

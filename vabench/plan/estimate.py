@@ -146,7 +146,8 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
     system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
     image = (5 if p.bundle else 1) * image_tokens_for(run.model.id, *size)
-    steps = cls.budget * arm.share
+    budget = run.condition.budget(cls.budget)  # the task's x budget_scale
+    steps = budget * arm.share
     n = max(1.0, steps * arm.calls_per_step)
     head = system + arm.obs_tokens  # what every call carries but the images and the earlier turns
     input_ = n * (head + image) + arm.turn_tokens * n * (n - 1) / 2
@@ -160,7 +161,7 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
     reasoning = n * reasoning_per_reply(run, priors)
     output = n * arm.reply_tokens + reasoning
     wall = n * priors.latency_s + steps * arm.s_per_step
-    calls_max = cls.budget * run.harness.max_calls_per_step
+    calls_max = budget * run.harness.max_calls_per_step
     return Estimate(1, n, calls_max, input_, n * image, max(0.0, cached), written, output, reasoning, wall)
 
 

@@ -1,6 +1,6 @@
 """The plan of an offline agent (oracle, random, servo, posetext, replay, policy): free, since no
-provider is called, so it counts steps and time only; a policy server's episodes have their own
-step budget (the task's times ``model.extra.budget_scale``, :mod:`vabench.agents.policy`)."""
+provider is called, so it counts steps and time only; an episode's step budget is the condition's
+(the task's times ``budget_scale``: a policy's is 10 by default, :mod:`vabench.agents.policy`)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,14 @@ from vabench.plan.estimate import Estimate
 
 def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
     """The steps an episode of ``task`` may take with this agent, and why."""
-    from vabench.agents.policy import DEFAULT_NAME, PolicyConfig
     from vabench.envs.tasks import task_class
 
-    budget = task_class(task).budget
-    if run.model.id == DEFAULT_NAME:
-        scale = PolicyConfig.of(dict(run.model.extra)).budget_scale
-        return max(1, round(budget * scale)), f"the task's step budget x model.extra.budget_scale={scale:g}"
+    budget = run.condition.budget(task_class(task).budget)
     replay = _replay(run)
     if replay is not None:
         return min(len(replay.replies), replay.step_budget(budget)), "the record's replies"
-    return budget, "the step budget"
+    scale = run.condition.budget_scale
+    return budget, "the step budget" + (f" (the task's x budget_scale={scale:g})" if scale != 1 else "")
 
 
 def _replay(run: RunConfig):

@@ -122,7 +122,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list
         total = total + est.scaled(n)
         per_condition[condition] = per_condition.get(condition, Estimate()) + est.scaled(n)
         budgets = total.per.setdefault("budgets", {})
-        budget = task_class(task).budget
+        budget = run.condition.budget(task_class(task).budget)  # the task's x budget_scale
         budgets[budget] = budgets.get(budget, Estimate()) + est.scaled(n)
         if est.success is not None:
             total.per.setdefault("success", []).append((est.success, n))

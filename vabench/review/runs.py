@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vabench.condition import KEYS
 from vabench.errors import VabenchError
 from vabench.outcometable import refresh, run_folders, to_pandas
 from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events, recording_frames
@@ -22,7 +23,7 @@ TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome sche
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
     "steps", "budget", "checkpoints_done", "checkpoints_total", "objects_placed", "camera_actions",
     "camera_chain_over", "invalid_actions", "planner_failures", "repairs", "cost_usd", "wall_s", "condition", "track",
-    "observation", "render", "privileged", "record",
+    *KEYS, "privileged", "record",
 ]  # fmt: skip
 
 

@@ -22,6 +22,7 @@ import math
 
 import pandas as pd
 
+from vabench.condition import KEYS
 from vabench.paper import PAPER_COUNTS
 from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot
 
@@ -35,8 +36,8 @@ NAN = math.nan
 # ``exclusion_note``/``summary_note``): a table filters its rows dozens of times, and each filter copies
 # every column it carries, so a table carries these (and its ``extra``) instead of the row's 55+
 RATE_COLUMNS = ("experiment", "condition", "model", "model_raw", "summary_source", "summary_model")
-RATE_COLUMNS += ("summary_learned", "protocol", "observation", "track", "task", "base_task", "arms", "seed")
-RATE_COLUMNS += ("run_index", "state", "y", "recovered", "render", "intervention", "robot", "perturbation")
+RATE_COLUMNS += ("summary_learned", "protocol", "track", "task", "base_task", "arms", "seed")
+RATE_COLUMNS += ("run_index", "state", "y", "recovered", *KEYS)  # and every condition key (vabench.condition)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
