@@ -66,6 +66,7 @@ REACHABLE = (
 # an argument that code, never a user, passes). One line each: why it is a programming error.
 PROGRAMMING = {
     ("vabench.analysis", "__getattr__"),  # a lazy export misspelt in code
+    ("vabench.recordfile", "checked"),  # an event written with fields its dataclass does not declare
     ("vabench.verify", "__getattr__"),
     ("vabench.analysis.stats", "wilson_interval"),  # counts the tally made: k <= n always
     ("vabench.analysis.agreement", "_items"),  # raters and positives from one table

@@ -138,11 +138,10 @@ def test_every_moved_key_gets_the_hint_and_an_old_config_is_read(old):
 def test_no_builtin_raise_on_a_user_reachable_path():
     """A new ``raise ValueError(...)`` where a user's input reaches is a traceback for the user:
     raise a VabenchError subclass (vabench/errors.py), or, for a caller's bug, add the function to
-    scripts/count_raises.py's PROGRAMMING with why. agents/policy.py is the lead's rewrite (issue 47)."""
+    scripts/count_raises.py's PROGRAMMING with why."""
     counter = _counter()
     found = [f"{r.module}:{r.line} {r.function}: {r.name}" for r in counter.raises() if r.reachable]
-    assert [f for f in found if not f.startswith("vabench.agents.policy:")] == []
-    assert len(found) <= 9  # agents/policy.py's, converted with the lead's rewrite
+    assert found == []
 
 
 def test_the_exception_classes_a_user_meets_keep_their_builtin():

@@ -28,6 +28,7 @@ import numpy as np
 
 from vabench.boundary import Agent, Answer, Brief, Observation, Usage, answer_of
 from vabench.envs.state import state_vector
+from vabench.errors import ConfigError
 from vabench.vocab import ACTIVE
 
 from .models import ModelConfig, ModelError
@@ -65,29 +66,29 @@ class PolicyConfig:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1)
                 hint = f" (did you mean 'model.extra.{close[0]}'?)" if close else f"; allowed: {', '.join(allowed)}"
-                raise ValueError(f"'model.extra.{key}' is not a policy setting{hint}")
+                raise ConfigError(f"'model.extra.{key}' is not a policy setting{hint}")
         if not extra.get("url"):
-            raise ValueError("'model.extra.url' must be set when model.id=policy (e.g. ws://localhost:8000)")
+            raise ConfigError("'model.extra.url' must be set when model.id=policy (e.g. ws://localhost:8000)")
         try:
             return cls(**extra)
         except TypeError as e:
-            raise ValueError(f"'model.extra': {e}") from None
+            raise ConfigError(f"'model.extra': {e}") from None
 
     def __post_init__(self):
         if not str(self.url).startswith(("ws://", "wss://")):
-            raise ValueError(f"'model.extra.url' must be a ws:// or wss:// URL, got {self.url!r}")
+            raise ConfigError(f"'model.extra.url' must be a ws:// or wss:// URL, got {self.url!r}")
         if self.rotation_frame not in FRAMES:
-            raise ValueError(
+            raise ConfigError(
                 f"'model.extra.rotation_frame' must be one of {', '.join(FRAMES)}, got {self.rotation_frame!r}"
             )
         if self.chunk_steps is not None and (not isinstance(self.chunk_steps, int) or self.chunk_steps < 1):
-            raise ValueError(f"'model.extra.chunk_steps' must be a positive integer or null, got {self.chunk_steps!r}")
+            raise ConfigError(f"'model.extra.chunk_steps' must be a positive integer or null, got {self.chunk_steps!r}")
         for key in ("position_scale", "rotation_scale"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"'model.extra.{key}' must be a number > 0, got {value!r}")
+                raise ConfigError(f"'model.extra.{key}' must be a number > 0, got {value!r}")
         if not isinstance(self.image_keys, dict):
-            raise ValueError(f"'model.extra.image_keys' must map view names to keys, got {self.image_keys!r}")
+            raise ConfigError(f"'model.extra.image_keys' must map view names to keys, got {self.image_keys!r}")
 
     @property
     def mapping(self) -> ActionMapping:
@@ -105,8 +106,8 @@ class PolicyAgent(Agent):
 
     def __init__(self, cfg: ModelConfig):
         if importlib.util.find_spec("websockets") is None:
-            raise ValueError("model.id=policy needs the policy extra: pip install 'vabench[policy]'")
-        self.config = PolicyConfig.of(dict(cfg.extra))  # ValueError names the key
+            raise ConfigError("model.id=policy needs the policy extra: pip install 'vabench[policy]'")
+        self.config = PolicyConfig.of(dict(cfg.extra))  # ConfigError names the key
         self.name = cfg.name or DEFAULT_NAME
         self.timeout_s, self.api_key_env = cfg.timeout_s, cfg.api_key_env
         self.client: PolicyClient | None = None
