@@ -22,10 +22,10 @@ import logging
 import statistics
 import time
 
+from vabench.core.vocab import PROTOCOLS
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS, RenderPreset
 from vabench.envs.seeds import eval_seeds
-from vabench.vocab import PROTOCOLS
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASKS = ("grasp_single_cube", "place_cube_in_bowl")

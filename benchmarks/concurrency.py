@@ -43,8 +43,8 @@ import psutil  # noqa: E402
 
 from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
 from tests.test_launch import composed  # noqa: E402
-from vabench.config.run import from_config  # noqa: E402
-from vabench.errors import Interrupted  # noqa: E402
+from vabench.core.errors import Interrupted  # noqa: E402
+from vabench.run.config.run import from_config  # noqa: E402
 from vabench.run.driver import Driver  # noqa: E402
 
 KEY_VAR = "VABENCH_BENCH_KEY"

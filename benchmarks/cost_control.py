@@ -38,8 +38,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from benchmarks.plan_replies import Failing, ServoReplies  # noqa: E402
 from tests.openai_server import ScriptedServer  # noqa: E402
 from tests.prompt_caching import OPENAI, PromptCache  # noqa: E402
-from vabench.outcometable import load  # noqa: E402
-from vabench.vocab import ACTIVE, PROTOCOLS  # noqa: E402
+from vabench.core.vocab import ACTIVE, PROTOCOLS  # noqa: E402
+from vabench.results.outcometable import load  # noqa: E402
 
 KEY = "VABENCH_COST_KEY"
 TASKS = "[place_cube_in_bowl,grasp_single_cube]"
@@ -92,10 +92,10 @@ def billed(run: Path) -> float:
 def planned(seeds: int, server: ScriptedServer, protocol: str, calibrate: Path | None = None):
     """The plan's episodes of the benchmark's config in ``protocol`` (``calibrate``: from that run)."""
     from tests.test_launch import composed
-    from vabench.agents.llm import prices
-    from vabench.config.run import from_config
+    from vabench.agents.models.llm import prices
     from vabench.plan.estimate import in_flight, wall_time
     from vabench.plan.report import _episodes, calibration
+    from vabench.run.config.run import from_config
 
     cfg = composed(
         "model=openai",

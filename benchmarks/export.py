@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.test_verify import run_folder  # noqa: E402
-from vabench.envs.demos import demo_dir, record  # noqa: E402
+from vabench.envs.demo_recorder import demo_dir, record  # noqa: E402
 from vabench.export.__main__ import export  # noqa: E402
 
 

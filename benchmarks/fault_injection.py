@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import Faults, ScriptedServer  # noqa: E402
 from tests.test_launch import composed  # noqa: E402
-from vabench.config.run import from_config  # noqa: E402
+from vabench.run.config.run import from_config  # noqa: E402
 from vabench.run.driver import Driver  # noqa: E402
 
 KEY_VAR = "VABENCH_BENCH_KEY"

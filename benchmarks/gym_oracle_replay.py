@@ -18,10 +18,10 @@ import time
 import gymnasium as gym
 
 import vabench.gym
+from vabench.core.vocab import ACTIVE, Render
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
 from vabench.gym.oracle import expert_decisions
-from vabench.vocab import ACTIVE, Render
 
 
 def replay(env, seed: int, decisions: list[dict]) -> tuple[bool, int]:

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.offline import OracleAgent
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.offline import OracleAgent
 from vabench.envs.env import VABenchEnv
 from vabench.envs.seeds import eval_seeds
 

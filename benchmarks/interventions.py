@@ -26,19 +26,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.offline import RandomAgent
-from vabench.agents.posetext import PosetextAgent
-from vabench.agents.servo import ServoAgent
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.agents.models.offline import RandomAgent
+from vabench.agents.models.posetext import PosetextAgent
+from vabench.agents.models.servo import ServoAgent
 from vabench.analysis import attribution, attribution_bars, recovers_most, to_markdown
 from vabench.analysis.stats import wilson_interval
-from vabench.condition import condition_label
+from vabench.core.condition import condition_label
+from vabench.core.interventions import HARNESS_INTERVENTIONS, check_composes
+from vabench.core.vocab import Arms, Track, arms_label
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.render import render_preset
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import task_class, tasks_of_track
-from vabench.interventions import HARNESS_INTERVENTIONS, check_composes
-from vabench.vocab import Arms, Track, arms_label
 
 AGENTS = {"posetext": PosetextAgent, "servo": ServoAgent, "random": RandomAgent}
 SINGLE_ARM = tuple(t for t in tasks_of_track(Track.BASE) if arms_label(task_class(t).arms) == Arms.SINGLE)

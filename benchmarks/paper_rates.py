@@ -11,8 +11,8 @@ the plan's priors mix a failing and a successful episode by them (``benchmarks/p
 
 from __future__ import annotations
 
+from vabench.core.vocab import ACTIVE, PASSIVE, Track
 from vabench.envs.tasks import task_class, tasks_of_track
-from vabench.vocab import ACTIVE, PASSIVE, Track
 
 MIN_RATE = 0.01  # a success arm is measured from this rate up; below it the plan takes every episode as failing
 

@@ -38,14 +38,14 @@ from benchmarks.paper_rates import MIN_RATE, success_rates  # noqa: E402
 from benchmarks.plan_replies import Failing, ServoReplies  # noqa: E402
 from tests.openai_server import ScriptedServer  # noqa: E402
 from tests.prompt_caching import OPENAI, PromptCache, blocks  # noqa: E402
-from vabench.agents.harness import Episode, run_episode  # noqa: E402
-from vabench.agents.llm import LiteLLMModel  # noqa: E402
-from vabench.agents.models import ModelConfig  # noqa: E402
+from vabench.agents.chat.model import ModelConfig  # noqa: E402
+from vabench.agents.episode import Episode, run_episode  # noqa: E402
+from vabench.agents.models.llm import LiteLLMModel  # noqa: E402
+from vabench.core.vocab import ACTIVE, PASSIVE, Track  # noqa: E402
 from vabench.envs import RENDER_PRESETS, EnvConfig  # noqa: E402
 from vabench.envs.env import VABenchEnv  # noqa: E402
 from vabench.envs.seeds import eval_seeds  # noqa: E402
 from vabench.envs.tasks import task_class, tasks_of_track  # noqa: E402
-from vabench.vocab import ACTIVE, PASSIVE, Track  # noqa: E402
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 MODEL = "openai/gpt-4o"

@@ -25,8 +25,8 @@ import re
 import numpy as np
 from PIL import Image
 
-from vabench.agents.servo import ServoAgent
-from vabench.boundary import ArmProprio, Brief, Feedback, Frame, Observation, payload
+from vabench.agents.models.servo import ServoAgent
+from vabench.core.boundary import ArmProprio, Brief, Feedback, Frame, Observation, payload
 from vabench.envs.actions import SEMANTIC_VIEWS
 
 MOVES = ("x", "y", "z")

@@ -29,9 +29,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.openai_server import ScriptedServer  # noqa: E402
 from tests.prompt_caching import ANTHROPIC, OPENAI, PromptCache  # noqa: E402
-from vabench.agents.harness import Episode, run_episode  # noqa: E402
-from vabench.agents.llm import LiteLLMModel, prices  # noqa: E402
-from vabench.agents.models import ModelConfig  # noqa: E402
+from vabench.agents.chat.model import ModelConfig  # noqa: E402
+from vabench.agents.episode import Episode, run_episode  # noqa: E402
+from vabench.agents.models.llm import LiteLLMModel, prices  # noqa: E402
 from vabench.envs import RENDER_PRESETS, EnvConfig  # noqa: E402
 from vabench.envs.env import VABenchEnv  # noqa: E402
 from vabench.envs.seeds import eval_seeds  # noqa: E402

@@ -24,13 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import ModelConfig
-from vabench.agents.records import EpisodeRecord
-from vabench.agents.registry import make_model
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import make_model
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
-from vabench.recordfile import Event
+from vabench.results.recordfile import Event
+from vabench.results.records import EpisodeRecord
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASKS = ("grasp_single_cube", "place_cube_in_bowl")

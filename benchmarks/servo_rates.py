@@ -24,14 +24,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.servo import ServoAgent
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.servo import ServoAgent
 from vabench.analysis.stats import wilson_interval
+from vabench.core.vocab import Perturbation, Robot, Track
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig
 from vabench.envs.seeds import eval_seeds, load_manifest
 from vabench.envs.tasks import task_class, tasks_of_track
-from vabench.vocab import Perturbation, Robot, Track
 
 FIELDS = (
     "task",

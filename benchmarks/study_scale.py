@@ -2,7 +2,7 @@
 --old-rev (default: main before the outcome table, files only) against this tree, in the same run.
 
 Each run folder is synthesised once (cached under --root) with the real schema
-(:class:`vabench.outcomes.OutcomeRow`, written by :func:`vabench.outcomes.write_row` at the
+(:class:`vabench.results.outcomes.OutcomeRow`, written by :func:`vabench.results.outcomes.write_row` at the
 driver's paths) and a small event record per episode. Every figure is measured in a fresh process
 (its own peak RSS, imports not timed except for the analysis CLI, which is timed whole), median of
 --repeats:
@@ -12,7 +12,7 @@ driver's paths) and a small event record per episode. Every figure is measured i
   checked against the files' stats);
 - ``analysis``: ``python -m vabench.analysis RUN --out DIR`` (run as a module in the measuring
   process: pandas is imported before the clock starts);
-- ``resume``: ``vabench.runfolder.state.todo`` over every episode of the run (all done);
+- ``resume``: ``vabench.run.folder.state.todo`` over every episode of the run (all done);
 - ``review``: the review app's first run page (``GET /run/0``, app created in the same process).
 
 Targets at 14,000 (issue 30): load <= 2 s, analysis <= 10 s and 1 GB, first page <= 2 s, resume <= 2 s.
@@ -47,9 +47,9 @@ WHAT = ("read_parquet", "load", "analysis", "resume", "review")  # and "build", 
 
 def specs(n: int) -> list:
     """The first n episodes of a study: run x model x protocol x summary source x task x seed."""
-    from vabench.condition import Condition
+    from vabench.core.condition import Condition
     from vabench.envs.tasks import TASKS, task_class
-    from vabench.episodes import EpisodeSpec
+    from vabench.results.episodes import EpisodeSpec
 
     tasks = sorted(TASKS)[:14]
     out = []
@@ -69,8 +69,8 @@ def specs(n: int) -> list:
 
 def synthesise(folder: Path, n: int) -> None:
     """A run folder of n episode files and small records (skipped when already complete)."""
-    from vabench.outcomes import OutcomeRow, write_row
-    from vabench.recordfile import EVENTS
+    from vabench.results.outcomes import OutcomeRow, write_row
+    from vabench.results.recordfile import EVENTS
 
     done = folder / ".synthesised"
     if done.exists():
@@ -109,7 +109,7 @@ def measure(what: str, folder: Path, n: int) -> dict:
             failed = True
         return {"s": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "rows": n, "failed": failed}
     if what == "build":
-        from vabench.outcometable import TABLE_NAME, refresh
+        from vabench.results.outcometable import TABLE_NAME, refresh
 
         (folder / TABLE_NAME).unlink(missing_ok=True)
         t = time.perf_counter()
@@ -125,7 +125,7 @@ def measure(what: str, folder: Path, n: int) -> dict:
     elif what == "resume":
         from types import SimpleNamespace
 
-        from vabench.runfolder import state as runfolder
+        from vabench.run.folder import state as runfolder
 
         episodes = specs(n)
         runfolder.expand = lambda run: episodes  # the study's episodes, not a config's

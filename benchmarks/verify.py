@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import ScriptedServer  # noqa: E402
-from vabench.agents.servo import ServoAgent  # noqa: E402
+from vabench.agents.models.servo import ServoAgent  # noqa: E402
 from vabench.envs.tasks import task_class, tasks_of_track  # noqa: E402
 from vabench.verify import verify  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Count the builtin exceptions vabench raises (``raise ValueError(...)``, ``raise SystemExit("...")``),
 by module, and say which are on a path a user can reach: issue 47 wants every error a user can reach
-to be a :class:`vabench.errors.VabenchError` (one line, exit status 2) and builtins left only for
+to be a :class:`vabench.core.errors.VabenchError` (one line, exit status 2) and builtins left only for
 programming errors. tests/test_errors.py fails when a new one appears on a reachable path.
 
     .venv/bin/python scripts/count_raises.py [--list] [ROOT]
@@ -25,37 +25,37 @@ ROOT = Path(__file__).resolve().parents[1] / "vabench"
 # Module prefixes a user's input reaches: the config and what checks it, the commands, the readers of
 # files and run folders, and the clients of servers.
 REACHABLE = (
-    "vabench.config",  # the config
+    "vabench.run.config",  # the config
     "vabench.launch",
-    "vabench.checks",  # the config dataclasses' range checks
-    "vabench.vocab",  # summary=... and the other words of the config
-    "vabench.interventions",  # intervention=...
+    "vabench.core.checks",  # the config dataclasses' range checks
+    "vabench.core.vocab",  # summary=... and the other words of the config
+    "vabench.core.interventions",  # intervention=...
     "vabench.envs.config",  # recording.*
     "vabench.envs.render",  # render.* and the observer's size
     "vabench.envs.sim.camera",  # the cameras a config names
-    "vabench.agents.registry",  # model.id and its extras
-    "vabench.agents.ratelimit",  # model.rpm / model.tpm
-    "vabench.agents.policy",  # model.extra of model=policy
-    "vabench.agents.llm",  # model.extra, and a provider's replies
-    "vabench.agents.policy_wire",  # a policy server's replies
-    "vabench.agents.models",  # a provider's replies (images it cannot read)
+    "vabench.agents.models.kinds",  # model.id and its extras
+    "vabench.agents.models.ratelimit",  # model.rpm / model.tpm
+    "vabench.agents.models.policy",  # model.extra of model=policy
+    "vabench.agents.models.llm",  # model.extra, and a provider's replies
+    "vabench.agents.models.policy_wire",  # a policy server's replies
+    "vabench.agents.chat.model",  # a provider's replies (images it cannot read)
     "vabench.run.probe",  # the endpoint's reply to the probe
     "vabench.analysis",  # readers of run folders and label files
     "vabench.review",
     "vabench.verify",
     "vabench.site",
     "vabench.export",
-    "vabench.bundle",
-    "vabench.runfolder",
-    "vabench.outcomes",  # an outcome row read back
-    "vabench.outcometable",
-    "vabench.recordfile",
-    "vabench.agents.records",
-    "vabench.agents.summary_store",  # summary files
-    "vabench.agents.summary_schema",
-    "vabench.agents.demo_tools",  # demonstration files
+    "vabench.results.bundle",
+    "vabench.run.folder",
+    "vabench.results.outcomes",  # an outcome row read back
+    "vabench.results.outcometable",
+    "vabench.results.recordfile",
+    "vabench.results.records",
+    "vabench.agents.summaries.summary_store",  # summary files
+    "vabench.agents.summaries.summary_schema",
+    "vabench.agents.summaries.demo_tools",  # demonstration files
     "vabench.envs.seeds",  # seed manifests
-    "vabench.envs.demos",
+    "vabench.envs.demo_recorder",
     "vabench.envs.cli",
     "vabench.learn",  # exports and checkpoints read back
     "vabench.serve_policy",
@@ -66,7 +66,7 @@ REACHABLE = (
 # an argument that code, never a user, passes). One line each: why it is a programming error.
 PROGRAMMING = {
     ("vabench.analysis", "__getattr__"),  # a lazy export misspelt in code
-    ("vabench.recordfile", "checked"),  # an event written with fields its dataclass does not declare
+    ("vabench.results.recordfile", "checked"),  # an event written with fields its dataclass does not declare
     ("vabench.verify", "__getattr__"),
     ("vabench.analysis.stats", "wilson_interval"),  # counts the tally made: k <= n always
     ("vabench.analysis.agreement", "_items"),  # raters and positives from one table
@@ -78,13 +78,13 @@ PROGRAMMING = {
     ("vabench.analysis.report", "write_table"),  # --format is an argparse choice
     ("vabench.site.build", "build"),  # --media is an argparse choice
     ("vabench.envs.sim.camera", "apply"),  # camera actions are parsed (ActionError) before
-    ("vabench.agents.policy_wire", "_pack_array"),  # the client encodes only arrays it made
-    ("vabench.agents.models", "image_media_type"),  # images vabench encoded itself
-    ("vabench.agents.records", "_jsonable"),  # a record field code wrote that JSON cannot hold
-    ("vabench.agents.ratelimit", "__init__"),  # rpm/tpm are checked by ModelConfig; headroom is code's
-    ("vabench.outcomes", "write_row"),  # a row the harness built: a bad one is a bug
-    ("vabench.runfolder.scratch", "__init__"),  # a worker id the driver made
-    ("vabench.runfolder.scratch", "land"),  # a bundle path the writer made
+    ("vabench.agents.models.policy_wire", "_pack_array"),  # the client encodes only arrays it made
+    ("vabench.agents.chat.model", "image_media_type"),  # images vabench encoded itself
+    ("vabench.results.records", "_jsonable"),  # a record field code wrote that JSON cannot hold
+    ("vabench.agents.models.ratelimit", "__init__"),  # rpm/tpm are checked by ModelConfig; headroom is code's
+    ("vabench.results.outcomes", "write_row"),  # a row the harness built: a bad one is a bug
+    ("vabench.run.folder.scratch", "__init__"),  # a worker id the driver made
+    ("vabench.run.folder.scratch", "land"),  # a bundle path the writer made
 }
 
 

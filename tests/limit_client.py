@@ -13,10 +13,10 @@ import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from vabench.agents.keybudget import budget_for  # noqa: E402
-from vabench.agents.llm import LiteLLMModel  # noqa: E402
-from vabench.agents.models import ModelConfig  # noqa: E402
-from vabench.agents.ratelimit import RateLimiter  # noqa: E402
+from vabench.agents.chat.model import ModelConfig  # noqa: E402
+from vabench.agents.models.keybudget import budget_for  # noqa: E402
+from vabench.agents.models.llm import LiteLLMModel  # noqa: E402
+from vabench.agents.models.ratelimit import RateLimiter  # noqa: E402
 
 KEY_VAR = "VABENCH_TEST_KEY"
 

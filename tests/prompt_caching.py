@@ -30,7 +30,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-from vabench.agents.prefix import image_tokens_for
+from vabench.agents.chat.prefix import image_tokens_for
 
 OPENAI, ANTHROPIC = "openai", "anthropic"
 MIN_PREFIX = 1024  # both providers' smallest cacheable prefix (Claude Sonnet; OpenAI's documented minimum)

@@ -10,7 +10,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from vabench.actors import worker
+from vabench.run.actors import worker
 
 
 class FailsFirst(worker.EpisodeWorker):

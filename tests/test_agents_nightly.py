@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.test_launch import composed
-from vabench.config.run import from_config
 from vabench.envs.tasks import tasks_of_track
+from vabench.run.config.run import from_config
 from vabench.run.driver import Driver
 
 pytestmark = pytest.mark.slow

@@ -33,8 +33,8 @@ from vabench.analysis import (
     write_table,
 )
 from vabench.analysis.cli import main
-from vabench.condition import condition_label
-from vabench.outcomes import OutcomeRow, write_row
+from vabench.core.condition import condition_label
+from vabench.results.outcomes import OutcomeRow, write_row
 
 DUAL = {"place_shoe", "handover_horizontal_block", "lift_pot"}
 
@@ -561,7 +561,7 @@ def test_cli_module_on_an_empty_folder_and_no_simulator_imports(tmp_path):
         "import sys, runpy; sys.argv = ['x'] + sys.argv[1:];"
         "import vabench.analysis;"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('sapien', 'mplib', 'ray') or "
-        "m.startswith(('vabench.envs', 'vabench.agents', 'vabench.actors'))];"
+        "m.startswith(('vabench.envs', 'vabench.agents', 'vabench.run.actors'))];"
         "assert not bad, bad;"
         "runpy.run_module('vabench.analysis', run_name='__main__', alter_sys=True)"
     )

@@ -11,27 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from vabench import paper
+from vabench.core import paper
+from vabench.core.errors import UnknownName
+from vabench.core.vocab import SEEDS_PER_TASK, TRACKS, arms_label
 from vabench.envs.seeds import FORMAT, MANIFEST_DIR
 from vabench.envs.tasks import TASKS, demo_tasks, registry, task_class, tasks_of_track
-from vabench.errors import UnknownName
-from vabench.vocab import SEEDS_PER_TASK, TRACKS, arms_label
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
 
 # Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
 LAYERS = [
-    ("vabench.errors", "vabench.registry"),
-    ("vabench.vocab", "vabench.paper", "vabench.checks", "vabench.interventions"),
-    ("vabench.condition", "vabench.boundary"),
+    ("vabench.core.errors", "vabench.core.registry"),
+    ("vabench.core.vocab", "vabench.core.paper", "vabench.core.checks", "vabench.core.interventions"),
+    ("vabench.core.condition", "vabench.core.boundary"),
     (
-        "vabench.outcomes",
-        "vabench.runlayout",  # the run folder's names and its run info: every reader of run folders needs them
-        "vabench.unreadable",
-        "vabench.outcometable",
-        "vabench.recordfile",
-        "vabench.media",
-        "vabench.episodes",
+        "vabench.results.outcomes",
+        "vabench.results.layout",  # the run folder's names and its run info: every reader of run folders needs them
+        "vabench.results.unreadable",
+        "vabench.results.outcometable",
+        "vabench.results.recordfile",
+        "vabench.results.media",
+        "vabench.results.episodes",
     ),
     ("vabench.envs.actions", "vabench.envs.state"),
     ("vabench.envs.sim",),
@@ -39,24 +39,31 @@ LAYERS = [
     ("vabench.envs.tasks",),
     ("vabench.envs.env", "vabench.envs"),  # the package's lazy exports point at env and below
     ("vabench.envs.seeds",),
-    ("vabench.envs.demos",),
+    ("vabench.envs.demo_recorder",),
     ("vabench.envs.cli",),
     ("vabench.gym",),  # the Gymnasium envs over the env API
     ("vabench.agents", "vabench.analysis"),
     ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
     ("vabench.learn",),  # the learned baseline: reads exports, trains (torch); serve_policy serves it
     ("vabench.review",),
-    ("vabench.config",),  # what a run is: its validated config and its episodes
-    ("vabench.runfolder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
-    ("vabench.actors",),  # the Ray-facing workers and their backends
+    ("vabench.run.config",),  # what a run is: its validated config and its episodes
+    ("vabench.run.folder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
+    ("vabench.run.actors",),  # the Ray-facing workers and their backends
     ("vabench.plan",),  # plan=true: what a run will cost
     ("vabench.run",),  # the driver: a run's episodes, summaries, progress and stops
-    ("vabench.bundle",),
+    ("vabench.results.bundle",),
     ("vabench.verify",),
     ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
     ("vabench.launch", "vabench.tasks", "vabench.serve_policy"),
 ]
-RUN_LEVEL = ("vabench.actors", "vabench.config", "vabench.runfolder", "vabench.plan", "vabench.run", "vabench.launch")
+RUN_LEVEL = (
+    "vabench.run.actors",
+    "vabench.run.config",
+    "vabench.run.folder",
+    "vabench.plan",
+    "vabench.run",
+    "vabench.launch",
+)
 READERS = ("vabench.envs", "vabench.agents", *RUN_LEVEL)  # what code that only reads run folders never imports
 ISOLATED = {
     "vabench.analysis": READERS,
@@ -64,23 +71,23 @@ ISOLATED = {
     "vabench.review": READERS,
     "vabench.export": (
         "vabench.agents",
-        "vabench.actors",
+        "vabench.run.actors",
         "vabench.run",
-        "vabench.runfolder",
+        "vabench.run.folder",
         "vabench.launch",
     ),  # no Ray
     "vabench.site": (*READERS, "vabench.verify.check", "vabench.verify.resim"),
 }
 # third-party frameworks that only these modules may import
 CONFINED = {
-    "ray": ("vabench.actors.backends",),
-    "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.config.sections"),
-    "litellm": ("vabench.agents.llm",),
+    "ray": ("vabench.run.actors.backends",),
+    "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.run.config.sections"),
+    "litellm": ("vabench.agents.models.llm",),
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
-    "imageio": ("vabench.media",),
+    "imageio": ("vabench.results.media",),
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
-    "websockets": ("vabench.agents.policy_wire", "vabench.serve_policy"),  # the policy extra
+    "websockets": ("vabench.agents.models.policy_wire", "vabench.serve_policy"),  # the policy extra
     "torch": ("vabench.learn.model", "vabench.learn.train", "vabench.learn.policy"),  # the learn extra
 }
 
@@ -158,13 +165,13 @@ def third_party(name: str) -> set[str]:
 
 
 def within(name: str, packages: tuple[str, ...]) -> bool:
-    """``name`` is one of ``packages`` or inside one (vabench.runlayout is not inside vabench.run)."""
+    """``name`` is one of ``packages`` or inside one (vabench.results.layout is not inside vabench.run)."""
     return any(name == p or name.startswith(p + ".") for p in packages)
 
 
 def test_analysis_imports_no_simulator_ray_or_agent_code():
     bad = [(a, b) for a, b in EDGES for p, banned in ISOLATED.items() if within(a, (p,)) and within(b, banned)]
-    assert within("vabench.run.driver", RUN_LEVEL) and not within("vabench.runlayout", RUN_LEVEL)
+    assert within("vabench.run.driver", RUN_LEVEL) and not within("vabench.results.layout", RUN_LEVEL)
     assert bad == []
     analysis = set().union(*(third_party(m) for m in MODULES if m.startswith("vabench.analysis")))
     assert not analysis & {"sapien", "mplib", "ray", "litellm", "hydra"}
@@ -181,9 +188,9 @@ def test_ray_hydra_and_litellm_stay_in_their_modules():
 def test_the_rules_see_the_edges_they_police():
     """The graph is real: known edges are found (else every rule above passes vacuously)."""
     assert ("vabench.envs.sim.executor", "vabench.envs.actions") in EDGES
-    assert ("vabench.agents.registry", "vabench.agents.offline") in EDGES
+    assert ("vabench.agents.models.kinds", "vabench.agents.models.offline") in EDGES
     assert ("vabench.envs.tasks.heldout", "vabench.envs.tasks.grasp_single_cube") in EDGES
-    assert ("vabench.agents.demo_tools", "vabench.envs.tasks") in EDGES  # a lazy import counts
+    assert ("vabench.agents.summaries.demo_tools", "vabench.envs.tasks") in EDGES  # a lazy import counts
 
 
 def test_no_module_is_longer_than_400_lines():
@@ -273,8 +280,8 @@ def vocabulary() -> dict[str, str]:
     generic ones (ok, none, success, stop, budget, paper, small) double as column names and decision
     kinds, so they are not policed here (an event kind still is, where events are written and read:
     :func:`event_kind_literals`)."""
-    from vabench import vocab
-    from vabench.recordfile import Event
+    from vabench.core import vocab
+    from vabench.results.recordfile import Event
 
     words = {
         m.value: f"vocab.{e.__name__}.{m.name}"
@@ -294,25 +301,28 @@ def vocabulary() -> dict[str, str]:
 OTHER_MEANINGS = {
     ("vabench.envs.tasks", "base"): "the module name tasks/base.py",
     ("vabench.envs.tasks", "expert"): "the module name tasks/expert.py",
-    ("vabench.agents.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
-    ("vabench.agents.chat", "invalid"): "the compaction digest's wording (valid | invalid)",
+    ("vabench.agents.chat.protocol", "camera"): "the reply's decision kind (camera | action | tool | stop)",
+    ("vabench.agents.chat.agent", "invalid"): "the compaction digest's wording (valid | invalid)",
     ("vabench.envs.sim.embodiments", "robot"): "the URDF root element",
     ("vabench.analysis.tables.looks", "robot"): "the outcome column robot (the embodiment)",
-    ("vabench.config.choices", "robot"): "the condition key robot (the embodiment)",
+    ("vabench.run.config.choices", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.config", "robot"): "the condition key robot (the embodiment)",
     ("vabench.envs.cli.tasks", "robot"): "the condition key robot (the embodiment)",
     ("vabench.gym.env", "robot"): "the condition key robot (the embodiment)",
     ("vabench.verify.compare", "robot"): "the state event's robot field (joint positions; envs.privileged)",
-    ("vabench.agents.dialogue", "reply"): "the conversation turn's kind (history: observation | reply | repair ...)",
-    ("vabench.agents.protocol", "action"): "the reply's JSON key and its decision kind",
-    ("vabench.agents.protocol", "decision"): "the parse error's name for the reply's JSON object",
+    (
+        "vabench.agents.chat.dialogue",
+        "reply",
+    ): "the conversation turn's kind (history: observation | reply | repair ...)",
+    ("vabench.agents.chat.protocol", "action"): "the reply's JSON key and its decision kind",
+    ("vabench.agents.chat.protocol", "decision"): "the parse error's name for the reply's JSON object",
     ("vabench.export.features", "action"): "the LeRobot dataset's action feature",
     ("vabench.analysis.load", "state"): "the analysis's row state (judged | unjudged | superseded | infra_error)",
     ("vabench.analysis.tables.common", "state"): "the analysis's row state column",
     ("vabench.analysis.tables.infra", "state"): "the analysis's row state column",
     ("vabench.site.episodes", "state"): "the analysis's row state column",
     ("vabench.analysis.seedyield", "rejected"): "the seed manifest's rejected seeds",
-    ("vabench.errors", "interrupted"): "the headline of the Interrupted stop",
+    ("vabench.core.errors", "interrupted"): "the headline of the Interrupted stop",
     ("vabench.run.driver", "interrupted"): "the end-of-run message: how the run stopped",
 }
 
@@ -355,7 +365,7 @@ def event_kind_literals(tree: ast.AST) -> set[tuple[str, int]]:
     """(word, line) of every event kind written as a literal where events are written
     (``record.event("reply", ...)``) or read (``e["type"] == "reply"``, ``e.get("type") in ("stop",)``),
     generic words (stop, result) included: the ``Event`` member is the only spelling there."""
-    from vabench.recordfile import Event
+    from vabench.results.recordfile import Event
 
     kinds, found = set(Event), set()
     for n in ast.walk(tree):
@@ -388,7 +398,7 @@ def test_vocabulary_words_are_written_only_in_vocab_py():
     assert {"reply", "tool_result", "episode_start", "left", "right"} <= set(words)
     found = set()
     for name, path in MODULES.items():
-        if name in ("vabench.vocab", "vabench.recordfile"):
+        if name in ("vabench.core.vocab", "vabench.results.recordfile"):
             continue
         found |= {(name, word, line) for word, line in literal_words(path.read_text(), words)}
     strays = sorted(
@@ -411,19 +421,19 @@ def test_the_literal_check_finds_a_planted_event_kind_arm_name_and_word(tmp_path
     )
     found = literal_words(planted.read_text(), vocabulary())
     assert found == {("reply", 2), ("stop", 3), ("result", 3), ("crash", 3), ("left", 4), ("long_horizon", 5)}
-    clean = "from vabench.recordfile import Event\nfrom vabench.vocab import LEFT\n\n\n"
+    clean = "from vabench.results.recordfile import Event\nfrom vabench.core.vocab import LEFT\n\n\n"
     clean += "def f(record, e):\n    record.event(Event.REPLY, step=1)\n    return e['type'] == Event.STOP and LEFT\n"
     assert literal_words(clean, vocabulary()) == set()
 
 
 def _declared_defaults() -> dict:
     """Every config default as its dataclass declares it, by section ("": the top level)."""
-    from vabench.agents.harness_config import HarnessConfig
-    from vabench.agents.models import ModelConfig
-    from vabench.condition import KEYS, config_default
-    from vabench.config.run import PlanConfig, RayConfig, RunOptions
-    from vabench.config.sections import defaults
+    from vabench.agents.chat.harness_config import HarnessConfig
+    from vabench.agents.chat.model import ModelConfig
+    from vabench.core.condition import KEYS, config_default
     from vabench.envs import RecordingConfig
+    from vabench.run.config.run import PlanConfig, RayConfig, RunOptions
+    from vabench.run.config.sections import defaults
 
     condition = {k: config_default(k) for k in KEYS}
     return {
@@ -475,7 +485,7 @@ def test_every_exception_class_is_under_the_project_base():
     import importlib
     import inspect
 
-    from vabench.errors import RunStopped, VabenchError
+    from vabench.core.errors import RunStopped, VabenchError
 
     found, strays = [], []
     for name in sorted(MODULES):

@@ -9,9 +9,10 @@ import pytest
 import trimesh
 from PIL import Image
 
-from vabench.envs import demos, seeds
+from vabench.envs import demo_recorder as demos
+from vabench.envs import seeds
 from vabench.envs.sim import assets
-from vabench.media import DEMO_VIDEO, video_info
+from vabench.results.media import DEMO_VIDEO, video_info
 
 
 def test_robot_description_is_loadable_by_mplib_and_light():
@@ -65,7 +66,7 @@ def test_demo_is_rgb_only_and_regenerable(tmp_path, task):
 
 
 def test_only_base_tasks_have_demos_and_the_basket_track_is_taught_by_four_atomic_skills(tmp_path):
-    from vabench.agents.demo_tools import task_demos
+    from vabench.agents.summaries.demo_tools import task_demos
 
     own = demos.demo_tasks()
     assert "put_everything_in_basket" not in own and not any(t.endswith("_heldout") for t in own)

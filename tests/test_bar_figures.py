@@ -15,9 +15,9 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
-from vabench.agents.llm import prices
-from vabench.config.run import from_config
+from vabench.agents.models.llm import prices
 from vabench.run import driver as driver_mod
+from vabench.run.config.run import from_config
 from vabench.run.driver import Driver
 from vabench.run.progress import ProgressBar, money
 

@@ -1,4 +1,4 @@
-"""The agent boundary (vabench.boundary): the observation holds only what the paper lets a model
+"""The agent boundary (vabench.core.boundary): the observation holds only what the paper lets a model
 see, the chat prompt is a pure rendering of it, every offline agent reads observations directly,
 and no code outside the chat harness reads prompt text."""
 
@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from tests.test_privilege import ALLOWED_PROPRIO
-from vabench import boundary
-from vabench.agents import chat
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import Model, ModelConfig, Reply
-from vabench.agents.offline import OracleAgent, RandomAgent, replay
-from vabench.agents.policy import PolicyAgent
-from vabench.agents.posetext import PosetextAgent
-from vabench.agents.registry import OFFLINE_AGENTS, make_model
-from vabench.agents.servo import ServoAgent
-from vabench.boundary import Agent, Observation, observation_of
-from vabench.recordfile import read_events
+from vabench.agents.chat import agent as chat
+from vabench.agents.chat.model import Model, ModelConfig, Reply
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import OFFLINE_AGENTS, make_model
+from vabench.agents.models.offline import OracleAgent, RandomAgent, replay
+from vabench.agents.models.policy import PolicyAgent
+from vabench.agents.models.posetext import PosetextAgent
+from vabench.agents.models.servo import ServoAgent
+from vabench.core import boundary
+from vabench.core.boundary import Agent, Observation, observation_of
+from vabench.results.recordfile import read_events
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
 # What an observation may carry (docs/design.md "One agent boundary"): a new field is a new input

@@ -17,13 +17,13 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
-from vabench.agents.models import ModelConfig, ModelError
-from vabench.agents.registry import make_model
-from vabench.config.run import from_config
-from vabench.outcomes import read_rows
-from vabench.recordfile import read_events
+from vabench.agents.chat.model import ModelConfig, ModelError
+from vabench.agents.models.kinds import make_model
+from vabench.results.layout import CACHE
+from vabench.results.outcomes import read_rows
+from vabench.results.recordfile import read_events
+from vabench.run.config.run import from_config
 from vabench.run.driver import Driver
-from vabench.runlayout import CACHE
 from vabench.verify import verify
 
 KEY_VAR, KEY = "VABENCH_CACHE_TEST_KEY", "sk-cache-test-secret-0123456789"

@@ -22,8 +22,8 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_bar_figures import last_figures
-from vabench.outcomes import read_rows
-from vabench.runfolder.scratch import SCRATCH_ENV
+from vabench.results.outcomes import read_rows
+from vabench.run.folder.scratch import SCRATCH_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))

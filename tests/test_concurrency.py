@@ -19,12 +19,12 @@ import pytest
 
 from tests.openai_server import RateLimit, ScriptedServer
 from tests.test_driver import KEY, _worker_pids, smoke, table
-from vabench.actors import worker as worker_module
-from vabench.actors.worker import EpisodeWorker, _SeatSim
-from vabench.actors.workerconfig import WorkerConfig, spread
-from vabench.config.run import ConfigError
-from vabench.config.specs import expand
 from vabench.envs import EnvConfig, VABenchEnv
+from vabench.run.actors import worker as worker_module
+from vabench.run.actors.worker import EpisodeWorker, _SeatSim
+from vabench.run.actors.workerconfig import WorkerConfig, spread
+from vabench.run.config.run import ConfigError
+from vabench.run.config.specs import expand
 from vabench.run.driver import Driver
 
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker

@@ -1,4 +1,4 @@
-"""The condition keys are declared once, as Condition's fields (vabench.condition.key): a sixth key
+"""The condition keys are declared once, as Condition's fields (vabench.core.condition.key): a sixth key
 planted there, and nowhere else, reaches the command line's words, the validated config, the run
 folder's path, the outcome row, the analysis (its fills and a table's grouping) and the export's
 rows. The plant runs in a fresh interpreter, so no other module has imported the real declaration."""
@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 PLANT = """
-    lamp: str = key("off", "the planted key: the room's lamp (a test)", "vabench.condition:lamps")
+    lamp: str = key("off", "the planted key: the room's lamp (a test)", "vabench.core.condition:lamps")
 """
 CHECK = """
 
@@ -26,13 +26,13 @@ SCRIPT = """
 import sys, types
 from pathlib import Path
 
-source = Path("vabench/condition.py").read_text()
+source = Path("vabench/core/condition.py").read_text()
 marker = "\\n\\n    @property\\n    def look("
 assert source.count(marker) == 1, "the plant needs the first method after the fields"
 planted = source.replace(marker, PLANT.rstrip() + marker) + CHECK
-module = types.ModuleType("vabench.condition")
-module.__file__ = str(Path("vabench/condition.py").resolve())
-sys.modules["vabench.condition"] = module
+module = types.ModuleType("vabench.core.condition")
+module.__file__ = str(Path("vabench/core/condition.py").resolve())
+sys.modules["vabench.core.condition"] = module
 exec(compile(planted, module.__file__, "exec"), module.__dict__)
 
 import pyarrow as pa
@@ -41,12 +41,12 @@ import pyarrow.parquet as pq
 from vabench.analysis.load import load_runs, prepare
 from vabench.analysis.tables import success_matrix
 from vabench.analysis.tables.common import RATE_COLUMNS
-from vabench.config.run import from_config
-from vabench.episodes import EpisodeSpec
+from vabench.run.config.run import from_config
+from vabench.results.episodes import EpisodeSpec
 from vabench.export.runs import ROW_COLUMNS
 from vabench.launch.cli import help_text
 from vabench.launch.words import composed, misspelt, wrong_word
-from vabench.outcomes import OutcomeRow, write_row
+from vabench.results.outcomes import OutcomeRow, write_row
 
 # the command line: a word checked by the key's own check, a key the config has, then the config
 assert wrong_word(["lamp=blue"]) == "'lamp': no lamp setting 'blue'; choices: off, on", wrong_word(["lamp=blue"])
@@ -99,9 +99,9 @@ def test_old_policy_rows_read_their_budget_scale_from_the_model_name(tmp_path):
     import pyarrow.parquet as pq
 
     from vabench.analysis.load import load_runs, prepare
-    from vabench.condition import Condition
-    from vabench.episodes import EpisodeSpec
-    from vabench.outcomes import OutcomeRow, write_row
+    from vabench.core.condition import Condition
+    from vabench.results.episodes import EpisodeSpec
+    from vabench.results.outcomes import OutcomeRow, write_row
 
     done = dict(status="ok", success=True, end_reason="success", steps=3)
     for i, model in enumerate(["policy", "policy-budget-x0.1", "openai/gpt-4o"]):

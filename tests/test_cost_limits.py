@@ -13,17 +13,17 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.llm import LiteLLMModel, prices
-from vabench.agents.models import ModelConfig
-from vabench.agents.ratelimit import RateLimiter
-from vabench.config.run import ConfigError, from_config
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.agents.models.llm import LiteLLMModel, prices
+from vabench.agents.models.ratelimit import RateLimiter
+from vabench.core.errors import CostCapReached
+from vabench.core.vocab import CostLimit
 from vabench.envs.seeds import eval_seeds
-from vabench.errors import CostCapReached
-from vabench.outcometable import load
-from vabench.recordfile import read_events
+from vabench.results.outcometable import load
+from vabench.results.recordfile import read_events
+from vabench.run.config.run import ConfigError, from_config
 from vabench.run.driver import run_experiment
-from vabench.vocab import CostLimit
 
 KEY_VAR = "VABENCH_COST_TEST_KEY"
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100}

@@ -27,8 +27,8 @@ from vabench.analysis import (
 )
 from vabench.analysis import labels as L
 from vabench.analysis.cli import main
-from vabench.outcomes import COLUMNS, SCHEMA_VERSION, write_row
-from vabench.paper import PAPER_DUAL_ARM, PAPER_SINGLE_ARM
+from vabench.core.paper import PAPER_DUAL_ARM, PAPER_SINGLE_ARM
+from vabench.results.outcomes import COLUMNS, SCHEMA_VERSION, write_row
 
 # ----------------------------------------------------------------------------- the paper's numbers
 TABLE11 = """Qwen3.8-max	100.0	79.3	78.9	100.0	90.7	73.9	73.6	46.7	42.6

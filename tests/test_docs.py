@@ -161,8 +161,8 @@ def _walkthrough(text: str) -> bool:
 
 def _config_problem(text: str) -> str | None:
     """Why ``key=value`` is no config argument of today's launcher, or None."""
-    from vabench.config.choices import CONDITION_KEYS, MOVED, condition_keys
-    from vabench.errors import closest
+    from vabench.core.errors import closest
+    from vabench.run.config.choices import CONDITION_KEYS, MOVED, condition_keys
 
     key, _, value = text.partition("=")
     name = key.lstrip("+~")
@@ -192,8 +192,8 @@ def _config_problem(text: str) -> str | None:
 
 def problem(kind: str, text: str) -> str | None:
     """Why a claim names something the code does not have, or None."""
-    from vabench.config.choices import MOVED
-    from vabench.errors import closest
+    from vabench.core.errors import closest
+    from vabench.run.config.choices import MOVED
 
     if kind == "module":
         module = ROOT / Path(*text.split("."))
@@ -258,9 +258,9 @@ def test_the_plan_the_readme_quotes_is_what_the_plan_prints():
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from omegaconf import OmegaConf
 
-    from vabench.config.run import from_config
     from vabench.launch.words import canonical, composed
     from vabench.plan.report import plan_text
+    from vabench.run.config.run import from_config
 
     text = (ROOT / "README.md").read_text()
     command = re.search(r"-m vabench\.launch (.*plan=true)\n", text).group(1).split()
@@ -302,11 +302,11 @@ def test_every_config_key_says_what_it_means():
         from sources import field_rows, yaml_keys
     finally:
         sys.path.remove(str(DOCS / "hooks"))
-    from vabench.agents.harness_config import HarnessConfig
-    from vabench.agents.models import ModelConfig
-    from vabench.condition import KEYS, rule
-    from vabench.config.run import PlanConfig, RayConfig, RunOptions
+    from vabench.agents.chat.harness_config import HarnessConfig
+    from vabench.agents.chat.model import ModelConfig
+    from vabench.core.condition import KEYS, rule
     from vabench.envs.config import RecordingConfig
+    from vabench.run.config.run import PlanConfig, RayConfig, RunOptions
 
     silent = [f"{cls.__name__}.{k}" for cls in (ModelConfig, HarnessConfig, RayConfig, RecordingConfig, PlanConfig,
               RunOptions) for k, _, said in field_rows(cls) if not said]  # fmt: skip

@@ -20,18 +20,18 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed
 from tests.test_learning import SUMMARY, tool
-from vabench.actors import backends, inprocess
-from vabench.actors.backends import backend_for
-from vabench.actors.inprocess import InProcessBackend
-from vabench.agents.ratelimit import RateLimiter
-from vabench.agents.summary_store import SummaryStore
+from vabench.agents.models.ratelimit import RateLimiter
+from vabench.agents.summaries.summary_store import SummaryStore
 from vabench.analysis import success_matrix
-from vabench.config.run import from_config
-from vabench.config.specs import expand
-from vabench.errors import Interrupted
-from vabench.outcomes import read_rows, write_row
+from vabench.core.errors import Interrupted
+from vabench.results.layout import RUN_INFO, RunInfo
+from vabench.results.outcomes import read_rows, write_row
+from vabench.run.actors import backends, inprocess
+from vabench.run.actors.backends import backend_for
+from vabench.run.actors.inprocess import InProcessBackend
+from vabench.run.config.run import from_config
+from vabench.run.config.specs import expand
 from vabench.run.driver import Driver, infra_row, todo
-from vabench.runlayout import RUN_INFO, RunInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = pytest.mark.xdist_group("ray")  # tests that start Ray share one xdist worker: kill tests look for any worker
@@ -112,7 +112,7 @@ def test_in_process_run_writes_the_same_run_folder_as_ray(reference, tmp_path, m
 
 
 def test_in_process_a_crashed_episode_is_retried_and_ctrl_c_writes_nothing(tmp_path, monkeypatch):
-    from vabench.actors.worker import EpisodeWorker
+    from vabench.run.actors.worker import EpisodeWorker
 
     run = smoke(tmp_path, "crash", "ray.address=none", "seeds=1", "tasks=[grasp_single_cube]")
     real, calls = EpisodeWorker.run, []

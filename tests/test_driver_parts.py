@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
-from vabench.agents.summary_schema import SummaryError
-from vabench.config.run import from_config
-from vabench.config.specs import expand
-from vabench.outcomes import read_rows
+from vabench.agents.summaries.summary_schema import SummaryError
+from vabench.results.outcomes import read_rows
+from vabench.run.config.run import from_config
+from vabench.run.config.specs import expand
+from vabench.run.folder.lock import RunLock, RunLocked
+from vabench.run.folder.state import infra_row
+from vabench.run.folder.writer import RunWriter
 from vabench.run.progress import ProgressBar, Stage
 from vabench.run.summaries import SummaryPhase
-from vabench.runfolder.lock import RunLock, RunLocked
-from vabench.runfolder.state import infra_row
-from vabench.runfolder.writer import RunWriter
 
 
 def _run(tmp_path: Path, *overrides: str):

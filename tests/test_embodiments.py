@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vabench.core.vocab import Robot, Track
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds, load_manifest, manifest_path
 from vabench.envs.sim.embodiments import EMBODIMENTS, embodiment
 from vabench.envs.tasks import TASKS, tasks_of_track
-from vabench.vocab import Robot, Track
 
 OTHERS = [r for r in Robot if r != Robot.PANDA]
 
@@ -92,7 +92,7 @@ def test_config_names_the_robot(monkeypatch):
     with pytest.raises(ValueError, match="'robot': unknown robot 'kuka' choices: panda, ur5, xarm7"):
         from pathlib import Path
 
-        from vabench.config.run import from_config
+        from vabench.run.config.run import from_config
 
         from_config(cfg, Path("/tmp/vabench-test-run"))
     assert set(EMBODIMENTS) == set(Robot)
@@ -102,7 +102,7 @@ def test_a_run_folder_config_from_before_embodiments_is_the_panda(tmp_path):
     """A run info written before robot=NAME holds no ``robot`` key: verify and plan.calibrate
     rebuild its RunConfig, which must be the Panda's (it was refused: "'robot.name' ... got None")."""
     from tests.test_launch import composed
-    from vabench.config.run import from_config
+    from vabench.run.config.run import from_config
 
     cfg = composed("run_id=x", "tasks=[grasp_single_cube]")
     del cfg["robot"]
@@ -154,8 +154,8 @@ def test_provenance_digests_the_seed_manifests_of_the_run_robot():
     """A run on another robot plays that robot's seeds, so its provenance names their manifests."""
     from tests.test_launch import validate
     from vabench.envs.seeds import MANIFEST_DIR
-    from vabench.runfolder.provenance import digest_files
-    from vabench.runfolder.state import run_manifest
+    from vabench.run.folder.provenance import digest_files
+    from vabench.run.folder.state import run_manifest
 
     task = "grasp_single_cube"
     digests = {}

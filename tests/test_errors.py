@@ -1,5 +1,5 @@
 """Every error a user can reach is one line and exit status 2 (issue 47): each command turns a
-VabenchError into ``prog: message`` on stderr through one helper (vabench.errors.command); a renamed
+VabenchError into ``prog: message`` on stderr through one helper (vabench.core.errors.command); a renamed
 config key names its new name; and no new builtin raise appears on a path a user can reach."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from vabench.config.choices import MOVED, moved
-from vabench.errors import REFUSED, ConfigError, VabenchError, command
+from vabench.core.errors import REFUSED, ConfigError, VabenchError, command
 from vabench.launch.exits import Exit
 from vabench.launch.words import misspelt
+from vabench.run.config.choices import MOVED, moved
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,7 +97,7 @@ def test_export_an_out_folder_that_exists(capsys, tmp_path):
 
 
 def test_bundle_a_folder_that_is_not_a_run(capsys, tmp_path):
-    from vabench.bundle import main
+    from vabench.results.bundle import main
 
     line = refused(capsys, main, [str(tmp_path), "--out", str(tmp_path / "b.zip")])
     assert "not a run folder" in line and not (tmp_path / "b.zip").exists()
@@ -137,7 +137,7 @@ def test_every_moved_key_gets_the_hint_and_an_old_config_is_read(old):
 
 def test_no_builtin_raise_on_a_user_reachable_path():
     """A new ``raise ValueError(...)`` where a user's input reaches is a traceback for the user:
-    raise a VabenchError subclass (vabench/errors.py), or, for a caller's bug, add the function to
+    raise a VabenchError subclass (vabench/core/errors.py), or, for a caller's bug, add the function to
     scripts/count_raises.py's PROGRAMMING with why."""
     counter = _counter()
     found = [f"{r.module}:{r.line} {r.function}: {r.name}" for r in counter.raises() if r.reachable]
@@ -146,7 +146,7 @@ def test_no_builtin_raise_on_a_user_reachable_path():
 
 def test_the_exception_classes_a_user_meets_keep_their_builtin():
     """Callers that catch the builtin keep working."""
-    from vabench.errors import BadFile, CannotListen, NotFound, PathTaken, ServerMisbehaved
+    from vabench.core.errors import BadFile, CannotListen, NotFound, PathTaken, ServerMisbehaved
 
     pairs = [(BadFile, ValueError), (NotFound, FileNotFoundError), (PathTaken, FileExistsError)]
     pairs += [(CannotListen, OSError), (ServerMisbehaved, RuntimeError)]

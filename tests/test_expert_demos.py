@@ -1,7 +1,7 @@
 """Each expert summary (``summary=expert``; issue 27) says what its task's demonstration does.
 
 The stored demo keeps frames only, so each demonstration is replayed without a camera
-(:func:`vabench.envs.demos.trace`: the expert on the demo seed, the same physics the frames show)
+(:func:`vabench.envs.demo_recorder.trace`: the expert on the demo seed, the same physics the frames show)
 and each claim a summary makes in words is held to the trace: which body the first close takes,
 the bodies it says never to touch, how the gripper approaches, how far it lifts ("about N cm"),
 whether and where it lets go, which arms act, in which order and together, and whether a summary
@@ -16,8 +16,8 @@ from functools import cache
 
 import pytest
 
-from vabench.agents.expert_summaries import EXPERT
-from vabench.envs.demos import DemoTrace, trace
+from vabench.agents.summaries.expert_summaries import EXPERT
+from vabench.envs.demo_recorder import DemoTrace, trace
 
 LIFT_TOL_M = 0.02  # "about N cm": within 2 cm or a quarter of N
 SET_DOWN_M = 0.03  # "lower it until it rests on / just above": the body drops at most this when let go

@@ -19,14 +19,14 @@ import pytest
 from PIL import Image
 
 from tests.test_verify import run_folder
+from vabench.core.vocab import EndReason, StepKind
 from vabench.envs.sim.camera import PASSIVE_ORDER
 from vabench.export.__main__ import export, main
 from vabench.export.clips import Clip, ExportError, columns
 from vabench.export.features import ACTION_KINDS, ARMS, CAMERA_ACTIONS, Layout, action_names, state_names
 from vabench.export.lerobot import layout_of
-from vabench.media import read_video, video_info
-from vabench.recordfile import read_events
-from vabench.vocab import EndReason, StepKind
+from vabench.results.media import read_video, video_info
+from vabench.results.recordfile import read_events
 
 TASKS = ("grasp_single_cube", "click_bell_right")
 

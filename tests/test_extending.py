@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vabench.agents.registry import OFFLINE_AGENTS
+from vabench.agents.models.kinds import OFFLINE_AGENTS
 from vabench.envs.perturb import IMAGE_EFFECTS, KINDS
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.tasks.registry import TASKS

@@ -17,17 +17,17 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_launch import composed, validate
-from vabench.agents.models import ModelConfig
+from vabench.agents.chat.model import ModelConfig
 from vabench.analysis.load import load_runs
 from vabench.analysis.paired import condition_named
-from vabench.config.run import ConfigError, from_config
-from vabench.config.specs import expand
 from vabench.launch import Exit
 from vabench.launch.cli import help_text
 from vabench.launch.words import misspelt
-from vabench.outcomes import OutcomeRow, read_rows, write_row
+from vabench.results.outcomes import OutcomeRow, read_rows, write_row
+from vabench.run.config.run import ConfigError, from_config
+from vabench.run.config.specs import expand
+from vabench.run.folder.state import todo, unjudged_summary
 from vabench.run.probe import EndpointError, _connect, _probed, probe
-from vabench.runfolder.state import todo, unjudged_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "VABENCH_TEST_KEY"
@@ -319,7 +319,7 @@ def test_short_condition_names():
 # -- printed tables and figures -------------------------------------------------------------------
 def test_numbers_and_words_print_as_a_reader_expects():
     from vabench.analysis.cells import sign_test, signed
-    from vabench.vocab import counted
+    from vabench.core.vocab import counted
 
     assert [signed(x) for x in (-0.001, 0.0, 1.234, -2.5)] == ["0.00", "0.00", "+1.23", "-2.50"]
     assert sign_test("passive worse", 0, 0, 2, float("nan")) == "no test: no non-tied family (2 tied)"
@@ -366,8 +366,8 @@ def test_figure_labels_drop_what_every_condition_shares(tmp_path):
     [(400, False), (401, False), (403, False), (404, False), (408, True), (429, True), (503, True)],
 )
 def test_provider_errors_are_classified_once_4xx_permanent_but_408_and_429(status, retried, monkeypatch):
-    from vabench.agents.llm import LiteLLMModel
-    from vabench.agents.models import ModelError
+    from vabench.agents.chat.model import ModelError
+    from vabench.agents.models.llm import LiteLLMModel
 
     monkeypatch.setenv(KEY, "sk-test-0000")
     with ScriptedServer() as server:
@@ -385,9 +385,9 @@ def test_provider_errors_are_classified_once_4xx_permanent_but_408_and_429(statu
 def test_an_agent_that_refuses_an_episode_as_it_starts_is_a_permanent_error(physics_env, tmp_path):
     """Validation refuses these runs; an episode that starts anyway (a hand-built run) is never
     retried as infrastructure."""
-    from vabench.agents.harness import Episode, run_episode
-    from vabench.agents.offline import replay
-    from vabench.agents.posetext import PosetextAgent
+    from vabench.agents.episode import Episode, run_episode
+    from vabench.agents.models.offline import replay
+    from vabench.agents.models.posetext import PosetextAgent
 
     record = tmp_path / "events.jsonl"
     start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1001, "protocol": "active"}

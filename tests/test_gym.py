@@ -16,9 +16,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import vabench.gym
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.offline import OracleAgent
-from vabench.agents.records import read_events
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.offline import OracleAgent
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.actions import parse_action
 from vabench.envs.render import RENDER_PRESETS
@@ -26,6 +25,7 @@ from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import TASKS
 from vabench.gym import spaces as sp
 from vabench.gym.oracle import expert_decisions
+from vabench.results.records import read_events
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_NORMALISED = "For Box action spaces, we recommend using a symmetric and normalized space"  # metric on purpose

@@ -17,16 +17,16 @@ from hypothesis import strategies as st
 from tests.conftest import scene_digest
 from tests.openai_server import ScriptedServer
 from tests.probes import ShortBudgetProbe, registered
-from vabench.agents import prompts
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.models import Model, ModelConfig, Reply
-from vabench.agents.offline import OracleAgent, RandomAgent
-from vabench.agents.offline import replay as replay_agent
-from vabench.agents.prompts import PASSIVE_VIEWS
-from vabench.agents.records import read_events
-from vabench.agents.registry import make_model
-from vabench.boundary import Brief, payload
+from vabench.agents.chat import prompts
+from vabench.agents.chat.model import Model, ModelConfig, Reply
+from vabench.agents.chat.prompts import PASSIVE_VIEWS
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.agents.models.kinds import make_model
+from vabench.agents.models.offline import OracleAgent, RandomAgent
+from vabench.agents.models.offline import replay as replay_agent
+from vabench.core.boundary import Brief, payload
 from vabench.envs.actions import action_names
+from vabench.results.records import read_events
 
 KEY_VAR = "VABENCH_TEST_KEY"
 MOVE_UP = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10}

@@ -7,8 +7,8 @@ import base64
 import pytest
 from PIL import Image
 
-from vabench.agents.harness_config import HarnessConfig
-from vabench.agents.history import ASSISTANT, USER, Conversation, Encoder, ImageRef
+from vabench.agents.chat.harness_config import HarnessConfig
+from vabench.agents.chat.history import ASSISTANT, USER, Conversation, Encoder, ImageRef
 
 
 def data_url_bytes(part: dict) -> bytes:

@@ -1,6 +1,6 @@
 """Each intervention's boundary over real HTTP (issue 27): the requests of a run under an
 intervention differ from the paper condition's requests for the same replies by exactly its
-declared manifest (vabench.interventions), and nothing else; and the names reach every row, label,
+declared manifest (vabench.core.interventions), and nothing else; and the names reach every row, label,
 folder and run info, never pooled with the paper condition."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import pytest
 from tests.openai_server import ScriptedServer
 from tests.test_harness import KEY_VAR, llm
 from tests.test_observation import _images, _is_observation, _texts, script
-from vabench.agents import prompts
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.summary_store import SummaryStore, resolve_summary
-from vabench.condition import Condition
-from vabench.episodes import EpisodeSpec
-from vabench.interventions import MANIFESTS, check_composes, in_force, manifest
-from vabench.runlayout import RUN_INFO, RunInfo
+from vabench.agents.chat import prompts
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.agents.summaries.summary_store import SummaryStore, resolve_summary
+from vabench.core.condition import Condition
+from vabench.core.interventions import MANIFESTS, check_composes, in_force, manifest
+from vabench.results.episodes import EpisodeSpec
+from vabench.results.layout import RUN_INFO, RunInfo
 
 MOVE = {"action": "gripper.move_world", "axis": "z", "sign": "-", "distance_mm": 30}
 STOP = {"stop": True, "reason": "test over"}
@@ -165,7 +165,7 @@ def test_expert_summaries_are_the_learned_schema_procedure_only_and_reused_by_va
 
 
 def test_posetext_solves_from_the_stated_poses_and_stops_without_them(render_env, tmp_path):
-    from vabench.agents.posetext import NO_POSES, PosetextAgent
+    from vabench.agents.models.posetext import NO_POSES, PosetextAgent
 
     run = Episode.of("place_single_cube", 1003, "passive", env=render_env, intervention="object_poses")
     row = run_episode(render_env, PosetextAgent(), run, tmp_path / "poses")
@@ -177,8 +177,8 @@ def test_posetext_solves_from_the_stated_poses_and_stops_without_them(render_env
 
 
 def test_servo_measures_with_the_depth_tool_instead_of_probe_moves(render_env, tmp_path):
-    from vabench.agents.records import read_events
-    from vabench.agents.servo import ServoAgent
+    from vabench.agents.models.servo import ServoAgent
+    from vabench.results.records import read_events
 
     run = Episode.of("grasp_single_cube", 1002, "active", env=render_env, intervention="depth_point")
     row = run_episode(render_env, ServoAgent(), run, tmp_path)
@@ -196,8 +196,8 @@ def test_attribution_pairs_each_intervention_with_its_paper_condition_on_full_ro
     import pandas as pd
 
     from vabench.analysis import attribution, recovers_most
-    from vabench.condition import condition_label
-    from vabench.outcomes import OutcomeRow
+    from vabench.core.condition import condition_label
+    from vabench.results.outcomes import OutcomeRow
 
     rows = []
     for iv, wins in (("none", {1000}), ("object_poses", {1000, 1001, 1002, 1003})):

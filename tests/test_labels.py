@@ -10,8 +10,8 @@ import pytest
 from vabench.analysis import labels as L
 from vabench.analysis import load_runs
 from vabench.analysis.tally import annotation_tallies
-from vabench.outcomes import write_row
-from vabench.runlayout import RunInfo
+from vabench.results.layout import RunInfo
+from vabench.results.outcomes import write_row
 
 from .test_proxies import outcome
 

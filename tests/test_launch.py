@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from vabench.config.run import ConfigError, from_config
+from vabench.run.config.run import ConfigError, from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = str(ROOT / "conf")
@@ -141,7 +141,7 @@ def test_model_defaults_live_once_in_the_model_config_dataclass():
     dataclass default, and any key can be overridden without a '+'."""
     import dataclasses
 
-    from vabench.agents.models import ModelConfig
+    from vabench.agents.chat.model import ModelConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
     for name in sorted(p.stem for p in Path(CONF, "model").glob("*.yaml")):

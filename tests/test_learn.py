@@ -18,17 +18,17 @@ import torch
 
 from tests.test_policy import ENV, launch, policy, small_env
 from tests.test_verify import run_folder
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.policy_actions import vectors_of
-from vabench.agents.registry import make_model
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import make_model
+from vabench.agents.models.policy_actions import vectors_of
 from vabench.envs.seeds import eval_seeds
 from vabench.export.__main__ import export
 from vabench.launch import Exit
 from vabench.learn.data import chunks, prompt_features, read_export
 from vabench.learn.model import NetConfig, choices_of, decode, loss_of
 from vabench.learn.train import FORMAT, TrainConfig, train
-from vabench.outcomes import read_rows
-from vabench.recordfile import read_events
+from vabench.results.outcomes import read_rows
+from vabench.results.recordfile import read_events
 from vabench.serve_policy import PolicyServer, checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_train_bc_refuses_what_is_not_an_export_in_one_line(tmp_path, capsys):
 
 
 def test_torch_is_imported_by_the_learn_package_only():
-    probe = "import sys, vabench.serve_policy, vabench.agents.policy, vabench.learn.data; print('torch' in sys.modules)"
+    probe = "import sys, vabench.serve_policy, vabench.agents.models.policy, vabench.learn.data; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 

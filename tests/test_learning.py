@@ -8,11 +8,11 @@ import json
 import pytest
 
 from tests.openai_server import ScriptedServer
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.learning import learn_summary
-from vabench.agents.models import ModelConfig
-from vabench.agents.registry import make_model
-from vabench.agents.summary_store import SummaryStore, resolve_summary, summary_identity, text_digest
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import make_model
+from vabench.agents.summaries.learning import learn_summary
+from vabench.agents.summaries.summary_store import SummaryStore, resolve_summary, summary_identity, text_digest
 
 KEY_VAR = "VABENCH_TEST_KEY"
 SUMMARY = {

@@ -17,10 +17,11 @@ import pytest  # noqa: E402
 import tenacity  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.agents import llm, registry  # noqa: E402
-from vabench.agents.llm import LiteLLMModel  # noqa: E402
-from vabench.agents.models import Model, ModelConfig, ModelError, Reply, image_media_type, image_part  # noqa: E402
-from vabench.agents.registry import OFFLINE_AGENTS, OfflineAgent, check_model_id, is_offline, make_model  # noqa: E402
+from vabench.agents.chat.model import Model, ModelConfig, ModelError, Reply, image_media_type, image_part  # noqa: E402
+from vabench.agents.models import kinds as registry
+from vabench.agents.models import llm  # noqa: E402
+from vabench.agents.models.kinds import OFFLINE_AGENTS, OfflineAgent, check_model_id, is_offline, make_model  # noqa: E402
+from vabench.agents.models.llm import LiteLLMModel  # noqa: E402
 
 from .fakeclock import FakeClock  # noqa: E402
 from .openai_server import ScriptedServer  # noqa: E402

@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from vabench.analysis import load_runs, success_matrix
-from vabench.outcomes import COLUMNS, SCHEMA_VERSION, write_row
+from vabench.results.outcomes import COLUMNS, SCHEMA_VERSION, write_row
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "experiments" / "analysis.ipynb"
 KERNEL = "vabench-notebook-test"

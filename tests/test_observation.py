@@ -12,9 +12,9 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.test_harness import KEY_VAR, llm
-from vabench.agents import prompts
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.records import read_events
+from vabench.agents.chat import prompts
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.results.records import read_events
 
 DOWN = {"action": "gripper.move_world", "axis": "z", "sign": "-", "distance_mm": 100}  # thrice: out of reach
 FAR = {"action": "gripper.move_world", "axis": "x", "sign": "+", "distance_mm": 100}  # 4x: clamped at the limit
@@ -144,8 +144,8 @@ def test_explained_is_the_named_ablation_with_the_reasons_budget_and_history_ima
 
 def test_condition_labels_and_folders_keep_the_two_profiles_apart():
     from tests.test_launch import validate
-    from vabench.condition import Condition
-    from vabench.episodes import EpisodeSpec
+    from vabench.core.condition import Condition
+    from vabench.results.episodes import EpisodeSpec
 
     paper = EpisodeSpec(Condition("m", "active", "own"), "grasp_single_cube", 1, 1)
     explained = EpisodeSpec(Condition("m", "active", "own", observation="explained"), "grasp_single_cube", 1, 1)
@@ -163,7 +163,7 @@ def test_the_feedback_ablation_runs_end_to_end_and_the_analysis_pairs_it(tmp_pat
     import sys
     from pathlib import Path
 
-    from vabench.outcomes import read_rows
+    from vabench.results.outcomes import read_rows
 
     root = Path(__file__).resolve().parents[1]
     cmd = [sys.executable, "-m", "vabench.launch", "+experiment=feedback_ablation", "model=random", "seeds=2"]

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet  # noqa: F401 (pa.parquet)
 import pytest
 
-from vabench.outcomes import COLUMNS, SCHEMA, SCHEMA_VERSION, OutcomeRow, read_rows, write_row
+from vabench.results.outcomes import COLUMNS, SCHEMA, SCHEMA_VERSION, OutcomeRow, read_rows, write_row
 
 # docs/design.md, the run folder: columns may be added, never renamed or dropped
 DESIGN_COLUMNS = (

@@ -14,12 +14,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from vabench import unreadable
-from vabench.condition import Condition
-from vabench.episodes import EpisodeSpec
-from vabench.outcomes import OutcomeRow, write_row
-from vabench.outcometable import TABLE_NAME, UnreadableOutcomes, gather, landed, load, refresh
-from vabench.runfolder import state as runfolder
+from vabench.core.condition import Condition
+from vabench.results import unreadable
+from vabench.results.episodes import EpisodeSpec
+from vabench.results.outcomes import OutcomeRow, write_row
+from vabench.results.outcometable import TABLE_NAME, UnreadableOutcomes, gather, landed, load, refresh
+from vabench.run.folder import state as runfolder
 
 
 def spec(seed: int, task: str = "lift_cube", run_index: int = 1) -> EpisodeSpec:
@@ -130,7 +130,7 @@ def test_a_run_folder_that_cannot_be_written_is_read_all_the_same(run, monkeypat
     def refused(*args, **kwargs):
         raise PermissionError("read-only file system")
 
-    monkeypatch.setattr("vabench.outcometable.tempfile.mkstemp", refused)
+    monkeypatch.setattr("vabench.results.outcometable.tempfile.mkstemp", refused)
     assert seeds(load(run)) == [0, 1, 2, 3, 8] and refresh(run).opened == 1  # the old table, checked
 
 

@@ -17,12 +17,12 @@ from tests.openai_server import ScriptedServer
 from tests.test_harness import KEY_VAR
 from tests.test_launch import EXPERIMENTS, composed, validate
 from tests.test_observation import _images, _is_observation, script
-from vabench.agents.records import read_events
-from vabench.config.run import ConfigError, from_config
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS, Encoding
 from vabench.envs.sim.geometry import look_at
-from vabench.outcomes import read_rows
+from vabench.results.outcomes import read_rows
+from vabench.results.records import read_events
+from vabench.run.config.run import ConfigError, from_config
 from vabench.run.driver import Driver
 
 MOVE = {"action": "gripper.move_world", "axis": "z", "sign": "+", "distance_mm": 10}
@@ -142,7 +142,7 @@ def test_main_requests_over_http_carry_the_reference_sizes_and_encodings(tmp_pat
 
 def _price(model: str) -> tuple[float, float]:
     """Input and output dollars per token in LiteLLM's (pinned, local) price map."""
-    from vabench.agents.llm import _litellm
+    from vabench.agents.models.llm import _litellm
 
     cost = _litellm().model_cost[model]
     return cost["input_cost_per_token"], cost["output_cost_per_token"]

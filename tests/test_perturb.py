@@ -12,16 +12,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from vabench.condition import Condition
+from vabench.core.condition import Condition
+from vabench.core.vocab import Perturbation, Track
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.perturb import PerturbationConfig, every_level, parse
 from vabench.envs.perturb import scene as look
 from vabench.envs.render import RENDER_PRESETS
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import tasks_of_track
-from vabench.episodes import EpisodeSpec
-from vabench.outcomes import OutcomeRow
-from vabench.vocab import Perturbation, Track
+from vabench.results.episodes import EpisodeSpec
+from vabench.results.outcomes import OutcomeRow
 
 FAST_CASES = [PerturbationConfig.of(k, 3) for k in Perturbation if k != Perturbation.NONE]
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
-from vabench.agents.prefix import image_tokens_for
-from vabench.config.run import PlanConfig, from_config
+from vabench.agents.chat.prefix import image_tokens_for
+from vabench.core.vocab import PROTOCOLS, EndReason, Status
 from vabench.envs.tasks import task_class
 from vabench.envs.tasks.registry import TASKS
 from vabench.launch.words import canonical, misspelt
-from vabench.outcomes import OutcomeRow, write_row
 from vabench.plan.estimate import prior_episode
 from vabench.plan.priors import cell, load
 from vabench.plan.report import plan_text
-from vabench.vocab import PROTOCOLS, EndReason, Status
+from vabench.results.outcomes import OutcomeRow, write_row
+from vabench.run.config.run import PlanConfig, from_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,20 +24,20 @@ from openpi_client.websocket_client_policy import WebsocketClientPolicy
 from tests.openpi_server import OpenpiServer, Scripted
 from tests.test_gym import expert_decisions
 from tests.test_launch import validate
-from vabench.agents import policy_wire
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import ModelConfig
-from vabench.agents.policy import probe
-from vabench.agents.policy_actions import ActionMapping, CommandMaker, vectors_of
-from vabench.agents.registry import make_model
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models import policy_wire
+from vabench.agents.models.kinds import make_model
+from vabench.agents.models.policy import probe
+from vabench.agents.models.policy_actions import ActionMapping, CommandMaker, vectors_of
 from vabench.analysis.load import load_runs
-from vabench.config.run import ConfigError
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.actions import parse_action
 from vabench.envs.seeds import eval_seeds
 from vabench.launch import Exit
-from vabench.outcomes import read_rows
-from vabench.recordfile import read_events
+from vabench.results.outcomes import read_rows
+from vabench.results.recordfile import read_events
+from vabench.run.config.run import ConfigError
 from vabench.serve_policy import PolicyServer, ZeroPolicy
 
 ROOT = Path(__file__).resolve().parents[1]

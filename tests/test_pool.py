@@ -9,9 +9,9 @@ import os
 import pytest
 
 from tests.test_driver import smoke
-from vabench.actors import pool as pool_mod
-from vabench.actors.backstop import Backstop, Limits
-from vabench.actors.pool import ClusterStarved, WorkerPool
+from vabench.run.actors import pool as pool_mod
+from vabench.run.actors.backstop import Backstop, Limits
+from vabench.run.actors.pool import ClusterStarved, WorkerPool
 from vabench.run.driver import Driver
 
 RAY = pytest.mark.xdist_group("ray")
@@ -299,8 +299,8 @@ class Blocker:
 def test_a_summary_another_driver_is_learning_is_waited_for_and_reused_not_learned_again(tmp_path):
     """Parallel jobs of a study share the summary store: the cube summary is being learned by
     another (live) driver, so this one learns only the bowl's, waits, and reuses the cube's."""
-    from vabench.agents.summary_store import SummaryStore
-    from vabench.runfolder.learnlock import _lock, learn_once
+    from vabench.agents.summaries.summary_store import SummaryStore
+    from vabench.run.folder.learnlock import _lock, learn_once
 
     store = SummaryStore(tmp_path)
     other = _lock(store, "m", "grasp_single_cube", lambda *_: None)

@@ -13,12 +13,12 @@ import pytest
 
 from tests.openai_server import ScriptedServer
 from tests.prompt_caching import ANTHROPIC, OPENAI, PromptCache, blocks, common_tokens
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.llm import LiteLLMModel, prices
-from vabench.agents.models import ModelConfig
-from vabench.agents.prefix import BREAKPOINT, cache_breakpoints
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.chat.prefix import BREAKPOINT, cache_breakpoints
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.llm import LiteLLMModel, prices
 from vabench.envs.seeds import eval_seeds
-from vabench.recordfile import read_events
+from vabench.results.recordfile import read_events
 
 KEY_VAR = "VABENCH_PROMPT_CACHE_TEST_KEY"
 TASK = "place_cube_in_bowl"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vabench.agents.protocol import (
+from vabench.agents.chat.protocol import (
     ACTION,
     CAMERA,
     MAX_DEPTH,

@@ -14,7 +14,7 @@ from vabench.analysis import load_runs, proxy_agreement, proxy_labels, proxy_sco
 from vabench.analysis.cli import main
 from vabench.analysis.proxies import DEFINITIONS, PROXIED, errors, read_record, record_proxies, target
 from vabench.analysis.tally import annotation_tallies
-from vabench.outcomes import COLUMNS, SCHEMA_VERSION, write_row
+from vabench.results.outcomes import COLUMNS, SCHEMA_VERSION, write_row
 
 CUBE = (0.20, -0.10, 0.765)  # on the table (z = 0.74), 5 cm cube
 HIGH = (0.20, -0.10, 0.95)

@@ -16,11 +16,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.agents.history import image_tokens, message_tokens, text_tokens  # noqa: E402
-from vabench.agents.llm import LiteLLMModel  # noqa: E402
-from vabench.agents.models import ModelError, image_part  # noqa: E402
-from vabench.agents.ratelimit import RateLimiter  # noqa: E402
-from vabench.config.run import ConfigError  # noqa: E402
+from vabench.agents.chat.history import image_tokens, message_tokens, text_tokens  # noqa: E402
+from vabench.agents.chat.model import ModelError, image_part  # noqa: E402
+from vabench.agents.models.llm import LiteLLMModel  # noqa: E402
+from vabench.agents.models.ratelimit import RateLimiter  # noqa: E402
+from vabench.run.config.run import ConfigError  # noqa: E402
 
 from .fakeclock import FakeClock  # noqa: E402
 from .openai_server import RateLimit, ScriptedServer  # noqa: E402
@@ -331,7 +331,7 @@ def test_a_failing_limiter_never_fails_the_call(key, caplog):
     with ScriptedServer(default="ok") as server:
         model = make(server)
         model.limiter = Broken()
-        with caplog.at_level(logging.WARNING, logger="vabench.agents.llm"):
+        with caplog.at_level(logging.WARNING, logger="vabench.agents.models.llm"):
             reply = model.complete(USER)
     assert reply.text == "ok" and reply.usage.limit_wait_s == 0.0
     assert "rate limiter acquire failed" in caplog.text

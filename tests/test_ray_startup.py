@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from tests.test_pool import pool_of
-from vabench.actors.pool import RETRY_S, START_TRIES, ClusterStarved
-from vabench.actors.raylines import RAY_LOG
-from vabench.errors import one_line
+from vabench.core.errors import one_line
+from vabench.run.actors.pool import RETRY_S, START_TRIES, ClusterStarved
+from vabench.run.actors.raylines import RAY_LOG
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = pytest.mark.xdist_group("ray")

@@ -1,4 +1,4 @@
-"""Typed record events (vabench.recordfile.FIELDS): every event kind has one dataclass, a call that
+"""Typed record events (vabench.results.recordfile.FIELDS): every event kind has one dataclass, a call that
 leaves out a field or adds an unknown one fails before anything is written, and the written line is
 what it always was (the fields in the order given), so existing records keep their digests."""
 
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from vabench.agents.records import EpisodeRecord
-from vabench.outcomes import COLUMNS, OutcomeRow
-from vabench.recordfile import FIELDS, Event, read_events
+from vabench.results.outcomes import COLUMNS, OutcomeRow
+from vabench.results.recordfile import FIELDS, Event, read_events
+from vabench.results.records import EpisodeRecord
 
 
 def test_every_event_kind_has_its_fields_declared():

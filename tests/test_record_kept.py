@@ -9,15 +9,15 @@ from __future__ import annotations
 import pytest
 
 from tests.test_driver import smoke
-from vabench.actors.worker import EpisodeWorker
-from vabench.agents.records import EpisodeRecord, RecordComplete, set_aside
-from vabench.config.specs import expand
-from vabench.errors import Interrupted
-from vabench.outcomes import OutcomeRow
-from vabench.recordfile import Event, read_events
+from vabench.core.errors import Interrupted
+from vabench.core.vocab import Status
+from vabench.results.outcomes import OutcomeRow
+from vabench.results.recordfile import Event, read_events
+from vabench.results.records import EpisodeRecord, RecordComplete, set_aside
+from vabench.run.actors.worker import EpisodeWorker
+from vabench.run.config.specs import expand
 from vabench.run.driver import Driver
-from vabench.runfolder.writer import RunWriter
-from vabench.vocab import Status
+from vabench.run.folder.writer import RunWriter
 
 
 def test_a_completed_attempt_whose_row_was_never_written_keeps_its_record_and_gets_its_row(tmp_path, monkeypatch):

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import ModelConfig
-from vabench.agents.records import read_events
-from vabench.agents.registry import make_model
-from vabench.config.sections import ConfigError, build
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import make_model
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.sim import overlay
-from vabench.media import VIDEO_NAME, demo_video, video_info, write_video
+from vabench.results.media import VIDEO_NAME, demo_video, video_info, write_video
+from vabench.results.records import read_events
+from vabench.run.config.sections import ConfigError, build
 
 
 @pytest.fixture(scope="module")

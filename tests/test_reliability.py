@@ -21,13 +21,13 @@ import pytest
 from tests.fakeclock import FakeClock
 from tests.openai_server import ScriptedServer
 from tests.test_driver import ROOT, smoke
-from vabench.actors.workerconfig import NodeCheckFailed
-from vabench.config.specs import expand
-from vabench.errors import Interrupted
-from vabench.outcomes import read_rows, write_row
+from vabench.core.errors import Interrupted
+from vabench.results.outcomes import read_rows, write_row
+from vabench.run.actors.workerconfig import NodeCheckFailed
+from vabench.run.config.specs import expand
 from vabench.run.driver import Driver, infra_row, todo
-from vabench.runfolder import lock as runlock
-from vabench.runfolder.lock import LOCK_NAME, DriverWatch, RunLock, RunLocked
+from vabench.run.folder import lock as runlock
+from vabench.run.folder.lock import LOCK_NAME, DriverWatch, RunLock, RunLocked
 
 RAY = pytest.mark.xdist_group("ray")  # tests on Ray share one xdist worker (kill tests look for Ray's processes)
 
@@ -72,7 +72,7 @@ def test_a_rerun_gives_exhausted_infra_rows_a_fresh_budget_unless_told_not_to(tm
 
 
 def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_attempt(tmp_path, monkeypatch):
-    from vabench.actors.worker import EpisodeWorker
+    from vabench.run.actors.worker import EpisodeWorker
 
     run = smoke(tmp_path, "budget", *ONE)
     spec = expand(run)[0]
@@ -91,7 +91,7 @@ def test_within_a_run_an_episode_gets_max_attempts_counting_on_from_its_last_att
 
 
 def test_a_crashed_attempt_stays_counted_when_the_driver_is_then_interrupted(tmp_path, monkeypatch):
-    from vabench.actors.worker import EpisodeWorker
+    from vabench.run.actors.worker import EpisodeWorker
 
     run = smoke(tmp_path, "crash_then_stop", *ONE)
     spec = expand(run)[0]

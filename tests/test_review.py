@@ -20,8 +20,8 @@ import pytest
 import requests
 
 from vabench.analysis import labels as L
-from vabench.media import video_info
-from vabench.recordfile import VIDEO_NAME, read_events
+from vabench.results.media import video_info
+from vabench.results.recordfile import VIDEO_NAME, read_events
 from vabench.review import runs
 
 pytestmark = pytest.mark.xdist_group("review")  # one run folder and one server for the module

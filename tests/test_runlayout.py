@@ -1,4 +1,4 @@
-"""The run folder's one reader and writer (vabench.runlayout): the run info round-trips, an old
+"""The run folder's one reader and writer (vabench.results.layout): the run info round-trips, an old
 one (fewer keys, or keys this code does not know) still reads, and an unreadable one is named."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from vabench.errors import VabenchError
-from vabench.runlayout import RUN_INFO, RunInfo, UnreadableRunInfo, read_run_info
+from vabench.core.errors import VabenchError
+from vabench.results.layout import RUN_INFO, RunInfo, UnreadableRunInfo, read_run_info
 
 
 def test_the_run_info_round_trips_in_the_files_key_order(tmp_path):

@@ -13,11 +13,11 @@ import pytest
 
 from tests.test_driver import smoke, table
 from tests.test_learning import SUMMARY
-from vabench.actors import worker as worker_module
-from vabench.agents.summary_schema import SummaryError
-from vabench.agents.summary_store import SummaryStore
+from vabench.agents.summaries.summary_schema import SummaryError
+from vabench.agents.summaries.summary_store import SummaryStore
+from vabench.run.actors import worker as worker_module
 from vabench.run.driver import Driver
-from vabench.runfolder.scratch import OWNER, SCRATCH_ENV, Scratch, clear_dead, land, pack
+from vabench.run.folder.scratch import OWNER, SCRATCH_ENV, Scratch, clear_dead, land, pack
 
 TWO = ("ray.address=none", "seeds=2", "tasks=[grasp_single_cube]")
 
@@ -56,7 +56,7 @@ def test_records_sent_back_from_scratch_land_as_if_written_in_place(tmp_path, mo
 
 def test_a_new_worker_clears_the_scratch_of_ended_workers_only(tmp_path, monkeypatch):
     monkeypatch.setenv(SCRATCH_ENV, str(tmp_path))
-    code = "from vabench.runfolder.scratch import Scratch; Scratch('ended').folder('ep/attempt1')"  # then it ends
+    code = "from vabench.run.folder.scratch import Scratch; Scratch('ended').folder('ep/attempt1')"  # then it ends
     subprocess.run([sys.executable, "-c", code], env={**os.environ, SCRATCH_ENV: str(tmp_path)}, check=True)
     assert (tmp_path / "ended" / "ep" / "attempt1").is_dir()
     (tmp_path / "strange").mkdir()  # no owner file: not ours to judge

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vabench.agents.harness import Episode, run_episode
-from vabench.agents.models import ModelConfig
-from vabench.agents.registry import make_model
-from vabench.agents.servo import ServoAgent
-from vabench.agents.servo.basket import loose_objects, teal
-from vabench.agents.servo.dual import dark_bars
-from vabench.agents.servo.perception import (
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.episode import Episode, run_episode
+from vabench.agents.models.kinds import make_model
+from vabench.agents.models.servo import ServoAgent
+from vabench.agents.models.servo.basket import loose_objects, teal
+from vabench.agents.models.servo.dual import dark_bars
+from vabench.agents.models.servo.perception import (
     Seen,
     colour_mask,
     find,
@@ -31,18 +31,18 @@ from vabench.agents.servo.perception import (
     near_edge,
     seen_of,
 )
-from vabench.agents.servo.shoe import shoe_blob
-from vabench.agents.servo.skills import PASSIVE_COLUMNS, Servo
-from vabench.agents.servo.tool import handle_ends
+from vabench.agents.models.servo.shoe import shoe_blob
+from vabench.agents.models.servo.skills import PASSIVE_COLUMNS, Servo
+from vabench.agents.models.servo.tool import handle_ends
 from vabench.analysis.stats import wilson_interval
-from vabench.boundary import ArmProprio, observation_of
+from vabench.core.boundary import ArmProprio, observation_of
 from vabench.envs.objects.common import BOTTLE_MODELS
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.sim.scene import TABLE_COLOR
 from vabench.envs.tasks import task_class
 
 SERVO_DIR = Path(inspect.getfile(ServoAgent)).parent
-FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.harness", "vabench.agents.prompts")
+FORBIDDEN = ("vabench.envs", "sapien", "mplib", "vabench.agents.episode", "vabench.agents.chat.prompts")
 
 # Success rates measured on the manifest seeds with benchmarks/servo_rates.py, per (task, protocol);
 # the issue-28 additions on the first seeds only (the count says how many), the rest on all 20. The

@@ -22,11 +22,11 @@ from tests.openai_server import RateLimit, ScriptedServer  # noqa: E402
 from tests.test_cluster import stop_after  # noqa: E402
 from tests.test_driver import AllAtOnce  # noqa: E402
 from tests.test_launch import validate  # noqa: E402
-from vabench.actors.workerconfig import make_limiter  # noqa: E402
-from vabench.agents.keybudget import STALE_S, BudgetBusy, KeyBudget, budget_for, key_id, sweep  # noqa: E402
-from vabench.agents.models import ModelConfig  # noqa: E402
-from vabench.agents.ratelimit import RateLimiter, pace  # noqa: E402
-from vabench.outcomes import read_rows  # noqa: E402
+from vabench.agents.chat.model import ModelConfig  # noqa: E402
+from vabench.agents.models.keybudget import STALE_S, BudgetBusy, KeyBudget, budget_for, key_id, sweep  # noqa: E402
+from vabench.agents.models.ratelimit import RateLimiter, pace  # noqa: E402
+from vabench.results.outcomes import read_rows  # noqa: E402
+from vabench.run.actors.workerconfig import make_limiter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VAR = "VABENCH_TEST_KEY"
@@ -168,7 +168,7 @@ def test_stale_budget_files_are_swept_and_a_holder_reopens(tmp_path):
 
 HOLD = """
 import fcntl, os, sys
-from vabench.agents.keybudget import KeyBudget
+from vabench.agents.models.keybudget import KeyBudget
 b = KeyBudget("k", sys.argv[1])
 fcntl.flock(b._open(), fcntl.LOCK_EX)
 print("held", flush=True)
@@ -200,7 +200,7 @@ def test_a_stuck_holder_never_holds_a_run_back(tmp_path, caplog):
             KeyBudget("k", str(tmp_path), lock_wait_s=0.05).book(0, 1.0, 0.0)
         clock = Clock()
         lim = RateLimiter(60, None, headroom=0.0, clock=clock, shared=KeyBudget("k", str(tmp_path), clock, 0.05))
-        with caplog.at_level(logging.WARNING, logger="vabench.agents.ratelimit"):
+        with caplog.at_level(logging.WARNING, logger="vabench.agents.models.ratelimit"):
             first, second = lim.acquire(1), lim.acquire(1)
         assert (first, second) == (0.0, 1.0)  # its own 60 rpm
         assert caplog.text.count("pacing alone") == 1 and lim.stats()["shared"] is False

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from tests import test_review
-from vabench.recordfile import VIDEO_NAME, Event, read_events
+from vabench.results.recordfile import VIDEO_NAME, Event, read_events
 
 pytestmark = pytest.mark.xdist_group("site")  # one pair of runs and one chromium for the module
 XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
@@ -30,7 +30,7 @@ RANDOM = "random | active | summary none | render small"
 def run(results: Path, run_id: str, *overrides: str) -> Path:
     """grasp_single_cube x 2 seeds, in process, small images, recording views and videos on."""
     from tests.test_launch import composed
-    from vabench.config.run import from_config
+    from vabench.run.config.run import from_config
     from vabench.run.driver import Driver
 
     cfg = composed(f"results_dir={results}", f"run_id={run_id}", "tasks=[grasp_single_cube]", "seeds=2",
@@ -269,7 +269,7 @@ def test_building_imports_no_simulator_ray_agent_or_actor_code(results, tmp_path
         "import sys; from pathlib import Path; from vabench.site import build, Options;"
         f"build([Path({str(results / 'random')!r})], Path({str(tmp_path / 'out')!r}), Options(figures=False));"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('sapien', 'mplib', 'ray', 'litellm') or "
-        "m.startswith(('vabench.envs', 'vabench.agents', 'vabench.actors', 'vabench.verify.check'))];"
+        "m.startswith(('vabench.envs', 'vabench.agents', 'vabench.run.actors', 'vabench.verify.check'))];"
         "assert not bad, bad"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vabench.agents import demo_tools, summary_schema, summary_store
-from vabench.agents.demo_tools import DemoError, DemoStore
-from vabench.agents.summary_schema import SummaryError, validate_summary
-from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary, summary_identity, text_digest
-from vabench.vocab import SummaryMode, summary_mode
+from vabench.agents.summaries import demo_tools, summary_schema, summary_store
+from vabench.agents.summaries.demo_tools import DemoError, DemoStore
+from vabench.agents.summaries.summary_schema import SummaryError, validate_summary
+from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary, summary_identity, text_digest
+from vabench.core.vocab import SummaryMode, summary_mode
 
 CUBE = "grasp_single_cube"
 BASKET = "put_everything_in_basket"  # the long-horizon task: four atomic demos, no full-task demo

@@ -10,7 +10,7 @@ import sapien
 from scipy.spatial.transform import Rotation
 
 from tests.staging import RecordingWorld, teleport
-from vabench.agents.demo_tools import task_demos
+from vabench.agents.summaries.demo_tools import task_demos
 from vabench.envs import seeds
 from vabench.envs.objects.basket import (
     BASKET_FLOOR,

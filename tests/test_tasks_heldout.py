@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vabench.agents.demo_tools import summary_task, task_demos
+from vabench.agents.summaries.demo_tools import summary_task, task_demos
 from vabench.envs import seeds
 from vabench.envs.tasks import TASKS
 

@@ -21,15 +21,15 @@ import pandas as pd
 import pytest
 
 from tests.test_launch import composed
-from vabench import bundle
 from vabench.analysis.flips import flips
 from vabench.analysis.load import load_runs
-from vabench.config.run import from_config
 from vabench.envs.tasks.grasp_single_cube import GraspSingleCube
-from vabench.outcomes import read_rows, write_row
-from vabench.recordfile import record_digest
+from vabench.results import bundle
+from vabench.results.layout import RUN_INFO, RunInfo
+from vabench.results.outcomes import read_rows, write_row
+from vabench.results.recordfile import record_digest
+from vabench.run.config.run import from_config
 from vabench.run.driver import Driver
-from vabench.runlayout import RUN_INFO, RunInfo
 from vabench.verify import rescore, unpacked, verify
 from vabench.verify.__main__ import main as verify_main
 from vabench.verify.check import _row_identity, load, outcome_rows, provenance_differences

@@ -31,10 +31,10 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 from websockets.sync.server import Server, ServerConnection, serve
 
-from vabench.agents.policy_actions import PER_ARM
-from vabench.agents.policy_wire import pack, unpack
+from vabench.agents.models.policy_actions import PER_ARM
+from vabench.agents.models.policy_wire import pack, unpack
+from vabench.core.errors import CannotListen, NotFound, command
 from vabench.envs.state import FIELDS
-from vabench.errors import CannotListen, NotFound, command
 
 STATE_KEY = "observation/state"  # the agent's default model.extra.state_key
 

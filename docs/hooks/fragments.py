@@ -29,8 +29,8 @@ def _runs(name: str) -> list:
     composed once, each job's sweep keys (top-level condition keys) set on a copy."""
     from omegaconf import OmegaConf
 
-    from vabench.config.run import from_config
     from vabench.launch.words import composed
+    from vabench.run.config.run import from_config
 
     model = LOCAL if name == "local_models" else REFERENCE
     base = composed([f"+experiment={name}", *model]) | {"run_id": "plan", "results_dir": "results"}
@@ -90,10 +90,10 @@ def exit_table() -> str:
 def screened_table() -> str:
     """Per task, each robot's accepted / tried seeds (its manifest's ``accepted`` and ``rejected``), and
     ``declared`` when it can do none."""
+    from vabench.core.vocab import Robot, Track
     from vabench.envs.seeds import load_manifest
     from vabench.envs.sim.embodiments import EMBODIMENTS
     from vabench.envs.tasks import tasks_of_track
-    from vabench.vocab import Robot, Track
 
     robots = [r for r in EMBODIMENTS if r != Robot.PANDA]
     rows = []

@@ -32,9 +32,9 @@ def _made(*sources: str) -> str:
 
 # -- config keys ------------------------------------------------------------------------------------
 def _allowed() -> dict[str, str]:
-    """The values each condition key takes, from its rules (``vabench.condition.key``): its
+    """The values each condition key takes, from its rules (``vabench.core.condition.key``): its
     registry's names, and the words of its form."""
-    from vabench.condition import KEYS, named, rule
+    from vabench.core.condition import KEYS, named, rule
 
     out = {}
     for key in KEYS:
@@ -46,16 +46,16 @@ def _allowed() -> dict[str, str]:
 
 
 def config_page() -> str:
-    from vabench.agents.harness_config import HarnessConfig
-    from vabench.agents.models import ModelConfig
-    from vabench.condition import KEYS, default, rule
-    from vabench.config.run import PlanConfig, RayConfig, RunOptions
+    from vabench.agents.chat.harness_config import HarnessConfig
+    from vabench.agents.chat.model import ModelConfig
+    from vabench.core.condition import KEYS, default, rule
     from vabench.envs.config import RecordingConfig
+    from vabench.run.config.run import PlanConfig, RayConfig, RunOptions
 
     out = [
         "# Config keys",
         "",
-        _made("vabench/condition.py", "vabench/config/run.py", "conf/config.yaml", "the section dataclasses"),
+        _made("vabench/core/condition.py", "vabench/run/config/run.py", "conf/config.yaml", "the section dataclasses"),
         "",
         "Every key is set on the command line as `key=value` (`python -m vabench.launch key=value ...`);",
         "every default is declared once, in a dataclass, and `conf/` states only what differs. A misspelt",
@@ -69,7 +69,7 @@ def config_page() -> str:
     out += [table(("key", "default", "meaning"), [(f"`{k}`", f"`{v}`", c) for k, v, c in top]), ""]
     allowed = _allowed()
     out += [
-        "## The condition's keys (`Condition`, `vabench/condition.py`)",
+        "## The condition's keys (`Condition`, `vabench/core/condition.py`)",
         "",
         "Their defaults are the paper's measurement; any other value is a named departure, recorded in",
         "every outcome row and in the condition label, so its rows never pool with the paper's.",
@@ -77,14 +77,24 @@ def config_page() -> str:
     ]
     rows = [(f"`{k}`", shown(default(k)), allowed[k], rule(k, "about")) for k in KEYS]
     out += [table(("key", "default", "values", "meaning"), rows), ""]
-    out += ["## Run options (`RunOptions`, `vabench/config/run.py`)", ""]
+    out += ["## Run options (`RunOptions`, `vabench/run/config/run.py`)", ""]
     out += [table(("key", "default", "meaning"), [(f"`{k}`", shown(v), c) for k, v, c in field_rows(RunOptions)]), ""]
     sections = (
-        ("model", ModelConfig, "vabench/agents/models.py", "How to reach one model; `conf/model/` sets what differs."),
-        ("harness", HarnessConfig, "vabench/agents/harness_config.py", "The agent loop's limits."),
-        ("ray", RayConfig, "vabench/config/run.py", "Workers and episodes in flight ([the cluster](../cluster.md))."),
+        (
+            "model",
+            ModelConfig,
+            "vabench/agents/chat/model.py",
+            "How to reach one model; `conf/model/` sets what differs.",
+        ),
+        ("harness", HarnessConfig, "vabench/agents/chat/harness_config.py", "The agent loop's limits."),
+        (
+            "ray",
+            RayConfig,
+            "vabench/run/config/run.py",
+            "Workers and episodes in flight ([the cluster](../cluster.md)).",
+        ),
         ("recording", RecordingConfig, "vabench/envs/config.py", "The evaluator's recording views and video."),
-        ("plan", PlanConfig, "vabench/config/run.py", "`plan=true` is `plan.enabled=true`."),
+        ("plan", PlanConfig, "vabench/run/config/run.py", "`plan=true` is `plan.enabled=true`."),
     )
     for name, cls, path, about in sections:
         out += [f"## `{name}.*` (`{cls.__name__}`, `{path}`)", "", about, ""]
@@ -105,7 +115,7 @@ def _sets(path: Path) -> str:
 
 
 def groups_page() -> str:
-    from vabench.agents.registry import OFFLINE_AGENTS
+    from vabench.agents.models.kinds import OFFLINE_AGENTS
 
     out = ["# Config groups", "", _made("conf/"), ""]
     out += ["A group option is a file of `conf/<group>/`, chosen with `group=NAME` (`+experiment=NAME` and",
@@ -135,10 +145,10 @@ def _seeds(said: str) -> str:
 
 
 def tasks_page() -> str:
+    from vabench.core.vocab import Track
     from vabench.envs.cli.tasks import rows
     from vabench.envs.sim.embodiments import EMBODIMENTS
     from vabench.envs.tasks import task_class
-    from vabench.vocab import Track
 
     robots = list(EMBODIMENTS)
     out = ["# Tasks", "", _made("the task registry", "vabench/envs/seed_manifests/"), ""]
@@ -160,11 +170,11 @@ def tasks_page() -> str:
 
 # -- looks: render presets, robots, perturbations ---------------------------------------------------
 def looks_page() -> str:
+    from vabench.core.vocab import PERTURBATION_LEVELS, Render, Robot
     from vabench.envs import perturb
     from vabench.envs.perturb import KINDS, scene
     from vabench.envs.render import RENDER_PRESETS
     from vabench.envs.sim.embodiments import EMBODIMENTS, Embodiment
-    from vabench.vocab import PERTURBATION_LEVELS, Render, Robot
 
     out = ["# Render presets, robots and perturbations", ""]
     out += [_made("vabench/envs/render.py", "vabench/envs/sim/embodiments.py", "vabench/envs/perturb/"), ""]
@@ -195,9 +205,9 @@ def looks_page() -> str:
 
 # -- interventions ----------------------------------------------------------------------------------
 def interventions_page() -> str:
-    from vabench.interventions import MANIFESTS
+    from vabench.core.interventions import MANIFESTS
 
-    out = ["# Interventions", "", _made("vabench/interventions.py"), ""]
+    out = ["# Interventions", "", _made("vabench/core/interventions.py"), ""]
     out += ["Each intervention hands the model exactly one declared input beyond the paper's boundary",
             "(its manifest); `intervention=NAME` names it (`summary=expert` is `expert_summary`).", ""]  # fmt: skip
     rows = []
@@ -212,9 +222,9 @@ def interventions_page() -> str:
 def outcomes_page() -> str:
     from dataclasses import fields
 
-    from vabench import outcomes
+    from vabench.results import outcomes
 
-    out = ["# The outcome row", "", _made("vabench/outcomes.py"), ""]
+    out = ["# The outcome row", "", _made("vabench/results/outcomes.py"), ""]
     out += [f"One row per episode attempt, schema version {outcomes.SCHEMA_VERSION}. Columns are added, never",
             "renamed or dropped; `pandas.read_parquet(run_folder)` reads them.", ""]  # fmt: skip
     rows = [("`schema_version`", "int64", "", "the row's schema version")]
@@ -230,10 +240,10 @@ def outcomes_page() -> str:
 
 
 def events_page() -> str:
-    from vabench.recordfile import Event
+    from vabench.results.recordfile import Event
 
     said = member_comments(Event)
-    out = ["# Record events", "", _made("vabench/recordfile.py"), ""]
+    out = ["# Record events", "", _made("vabench/results/recordfile.py"), ""]
     out += [f"{rst(' '.join(Event.__doc__.split()))} `events.jsonl` holds one event per line.", ""]
     rows = [(f"`{e.value}`", said.get(e.name, "")) for e in Event]
     out += [table(("type", "what it carries"), rows)]

@@ -79,7 +79,7 @@ def constants(module) -> list[tuple[str, str, str]]:
 
 def field_rows(cls) -> list[tuple[str, object, str]]:
     """(name, default, meaning) of every field of a dataclass (the defaults as Hydra gets them)."""
-    from vabench.config.sections import REQUIRED, defaults
+    from vabench.run.config.sections import REQUIRED, defaults
 
     said = member_comments(cls)
     return [(k, MISSING if v == REQUIRED else v, said.get(k, "")) for k, v in defaults(cls).items()]

@@ -1,6 +1,6 @@
 """pandas over the Parquet outcome tables: the paper's tables, statistics and figures.
 
-Reads outcome rows only (``vabench.outcomes``): no simulator, Ray, agent or actor imports.
+Reads outcome rows only (``vabench.results.outcomes``): no simulator, Ray, agent or actor imports.
 
     from vabench.analysis import load_runs, success_matrix, macro_averages, to_markdown
     df = load_runs("runs/main")
@@ -20,7 +20,7 @@ and seed-cluster bootstrap on shared seeds), ``power`` (``python -m vabench.anal
 Table 21: ``seedyield``. What a study cost, per model and condition: ``costs``.
 """
 
-from vabench.paper import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM
+from vabench.core.paper import PAPER_DUAL_ARM, PAPER_FAMILIES, PAPER_SINGLE_ARM
 
 from .agreement import (
     ac1_pair,

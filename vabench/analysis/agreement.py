@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import Track
+from vabench.core.vocab import Track
 
 from . import labels as L
 from .diagnostics import RULES, _done, _scope, criterion_scores, episode_labels

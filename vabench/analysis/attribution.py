@@ -1,7 +1,7 @@
 """Why a model fails: success under each intervention against the paper condition, on the same seeds
 (issue 27; the paper's Limitations leave the attribution open).
 
-A condition under an intervention (its ``intervention`` column, vabench.interventions) is paired with
+A condition under an intervention (its ``intervention`` column, vabench.core.interventions) is paired with
 its paper condition: the same model, protocol, render preset and observation profile, the summary
 source kept (a harness intervention) or ``own`` (summary=expert, whose paper condition is the
 model's own summary). Per task family: both rates, the difference in percentage points and the
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.interventions import manifest
-from vabench.vocab import Intervention, SummaryKind, Track
+from vabench.core.interventions import manifest
+from vabench.core.vocab import Intervention, SummaryKind, Track
 
 from .paired import paired_comparison
 from .tables.common import _scope

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vabench.errors import command
+from vabench.core.errors import command
 
 from . import labels as L
 from .load import NoOutcomesError, load_runs

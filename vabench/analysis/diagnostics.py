@@ -29,7 +29,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import Arms, Track
+from vabench.core.vocab import Arms, Track
 
 from . import labels as L
 from .load import privileged_note

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.vocab import Status
+from vabench.core.vocab import Status
 
 KEY = ["condition", "task", "seed", "run_index"]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.errors import NotFound, VabenchError
-from vabench.runlayout import ANNOTATIONS
+from vabench.core.errors import NotFound, VabenchError
+from vabench.results.layout import ANNOTATIONS
 
 CRITERIA = ("TL", "AE", "SR", "MS", "MP", "FG", "ED", "OC", "PF")
 MODULES = {"SPU": ("TL", "AE", "SR"), "RM": ("MS", "MP", "FG"), "ER": ("ED", "OC", "PF")}

@@ -1,6 +1,6 @@
 """Reading outcome rows and the one normalisation every table starts from.
 
-``load_runs`` reads run folders (``vabench.outcometable.load``: each run's outcome table) and
+``load_runs`` reads run folders (``vabench.results.outcometable.load``: each run's outcome table) and
 refuses an empty result with a clear message. ``prepare`` gives each row a ``state``: ``judged`` (counted in rates),
 ``infra_error`` (the episode could not be judged: excluded from every rate, never a failure),
 ``unjudged`` (no status/success to count: excluded) or ``superseded`` (an earlier attempt of an
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.condition import KEYS, Condition, default, rule
-from vabench.errors import VabenchError
-from vabench.outcomes import COLUMNS
-from vabench.outcometable import gather, to_pandas
-from vabench.vocab import Arms, Status, Track
+from vabench.core.condition import KEYS, Condition, default, rule
+from vabench.core.errors import VabenchError
+from vabench.core.vocab import Arms, Status, Track
+from vabench.results.outcomes import COLUMNS
+from vabench.results.outcometable import gather, to_pandas
 
 PRIVILEGED = " (privileged)"
 PRIVILEGED_NOTE = (
@@ -158,7 +158,7 @@ def _every_column(df: pd.DataFrame) -> pd.DataFrame:
 
 def _fill_defaults(p: pd.DataFrame, notes: list[str]) -> None:
     """What older or hand-built rows leave out: the base track, "?" names, prompts v1, and each
-    condition key's paper value (vabench.condition.KEYS; a key whose ``fill`` rule is False stays
+    condition key's paper value (vabench.core.condition.KEYS; a key whose ``fill`` rule is False stays
     empty), a policy's budget scale from its old model name."""
     if p["track"].isna().any():
         notes.append(f"{int(p['track'].isna().sum())} row(s) had no track; read as base.")

@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import Track
+from vabench.core.vocab import Track
 
 from .load import NoOutcomesError, exclusion_note, privileged_note
 from .stats import mcnemar_exact

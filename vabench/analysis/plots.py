@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.vocab import ACTIVE, PASSIVE, RIGHT, Intervention, SummaryKind, Track
+from vabench.core.vocab import ACTIVE, PASSIVE, RIGHT, Intervention, SummaryKind, Track
 
 from . import tables as T
 from .attribution import attribution

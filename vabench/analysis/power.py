@@ -36,7 +36,7 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from vabench.errors import ConfigError
+from vabench.core.errors import ConfigError
 
 MAX_EPISODES = 10**7
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.recordfile import Event, read_events
-from vabench.vocab import StepKind
+from vabench.core.vocab import StepKind
+from vabench.results.recordfile import Event, read_events
 
 from . import labels as L
 from .agreement import ac1_pair, cohen_kappa

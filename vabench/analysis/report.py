@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.vocab import SummaryKind, Track
+from vabench.core.vocab import SummaryKind, Track
 
 from . import tables as T
 from .attribution import attribution, display_attribution, recovers_most

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 import vabench
-from vabench.paper import PAPER_TASKS
-from vabench.vocab import Track
+from vabench.core.paper import PAPER_TASKS
+from vabench.core.vocab import Track
 
 from .diagnostics import _done
 

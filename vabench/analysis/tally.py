@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from vabench.condition import condition_label
-from vabench.errors import VabenchError
-from vabench.runlayout import read_run_info
-from vabench.vocab import ACTIVE, Arms, SummaryKind, Track
+from vabench.core.condition import condition_label
+from vabench.core.errors import VabenchError
+from vabench.core.vocab import ACTIVE, Arms, SummaryKind, Track
+from vabench.results.layout import read_run_info
 
 from . import labels as L
 from .load import prepare

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-from vabench.errors import VabenchError
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.errors import VabenchError
+from vabench.core.vocab import LEFT, RIGHT
 
 MOVE_MM = (1.0, 100.0)
 ROTATE_DEG = (1.0, 90.0)

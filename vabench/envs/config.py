@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vabench.checks import within
-from vabench.condition import DEFAULT_RENDER, Condition, default
-from vabench.errors import ConfigError
+from vabench.core.checks import within
+from vabench.core.condition import DEFAULT_RENDER, Condition, default
+from vabench.core.errors import ConfigError
 
 from .perturb import PerturbationConfig
 from .render import RENDER_PRESETS, RenderPreset, render_preset
@@ -61,5 +61,5 @@ class EnvConfig:
 
     @property
     def look(self) -> tuple[str, str, str]:
-        """(render preset, robot, perturbation), as :attr:`vabench.condition.Condition.look` says them."""
+        """(render preset, robot, perturbation), as :attr:`vabench.core.condition.Condition.look` says them."""
         return str(self.preset.name), str(self.robot), str(self.perturbation.label)

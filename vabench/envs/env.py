@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.vocab import ACTIVE, LEFT, RIGHT, Protocol, StepKind, protocol_named
+from vabench.core.vocab import ACTIVE, LEFT, RIGHT, Protocol, StepKind, protocol_named
 
 from . import interventions
 from .actions import (
@@ -318,7 +318,7 @@ class VABenchEnv:
             "placement": self.task.placement(state),
         }
 
-    # -- interventions (vabench.interventions: each call is one declared manifest) ----------
+    # -- interventions (vabench.core.interventions: each call is one declared manifest) ----------
     def object_poses(self) -> list[dict]:
         """``object_poses``: every task body's centre, yaw and size now (privileged, on purpose)."""
         return interventions.object_poses(self.privileged().world)

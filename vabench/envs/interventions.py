@@ -1,4 +1,4 @@
-"""What the interventions hand a model beyond the paper's boundary (vabench.interventions declares
+"""What the interventions hand a model beyond the paper's boundary (vabench.core.interventions declares
 each manifest): the task bodies' poses and sizes (``object_poses``) and the world point under a
 pixel of the current image (``depth_point``). Both read simulator state on purpose; the env hands
 them out only through its named intervention calls, never in an Observation.

@@ -24,9 +24,9 @@ from io import BytesIO
 import numpy as np
 from PIL import Image
 
-from vabench.errors import ConfigError
-from vabench.registry import Registry
-from vabench.vocab import Render
+from vabench.core.errors import ConfigError
+from vabench.core.registry import Registry
+from vabench.core.vocab import Render
 
 from .sim.camera import CameraConfig
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vabench.errors import BadFile, ConfigError, NotFound
-from vabench.vocab import SEEDS_PER_TASK, Robot
+from vabench.core.errors import BadFile, ConfigError, NotFound
+from vabench.core.vocab import SEEDS_PER_TASK, Robot
 
 from .env import VABenchEnv
 from .tasks import task_class

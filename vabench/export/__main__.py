@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from vabench.errors import command
-from vabench.runlayout import RECORDS, RUN_INFO
+from vabench.core.errors import command
+from vabench.results.layout import RECORDS, RUN_INFO
 
 from .clips import ExportError
 from .lerobot import write

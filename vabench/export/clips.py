@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from vabench.core.errors import VabenchError
+from vabench.core.vocab import StepKind
 from vabench.envs.actions import CameraAction, DualMoveWorld, MoveWorld, RotateLocal, parse_action
-from vabench.errors import VabenchError
-from vabench.vocab import StepKind
 
 from .features import ACTION_KINDS, ARMS, CAMERA_ACTIONS, DEFAULT_FEATURES, NO_ACTION, Layout, action_names
 

@@ -1,7 +1,7 @@
 """Expert episodes from the demonstrations (``$VABENCH_CACHE/demos/<preset>/<task>/``).
 
 A stored demonstration is what a model may watch: RGB frames at 3 simulated frames per second and
-a manifest, no actions and no robot state (vabench.envs.demos). So the exporter runs the task's
+a manifest, no actions and no robot state (vabench.envs.demo_recorder). So the exporter runs the task's
 expert again on the demo's seed at the demo's render preset (the same physics the stored video
 shows, as ``demos.trace`` relies on) and keeps, per expert action, the image of the demo's fixed
 view, the robot state and the action, exactly as a model episode's record holds them. A time-sampled
@@ -15,11 +15,11 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from vabench.envs.demos import DEMO_FORMAT
+from vabench.core.vocab import ACTIVE, EndReason, Intervention, Perturbation, Robot, Status
+from vabench.envs.demo_recorder import DEMO_FORMAT
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.render import render_preset
 from vabench.envs.seeds import demo_seed
-from vabench.vocab import ACTIVE, EndReason, Intervention, Perturbation, Robot, Status
 
 from .clips import Clip, ExportError, columns
 from .features import NO_ACTION

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from vabench.core.vocab import LEFT, RIGHT, EndReason, StepKind
 from vabench.envs.actions import camera_action_names
-from vabench.vocab import LEFT, RIGHT, EndReason, StepKind
 
 CODEBASE_VERSION = "v3.0"  # the LeRobot dataset format written
 CHUNKS_SIZE = 1000  # LeRobot's defaults: files per chunk folder, MB per data and per video file

@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from vabench.condition import KEYS
-from vabench.recordfile import EVENTS, FRAMES, Event, read_events
-from vabench.runlayout import RECORDS, RUN_INFO, read_run_info
-from vabench.vocab import EndReason, Status
+from vabench.core.condition import KEYS
+from vabench.core.vocab import EndReason, Status
+from vabench.results.layout import RECORDS, RUN_INFO, read_run_info
+from vabench.results.recordfile import EVENTS, FRAMES, Event, read_events
 
 from .clips import Clip, ExportError, columns
 from .features import NO_ACTION
@@ -28,7 +28,7 @@ ROW_COLUMNS = (
     "run_index",
     "attempt",
     "protocol",
-    *KEYS,  # every condition key (vabench.condition)
+    *KEYS,  # every condition key (vabench.core.condition)
     "status",
     "success",
     "end_reason",

@@ -17,13 +17,13 @@ import warnings
 import gymnasium as gym
 import numpy as np
 
-from vabench.condition import DEFAULT_RENDER, Condition, default
+from vabench.core.condition import DEFAULT_RENDER, Condition, default
+from vabench.core.vocab import ACTIVE, protocol_named
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.state import state_names, state_vector
 from vabench.envs.tasks import task_class
-from vabench.vocab import ACTIVE, protocol_named
 
 from . import spaces as sp
 

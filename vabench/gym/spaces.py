@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from vabench.core.vocab import ACTIVE
 from vabench.envs.actions import (
     MOVE_MM,
     ROTATE_DEG,
@@ -37,7 +38,6 @@ from vabench.envs.actions import (
 from vabench.envs.render import RenderPreset
 from vabench.envs.sim.camera import PASSIVE_ORDER
 from vabench.envs.state import state_bounds
-from vabench.vocab import ACTIVE
 
 MOVE_AXES, ROTATE_AXES, SIGNS = ("x", "y", "z"), ("rx", "ry", "rz"), ("+", "-")
 MOVE, ROTATE, OPEN, CLOSE = "gripper.move_world", "gripper.rotate_local", "gripper.open", "gripper.close"

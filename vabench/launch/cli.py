@@ -37,8 +37,8 @@ episodes not judged (infra_error rows; rerun the same run_id); 130 interrupted; 
 
 def _condition_lines() -> list[str]:
     """Each condition key with what it may be (the paper's value first), from its rules
-    (vabench.condition.key)."""
-    from vabench.condition import KEYS, default, named, rule, word
+    (vabench.core.condition.key)."""
+    from vabench.core.condition import KEYS, default, named, rule, word
 
     lines = ["condition keys (key=value; the paper's value is the default; any other is recorded in every row):"]
     for key in KEYS:
@@ -60,7 +60,7 @@ def help_text() -> str:
         lines.append(f"  {plus}{group.name:<11} {', '.join(options)}")
     lines += ["", *_condition_lines()]
     node = composed()
-    from vabench.config.choices import CONDITION_KEYS
+    from vabench.run.config.choices import CONDITION_KEYS
 
     keys = [k for k, v in node.items() if not isinstance(v, dict) and k not in CONDITION_KEYS]
     lines += ["", "top-level keys (key=value; conf/config.yaml explains each):", "  " + ", ".join(keys)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import IntEnum
 
-from vabench.errors import REFUSED
+from vabench.core.errors import REFUSED
 
 
 class Exit(IntEnum):

@@ -15,11 +15,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from vabench.config.run import RunConfig, from_config  # also registers the config's dataclass nodes
-from vabench.errors import Interrupted, RunStopped, VabenchError, flat
+from vabench.core.errors import Interrupted, RunStopped, VabenchError, flat
 from vabench.launch.exits import Exit, leave
 from vabench.launch.folders import discard
 from vabench.launch.words import CONF
+from vabench.run.config.run import RunConfig, from_config  # also registers the config's dataclass nodes
 
 
 def _say(message: str) -> None:
@@ -77,7 +77,7 @@ def job(cfg: DictConfig) -> int:
 def _run(run: RunConfig) -> int:
     from vabench.analysis import success_matrix, to_markdown
     from vabench.run.driver import run_experiment
-    from vabench.runfolder.state import unjudged_summary
+    from vabench.run.folder.state import unjudged_summary
 
     parallel = HydraConfig.get().launcher.get("_target_", "").endswith("JoblibLauncher")
     try:
@@ -103,7 +103,7 @@ def _interrupted(parallel: bool) -> None:
     usual way."""
     if parallel:
         leave(Exit.INTERRUPTED)
-    from vabench.actors.backends import shut_down
+    from vabench.run.actors.backends import shut_down
 
     shut_down()
     logging.shutdown()

@@ -1,6 +1,6 @@
 """The words users type on the command line, checked before Hydra: every mistake is one line naming
 it, the choices and the closest one, never Hydra's traceback. ``plan=true`` is ``plan.enabled``;
-the condition's keys (the departure fields of vabench.condition.Condition: ``perturbation=blur:2``,
+the condition's keys (the departure fields of vabench.core.condition.Condition: ``perturbation=blur:2``,
 ``budget_scale=0.5``, ...) are plain top-level keys; a group option
 (``model=``, ``protocol=``, ``summary=``, ``track=``, ``+experiment=``, ``+study=``) must name a
 file of its group. ``--help`` lists all of them."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from vabench.config.choices import CONDITION_KEYS, MOVED, condition_keys
-from vabench.errors import ConfigError, UnknownName, closest
+from vabench.core.errors import ConfigError, UnknownName, closest
+from vabench.run.config.choices import CONDITION_KEYS, MOVED, condition_keys
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = tuple(sorted(p.name for p in CONF.iterdir() if p.is_dir()))
@@ -54,7 +54,7 @@ def composed(overrides: list[str] | None = None) -> dict:
     """The composed config (unresolved) with these group choices."""
     from hydra import compose, initialize_config_dir
 
-    import vabench.config.run  # noqa: F401 (registers the dataclasses' nodes)
+    import vabench.run.config.run  # noqa: F401 (registers the dataclasses' nodes)
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return OmegaConf.to_container(compose(config_name="config", overrides=overrides or []), resolve=False)

@@ -1,4 +1,4 @@
-"""Training samples from a LeRobot export (docs/export.md), read with pyarrow and vabench.media
+"""Training samples from a LeRobot export (docs/export.md), read with pyarrow and vabench.results.media
 (never lerobot, which needs numpy 2), in the served policy's terms (docs/policy.md):
 
 - the image: the export's one camera (``observation.images.active`` for a run's active episodes,
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from vabench.agents.policy_actions import PER_ARM
+from vabench.agents.models.policy_actions import PER_ARM
+from vabench.core.errors import VabenchError
+from vabench.core.vocab import ACTIVE, StepKind
 from vabench.envs.state import FIELDS
 from vabench.envs.tasks import task_class
-from vabench.errors import VabenchError
 from vabench.export.features import ACTION_KINDS, VIDEO_PATH
-from vabench.media import read_video
-from vabench.vocab import ACTIVE, StepKind
+from vabench.results.media import read_video
 
 ROBOT = ACTION_KINDS.index(StepKind.ROBOT)
 IMAGE_PREFIX = "observation.images."

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vabench.agents.policy_actions import PER_ARM
+from vabench.agents.models.policy_actions import PER_ARM
 from vabench.envs.state import FIELDS
 
 MOTION = PER_ARM - 1  # dx dy dz droll dpitch dyaw

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vabench.agents.policy import ACTIVE_IMAGE_KEY
+from vabench.agents.models.policy import ACTIVE_IMAGE_KEY
+from vabench.core.errors import VabenchError
 from vabench.envs.state import FIELDS
-from vabench.errors import VabenchError
 from vabench.learn.data import prompt_features, resize
 from vabench.learn.model import BCNet, NetConfig, decode, parameters
 from vabench.learn.train import FORMAT

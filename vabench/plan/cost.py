@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from vabench.config.run import RunConfig
+from vabench.core.vocab import CacheMode, PromptCache
 from vabench.plan.estimate import Estimate, cache_kind
-from vabench.vocab import CacheMode, PromptCache
+from vabench.run.config.run import RunConfig
 
 _READS = {
     PromptCache.AUTOMATIC: "automatic (the provider reads a repeated prefix by itself)",

@@ -14,18 +14,18 @@ Expected figures come from a previous run folder (``plan.calibrate=RUN``: its ro
 tokens, cached tokens, wall time and success, per task and protocol, else per protocol), or else
 from the measured priors (:mod:`vabench.plan.priors`: a failing and a successful episode per
 protocol, track and task, mixed at the paper's success rate) and :data:`PRIORS` (assumptions). The
-token model follows the conversation (:mod:`vabench.agents.history`): call k carries the system
+token model follows the conversation (:mod:`vabench.agents.chat.history`): call k carries the system
 prompt, the current observation and k-1 earlier turns (their images as text stubs); a prompt cache
-reads everything up to the previous observation's text (:mod:`vabench.agents.prefix`).
+reads everything up to the previous observation's text (:mod:`vabench.agents.chat.prefix`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from vabench.config.run import RunConfig
-from vabench.config.specs import expand
-from vabench.vocab import PromptCache, SummaryKind, Track, protocol_named
+from vabench.core.vocab import PromptCache, SummaryKind, Track, protocol_named
+from vabench.run.config.run import RunConfig
+from vabench.run.config.specs import expand
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Estimate:
         return replace(self, **{k: getattr(self, k) + getattr(other, k) for k in SUMMED})
 
     def cost(self, price) -> float | None:
-        """US dollars at LiteLLM's prices (``vabench.agents.llm.Prices``), None when unpriced."""
+        """US dollars at LiteLLM's prices (``vabench.agents.models.llm.Prices``), None when unpriced."""
         if price is None:
             return None
         fresh = self.input - self.cached - self.written
@@ -134,9 +134,9 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
     """One episode of one kind (a :class:`vabench.plan.priors.Arm`) from the code: the real system
     prompt, the provider's image rule at the preset's sizes, the conversation's growth, and the
     prompt cache's reads and writes (``kind``: :func:`cache_kind`)."""
-    from vabench.agents import prompts
-    from vabench.agents.history import text_tokens
-    from vabench.agents.prefix import image_tokens_for
+    from vabench.agents.chat import prompts
+    from vabench.agents.chat.history import text_tokens
+    from vabench.agents.chat.prefix import image_tokens_for
     from vabench.envs import RENDER_PRESETS
     from vabench.envs.tasks import task_class
 
@@ -167,10 +167,10 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
 
 def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estimate]:
     """The summaries this run would learn (``summary=own``, not in the store) and their calls."""
-    from vabench.agents.learning import MAX_ATTEMPTS
-    from vabench.agents.prefix import image_tokens_for
-    from vabench.agents.registry import is_offline
-    from vabench.agents.summary_store import SummaryStore
+    from vabench.agents.chat.prefix import image_tokens_for
+    from vabench.agents.models.kinds import is_offline
+    from vabench.agents.summaries.learning import MAX_ATTEMPTS
+    from vabench.agents.summaries.summary_store import SummaryStore
     from vabench.envs import RENDER_PRESETS
     from vabench.envs.tasks import task_class
 

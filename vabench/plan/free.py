@@ -1,13 +1,13 @@
 """The plan of an offline agent (oracle, random, servo, posetext, replay, policy): free, since no
 provider is called, so it counts steps and time only; an episode's step budget is the condition's
-(the task's times ``budget_scale``: a policy's is 10 by default, :mod:`vabench.agents.policy`)."""
+(the task's times ``budget_scale``: a policy's is 10 by default, :mod:`vabench.agents.models.policy`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from vabench.config.run import RunConfig
 from vabench.plan.estimate import Estimate
+from vabench.run.config.run import RunConfig
 
 
 def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
@@ -24,7 +24,7 @@ def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
 
 def _replay(run: RunConfig):
     """The replay agent of ``model=replay`` (its record read), else None."""
-    from vabench.agents.offline import replay
+    from vabench.agents.models.offline import replay
 
     record = run.model.extra.get("record")
     return replay(Path(record)) if run.model.id == "replay" and record else None
@@ -33,7 +33,7 @@ def _replay(run: RunConfig):
 def offline_episode(run: RunConfig, task: str, protocol: str) -> tuple[Estimate, str]:
     """One episode's steps (as ``calls``: one answer a step) and time, and where they come from:
     the servo's measured episodes for the servo, else the whole budget (an upper bound)."""
-    from vabench.agents.servo.agent import ServoAgent
+    from vabench.agents.models.servo.agent import ServoAgent
     from vabench.plan.priors import cell
 
     prior = cell(task, protocol)

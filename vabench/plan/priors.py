@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from vabench.errors import ConfigError
+from vabench.core.errors import ConfigError
 
 PRIORS_FILE = Path(__file__).with_name("priors.json")
 FAILURE, SUCCESS = "failure", "success"  # the two kinds of episode (the file's arm names)

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.agents.policy import DEFAULT_NAME as POLICY
-from vabench.agents.registry import is_offline
-from vabench.config.run import PlanConfig, RunConfig, from_config
+from vabench.agents.models.kinds import is_offline
+from vabench.agents.models.policy import DEFAULT_NAME as POLICY
+from vabench.core.vocab import SEEDS_PER_TASK, PromptCache, Status
 from vabench.envs.tasks import task_class
-from vabench.outcometable import load
 from vabench.plan.cost import cost_lines
 from vabench.plan.estimate import (
     PRIORS,
@@ -27,8 +26,9 @@ from vabench.plan.estimate import (
 )
 from vabench.plan.free import offline_episode
 from vabench.plan.priors import cell, made
-from vabench.runlayout import OUTCOMES, RunInfo
-from vabench.vocab import SEEDS_PER_TASK, PromptCache, Status
+from vabench.results.layout import OUTCOMES, RunInfo
+from vabench.results.outcometable import load
+from vabench.run.config.run import PlanConfig, RunConfig, from_config
 
 _MEASURED = ("input", "cached", "written", "output", "reasoning")
 _COLUMNS = {"input": "prompt_tokens", "cached": "cached_tokens", "written": "cache_write_tokens"}
@@ -131,7 +131,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list
 
 def plan_text(run: RunConfig, plan: PlanConfig) -> str:
     """Everything the plan prints (docs/plan.md)."""
-    from vabench.agents.llm import prices
+    from vabench.agents.models.llm import prices
 
     rows = calibration(plan.calibrate)
     total, per_condition, sources = _episodes(run, rows)
@@ -227,7 +227,7 @@ def totals(run: RunConfig) -> dict[str, float | None]:
     """A run's size and cost from the priors, as the plan prints them: episodes, model calls, dollars
     (episodes and summary learning; None when LiteLLM cannot price the model) and wall hours (the
     docs' table of the paper's study)."""
-    from vabench.agents.llm import prices
+    from vabench.agents.models.llm import prices
 
     price = prices(run.model.id)
     total, _, _ = _episodes(run, None)

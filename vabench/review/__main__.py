@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from vabench.analysis import labels as L
-from vabench.errors import CannotListen, command
-from vabench.media import DEMO_VIDEO, demo_video, episode_video
-from vabench.recordfile import EVENTS, VIDEO_NAME, recording_frames
-from vabench.runlayout import read_run_info
+from vabench.core.errors import CannotListen, command
+from vabench.results.layout import read_run_info
+from vabench.results.media import DEMO_VIDEO, demo_video, episode_video
+from vabench.results.recordfile import EVENTS, VIDEO_NAME, recording_frames
 
 from . import access, runs
 

@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from vabench.errors import VabenchError
+from vabench.core.errors import VabenchError
 
 TOKEN_PARAM = "token"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")

@@ -4,7 +4,7 @@ it, with the evaluator's recording views and video) and the C.9 annotation panel
 Everything it shows is read from run folders; the only thing it writes is
 ``<run>/_annotations/<annotator>.jsonl`` through :func:`vabench.analysis.labels.append` (reading
 keeps ``<run>/_outcomes.parquet`` current and sets an unreadable outcome file aside, as every
-reader of :mod:`vabench.outcometable` does).
+reader of :mod:`vabench.results.outcometable` does).
 The run page asks for one page of rows at a time (``api/rows``: filtered, sorted and counted here). Every
 path from the browser is resolved inside its run folder (:func:`runs.inside`). Model replies
 and feedback are untrusted text: the templates escape them (Jinja autoescape, ``tojson``).
@@ -22,9 +22,9 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from vabench.analysis import labels as L
-from vabench.errors import NotFound
-from vabench.outcometable import scan
-from vabench.vocab import RIGHT, ObservationProfile
+from vabench.core.errors import NotFound
+from vabench.core.vocab import RIGHT, ObservationProfile
+from vabench.results.outcometable import scan
 
 from . import query as Q
 from . import runs
@@ -38,7 +38,7 @@ EXPORT_ID = ["model", "protocol", "summary_source", "task", "seed", "run_index",
 class RunFolders:
     """The run folders the app serves (a folder of runs is its runs), with a cached outcome table
     per folder, re-read when an episode file is added, changes or goes (a running sweep shows up
-    on reload; :mod:`vabench.outcometable` keeps the table true to the files)."""
+    on reload; :mod:`vabench.results.outcometable` keeps the table true to the files)."""
 
     def __init__(self, folders: list[Path]):
         for folder in folders:

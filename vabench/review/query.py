@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from vabench.errors import VabenchError
+from vabench.core.errors import VabenchError
 
 from .runs import TABLE_COLUMNS
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.condition import KEYS
-from vabench.errors import VabenchError
-from vabench.outcometable import refresh, run_folders, to_pandas
-from vabench.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events, recording_frames
-from vabench.runlayout import read_run_info
+from vabench.core.condition import KEYS
+from vabench.core.errors import VabenchError
+from vabench.results.layout import read_run_info
+from vabench.results.outcometable import refresh, run_folders, to_pandas
+from vabench.results.recordfile import ENDINGS, EVENTS, VIDEO_NAME, Event, read_events, recording_frames
 
 TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome schema)
     "model", "protocol", "summary_source", "task", "arms", "seed", "run_index", "status", "success", "end_reason",
@@ -49,9 +49,9 @@ def inside(root: Path, rel: str) -> Path:
 
 
 def outcomes(root: Path, stats: dict | None = None) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """One row per episode of a run folder, from its outcome table (:mod:`vabench.outcometable`,
+    """One row per episode of a run folder, from its outcome table (:mod:`vabench.results.outcometable`,
     checked against the episode files), and the episode files that could not be read, set aside
-    or not (:mod:`vabench.unreadable`; path relative to the run folder, reason): the run is shown
+    or not (:mod:`vabench.results.unreadable`; path relative to the run folder, reason): the run is shown
     without them, with a note naming them."""
     got = refresh(root, stats=stats)
     df = to_pandas(got.rows)

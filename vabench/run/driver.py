@@ -1,5 +1,5 @@
 """The driver, the one way episodes run: expand a run into episodes, learn missing summaries, and
-keep env workers busy, on Ray or in this process (:mod:`vabench.actors.backends`).
+keep env workers busy, on Ray or in this process (:mod:`vabench.run.actors.backends`).
 
 Model latency dominates an episode, so throughput comes from many episodes in flight: Ray actors
 (env workers), each hosting several episodes at once; without Ray (``ray.address=none``) one
@@ -21,9 +21,9 @@ worker runs them one after another for the same run folder. Correctness rules:
 - an episode that works longer than ``episode_timeout_s`` (waits on rate limits and on its
   neighbours' simulator calls excluded) ends itself as an infra error at its next model call; one
   stuck inside a simulator call, or a worker that shows no sign of progress, is caught by the
-  driver's backstop (:mod:`vabench.actors.backstop`), which kills that worker saying why (its
+  driver's backstop (:mod:`vabench.run.actors.backstop`), which kills that worker saying why (its
   episodes are then collected as after a crash);
-- the driver never waits forever for a worker (:mod:`vabench.actors.pool`): episodes go to live
+- the driver never waits forever for a worker (:mod:`vabench.run.actors.pool`): episodes go to live
   workers' free slots, a worker the cluster cannot place is given up within ``ray.place_timeout_s``,
   and a run with none stops as interrupted after ``ray.starve_timeout_s``;
 - infrastructure errors are never task failures: they stay ``infra_error`` and are excluded.
@@ -38,24 +38,24 @@ from collections import deque
 
 import pandas as pd
 
-from vabench.actors.backends import WorkerDied, backend_for
-from vabench.actors.backstop import Backstop, Limits
-from vabench.actors.pool import WorkerPool
-from vabench.agents.harness import Episode
-from vabench.agents.summary_schema import SummaryError
-from vabench.config.run import RunConfig
-from vabench.episodes import EpisodeSpec
-from vabench.errors import ClusterStarved, Interrupted, RunAborted, RunLocked, RunStopped, SummaryUnavailable
-from vabench.outcometable import load
+from vabench.agents.episode import Episode
+from vabench.agents.summaries.summary_schema import SummaryError
+from vabench.core.errors import ClusterStarved, Interrupted, RunAborted, RunLocked, RunStopped, SummaryUnavailable
+from vabench.core.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
+from vabench.results.episodes import EpisodeSpec
+from vabench.results.layout import OUTCOMES
+from vabench.results.outcometable import load
+from vabench.run.actors.backends import WorkerDied, backend_for
+from vabench.run.actors.backstop import Backstop, Limits
+from vabench.run.actors.pool import WorkerPool
+from vabench.run.config.run import RunConfig
+from vabench.run.folder.lock import RunLock
+from vabench.run.folder.recover import recover
+from vabench.run.folder.state import infra_row, todo, write_run_info
+from vabench.run.folder.writer import RunWriter
 from vabench.run.progress import ProgressBar, Spending, Stage
 from vabench.run.spend import after_run, interrupted
 from vabench.run.summaries import WAIT_S, SummaryPhase
-from vabench.runfolder.lock import RunLock
-from vabench.runfolder.recover import recover
-from vabench.runfolder.state import infra_row, todo, write_run_info
-from vabench.runfolder.writer import RunWriter
-from vabench.runlayout import OUTCOMES
-from vabench.vocab import EndReason, ErrorKind, Status, SummaryKind, counted
 
 ABORT_AFTER = 3  # permanent provider errors with nothing judged yet: stop the run
 COUNTS = ("ok", "failed", "infra", "retried", "worker_crashes", "given_up", "permanent")
@@ -117,8 +117,8 @@ class Driver:
 
     def _episodes(self, backend, todo: list[tuple[EpisodeSpec, int]]) -> None:
         """Keep every live worker's slots busy until each episode is judged: on any live worker with
-        a free slot (:class:`~vabench.actors.pool.WorkerPool`: no wait on a worker the cluster
-        cannot place lasts beyond its bound), watched by the backstop (:mod:`vabench.actors.backstop`)."""
+        a free slot (:class:`~vabench.run.actors.pool.WorkerPool`: no wait on a worker the cluster
+        cannot place lasts beyond its bound), watched by the backstop (:mod:`vabench.run.actors.backstop`)."""
         run, bar = self.run, self.bar
         slots = max(1, min(backend.slots, run.model.max_concurrency, len(todo)))
         queue = deque(todo)

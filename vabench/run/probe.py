@@ -4,7 +4,7 @@ per episode.
 
 One request of one token per distinct endpoint (model id, ``api_base``, key variable) and process:
 a sequential multirun's jobs share it (a joblib sweep's jobs each send one). It takes a slot of the
-key's shared rate budget (vabench.agents.keybudget) like any request. Only what retrying cannot fix
+key's shared rate budget (vabench.agents.models.keybudget) like any request. Only what retrying cannot fix
 stops the run (a refused connection, an unknown host, a rejected key, an unknown model); a slow or
 overloaded provider (timeout, 429, 5xx) gets a warning and the run goes on, where the client's own
 retries deal with it.
@@ -17,11 +17,11 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from vabench.agents.history import message_tokens
-from vabench.agents.keybudget import book_once
-from vabench.agents.models import ModelConfig
-from vabench.agents.registry import agent_probe, is_offline
-from vabench.errors import VabenchError
+from vabench.agents.chat.history import message_tokens
+from vabench.agents.chat.model import ModelConfig
+from vabench.agents.models.keybudget import book_once
+from vabench.agents.models.kinds import agent_probe, is_offline
+from vabench.core.errors import VabenchError
 
 PROBE_TIMEOUT_S = 20.0
 _probed: dict[tuple, str | None] = {}  # (model, api_base, key variable, policy url) -> the problem (None: fine)
@@ -53,7 +53,7 @@ def _key_var(cfg: ModelConfig) -> str:
 
 def classify(cfg: ModelConfig, exc: BaseException) -> tuple[bool, str]:
     """(fatal, one line) for the probe's exception: fatal when retrying cannot fix it."""
-    from vabench.agents.llm import _is_client_config_error
+    from vabench.agents.models.llm import _is_client_config_error
 
     where, status = _where(cfg), getattr(exc, "status_code", None)
     if _is_client_config_error(exc):  # no request was sent: the SDK found no key
@@ -107,7 +107,7 @@ def _ask(cfg: ModelConfig, log) -> str | None:
     unreachable = _connect(cfg)
     if unreachable:
         return unreachable
-    from vabench.agents.llm import _litellm
+    from vabench.agents.models.llm import _litellm
 
     ping = [{"role": "user", "content": "ping"}]
     time.sleep(book_once(cfg, message_tokens(ping) + 1))  # the provider counts it: a slot of the key's budget

@@ -18,10 +18,10 @@ from enum import StrEnum
 
 from tqdm import tqdm
 
-from vabench.agents.models import Usage
-from vabench.agents.registry import is_offline
-from vabench.config.run import RunConfig
-from vabench.runfolder.state import spent_before
+from vabench.agents.chat.model import Usage
+from vabench.agents.models.kinds import is_offline
+from vabench.run.config.run import RunConfig
+from vabench.run.folder.state import spent_before
 
 ASK_S = 2.0  # the limiter's and the workers' figures are asked for at most this often
 TALLY = ("ok", "failed", "infra", "retried")  # the driver's counts the bar shows

@@ -1,19 +1,19 @@
 """The run's spending limits on the driver's side (``model.max_cost_usd``,
 ``harness.max_episode_cost_usd``; vocab.CostLimit): what becomes of an episode a limit
 interrupted. The limits themselves are kept where
-requests leave: the run's limiter (vabench.agents.ratelimit) and each episode's dialogue
-(vabench.agents.dialogue); both raise :class:`~vabench.errors.CostCapReached`, which a worker
-sends back as :func:`vabench.actors.worker.capped` and :func:`stopped` raises again here."""
+requests leave: the run's limiter (vabench.agents.models.ratelimit) and each episode's dialogue
+(vabench.agents.chat.dialogue); both raise :class:`~vabench.core.errors.CostCapReached`, which a worker
+sends back as :func:`vabench.run.actors.worker.capped` and :func:`stopped` raises again here."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from vabench.config.run import RunConfig
-from vabench.episodes import EpisodeSpec
-from vabench.errors import CostCapReached
-from vabench.runfolder.scratch import land
-from vabench.vocab import CostLimit
+from vabench.core.errors import CostCapReached
+from vabench.core.vocab import CostLimit
+from vabench.results.episodes import EpisodeSpec
+from vabench.run.config.run import RunConfig
+from vabench.run.folder.scratch import land
 
 
 def stopped(out: dict) -> CostCapReached:

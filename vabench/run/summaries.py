@@ -1,7 +1,7 @@
 """A run's summary phase, before its episodes: shared summaries must exist; own summaries are
 learned once per (model, base task) and summary root, which by default every run in the results
 folder shares (a passive or transfer run reuses the base run's), by one driver at a time
-(:mod:`vabench.runfolder.learnlock`: parallel jobs of a sweep reuse it too). Then each episode is
+(:mod:`vabench.run.folder.learnlock`: parallel jobs of a sweep reuse it too). Then each episode is
 handed the summary it is told (:meth:`SummaryPhase.summary`).
 
 A learning that ends without a summary for a reason other than infrastructure leaves its episodes
@@ -15,17 +15,17 @@ import time
 from collections import deque
 from functools import partial
 
-from vabench.actors.backstop import load_factor
-from vabench.agents.summary_store import Summary, SummaryStore, resolve_summary
-from vabench.config.run import RunConfig
-from vabench.episodes import EpisodeSpec
-from vabench.errors import ClusterStarved, RunLocked
+from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary
+from vabench.core.errors import ClusterStarved, RunLocked
+from vabench.core.vocab import EndReason, SummaryKind
+from vabench.results.episodes import EpisodeSpec
+from vabench.results.layout import LEARNING
+from vabench.run.actors.backstop import load_factor
+from vabench.run.config.run import RunConfig
+from vabench.run.folder.learnlock import learn_once
+from vabench.run.folder.state import infra_row
+from vabench.run.folder.writer import RunWriter
 from vabench.run.spend import learning_stopped
-from vabench.runfolder.learnlock import learn_once
-from vabench.runfolder.state import infra_row
-from vabench.runfolder.writer import RunWriter
-from vabench.runlayout import LEARNING
-from vabench.vocab import EndReason, SummaryKind
 
 WAIT_S = 0.5  # the longest a wait on workers blocks: how soon a Ctrl-C is seen
 

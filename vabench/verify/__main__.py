@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from vabench.errors import command
-from vabench.runlayout import OUTCOMES
+from vabench.core.errors import command
+from vabench.results.layout import OUTCOMES
 
 from . import rescore, unpacked, verify
 from .check import bundle_differences, outcome_rows
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _rescore(run_dir: Path, out: Path, workers: int) -> int:
     from vabench.analysis.flips import flips
-    from vabench.outcomes import read_rows
+    from vabench.results.outcomes import read_rows
 
     tampered = bundle_differences(run_dir, outcome_rows(run_dir, write=False)[0])
     for key, reason in tampered:

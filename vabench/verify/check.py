@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.bundle import DIGESTS, differences, unpack
-from vabench.config.run import from_config
-from vabench.errors import PathTaken, VabenchError
-from vabench.outcomes import COLUMNS, read_rows, write_row
-from vabench.outcometable import FILE, refresh, to_pandas
-from vabench.recordfile import read_events
-from vabench.runfolder import provenance
-from vabench.runfolder.state import run_manifest, write_run_info
-from vabench.runlayout import OUTCOMES, PROVENANCE, RECORDS, RUN_INFO, RunInfo
-from vabench.unreadable import original
-from vabench.vocab import Status
+from vabench.core.errors import PathTaken, VabenchError
+from vabench.core.vocab import Status
+from vabench.results.bundle import DIGESTS, differences, unpack
+from vabench.results.layout import OUTCOMES, PROVENANCE, RECORDS, RUN_INFO, RunInfo
+from vabench.results.outcomes import COLUMNS, read_rows, write_row
+from vabench.results.outcometable import FILE, refresh, to_pandas
+from vabench.results.recordfile import read_events
+from vabench.results.unreadable import original
+from vabench.run.config.run import from_config
+from vabench.run.folder import provenance
+from vabench.run.folder.state import run_manifest, write_run_info
 
 from .compare import JUDGED, check_record, compare, plain, recorded_result
 from .resim import NO_RECORDING, Job, resimulate, spec_of
@@ -89,7 +89,7 @@ def _config(run_dir: Path) -> tuple:
 
 def outcome_rows(run_dir: Path, write: bool = True) -> tuple[list[dict], list[tuple[str, str]]]:
     """The run's rows as dicts (``_file``: the row's file in outcomes/), read through its outcome
-    table, which (``write``) sets unreadable files aside (:mod:`vabench.unreadable`), and
+    table, which (``write``) sets unreadable files aside (:mod:`vabench.results.unreadable`), and
     (episode key, finding) for each outcome file that could not be read."""
     got = refresh(run_dir, write=write)
     df = to_pandas(got.rows).assign(**{FILE: got.rows.column(FILE).to_pylist()}).sort_values(FILE)
@@ -204,7 +204,7 @@ def _note_source(out_dir: Path, source: Path) -> None:
 
 def unpacked(path: Path) -> tuple[Path, tempfile.TemporaryDirectory | None]:
     """A run folder for ``path``: itself, or a bundle (zip or tar, however repacked) unpacked into
-    a temporary folder. Raises :class:`vabench.bundle.NotABundle` for a file that is none."""
+    a temporary folder. Raises :class:`vabench.results.bundle.NotABundle` for a file that is none."""
     path = Path(path)
     if path.is_dir():
         return path, None

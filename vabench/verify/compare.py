@@ -10,9 +10,9 @@ import json
 import math
 from pathlib import Path
 
-from vabench.outcomes import COLUMNS
-from vabench.recordfile import FRAMES, Event, frames_index, read_events, record_digest
-from vabench.vocab import Status
+from vabench.core.vocab import Status
+from vabench.results.outcomes import COLUMNS
+from vabench.results.recordfile import FRAMES, Event, frames_index, read_events, record_digest
 
 # the row's columns a re-simulation must reproduce (what was judged and what the episode did)
 JUDGED = (

@@ -1,6 +1,6 @@
 """Re-simulating judged episodes from their records: the same spec on a fresh env of the run's
 render preset, the recorded replies sent again in order by the replay agent
-(:func:`vabench.agents.offline.replay`), the harness as the run configured it. No model is
+(:func:`vabench.agents.models.offline.replay`), the harness as the run configured it. No model is
 called. Episodes run in this process (``workers=1``) or in ``workers`` child processes, each
 with its own envs: one scene per process, like an env worker, so the result must not depend on
 which process ran which episode."""
@@ -12,11 +12,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.agents.harness import Episode, HarnessConfig, run_episode
-from vabench.agents.offline import replay
-from vabench.condition import Condition
+from vabench.agents.episode import Episode, HarnessConfig, run_episode
+from vabench.agents.models.offline import replay
+from vabench.core.condition import Condition
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.episodes import EpisodeSpec
+from vabench.results.episodes import EpisodeSpec
 from vabench.verify.compare import plain
 
 NO_RECORDING = RecordingConfig(enabled=False, video=False)  # verify needs no reviewer views

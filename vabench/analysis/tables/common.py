@@ -22,9 +22,9 @@ import math
 
 import pandas as pd
 
-from vabench.condition import KEYS
-from vabench.paper import PAPER_COUNTS
-from vabench.vocab import Arms, ObservationProfile, Perturbation, Robot
+from vabench.core.condition import KEYS
+from vabench.core.paper import PAPER_COUNTS
+from vabench.core.vocab import Arms, ObservationProfile, Perturbation, Robot
 
 from ..load import prepare
 from ..stats import mean_sd, sign_test
@@ -37,7 +37,7 @@ NAN = math.nan
 # every column it carries, so a table carries these (and its ``extra``) instead of the row's 55+
 RATE_COLUMNS = ("experiment", "condition", "model", "model_raw", "summary_source", "summary_model")
 RATE_COLUMNS += ("summary_learned", "protocol", "track", "task", "base_task", "arms", "seed")
-RATE_COLUMNS += ("run_index", "state", "y", "recovered", *KEYS)  # and every condition key (vabench.condition)
+RATE_COLUMNS += ("run_index", "state", "y", "recovered", *KEYS)  # and every condition key (vabench.core.condition)
 
 
 # ----------------------------------------------------------------------------------------------- helpers

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.paper import PAPER_COUNTS
-from vabench.vocab import ObservationProfile, Track
+from vabench.core.paper import PAPER_COUNTS
+from vabench.core.vocab import ObservationProfile, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import (

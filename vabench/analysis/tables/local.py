@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.paper import PAPER_COUNTS
-from vabench.vocab import Status, Track
+from vabench.core.paper import PAPER_COUNTS
+from vabench.core.vocab import Status, Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import SUBSETS, _arms_of, _coverage, _finish, _in_subset, _judged, _order, _pct, _pooled, _scope

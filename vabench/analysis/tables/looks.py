@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.vocab import Perturbation, Robot, Track
+from vabench.core.vocab import Perturbation, Robot, Track
 
 from ..load import exclusion_note, privileged_note
 from ..stats import mcnemar_exact, sign_test

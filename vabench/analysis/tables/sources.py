@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.paper import PAPER_COUNTS
-from vabench.vocab import SummaryKind, Track, summary_mode
+from vabench.core.paper import PAPER_COUNTS
+from vabench.core.vocab import SummaryKind, Track, summary_mode
 
 from ..load import exclusion_note, privileged_note, reused, summary_note
 from .common import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vabench.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
-from vabench.vocab import Track
+from vabench.core.paper import PAPER_MATCHED_TRANSFER, PAPER_OBJECTS_PER_EPISODE
+from vabench.core.vocab import Track
 
 from ..load import exclusion_note, privileged_note, summary_note
 from .common import NAN, _finish, _judged, _pct, _pooled_by, _runs_note, _scope

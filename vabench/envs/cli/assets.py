@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vabench.errors import command
+from vabench.core.errors import command
 
 from ..sim.assets import build_panda, cache_dir
 

@@ -1,6 +1,6 @@
 """Record the RGB-only expert demonstrations into the cache.
 
-What is recorded and stored, and where: :mod:`vabench.envs.demos`.
+What is recorded and stored, and where: :mod:`vabench.envs.demo_recorder`.
 
     python -m vabench.envs.cli.demos                          # every task at the paper preset, into the cache
     python -m vabench.envs.cli.demos --task place_cube_in_bowl --render fast --force
@@ -13,10 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from vabench.errors import command
-from vabench.vocab import Render
+from vabench.core.errors import command
+from vabench.core.vocab import Render
+from vabench.envs.demo_recorder import demo_tasks, record
 
-from ..demos import demo_tasks, record
 from ..render import RENDER_PRESETS
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from vabench.errors import command
-from vabench.vocab import LEFT, RIGHT, Render
+from vabench.core.errors import command
+from vabench.core.vocab import LEFT, RIGHT, Render
 
 from ..env import EnvConfig, VABenchEnv
 from ..render import RENDER_PRESETS

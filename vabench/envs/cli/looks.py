@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vabench.errors import command
-from vabench.vocab import ACTIVE, PASSIVE, Robot
+from vabench.core.errors import command
+from vabench.core.vocab import ACTIVE, PASSIVE, Robot
 
 from ..env import EnvConfig, VABenchEnv
 from ..perturb import PerturbationConfig, every_level

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vabench.errors import command
-from vabench.vocab import Robot
+from vabench.core.errors import command
+from vabench.core.vocab import Robot
 
 from ..env import EnvConfig, VABenchEnv
 from ..seeds import check_manifest, write_manifest

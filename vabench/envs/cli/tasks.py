@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import argparse
 
-from vabench.condition import default
+from vabench.core.condition import default
+from vabench.core.errors import command
+from vabench.core.vocab import Track, arms_label
 from vabench.envs.seeds import load_manifest
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.tasks import task_class, tasks_of_track
-from vabench.errors import command
-from vabench.vocab import Track, arms_label
 
 
 def _seeds(name: str, robot: str) -> str:

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageFilter
 
-from vabench.condition import default
-from vabench.errors import ConfigError
-from vabench.registry import Registry
-from vabench.vocab import PERTURBATION_LEVELS, Perturbation
+from vabench.core.condition import default
+from vabench.core.errors import ConfigError
+from vabench.core.registry import Registry
+from vabench.core.vocab import PERTURBATION_LEVELS, Perturbation
 
 FORM = "perturbation=<kind>:<level>, e.g. perturbation=blur:2; levels " + ", ".join(map(str, PERTURBATION_LEVELS))
 KINDS: Registry[str] = Registry(

@@ -16,8 +16,8 @@ import re
 import numpy as np
 import sapien
 
-from vabench.registry import Registry
-from vabench.vocab import Perturbation
+from vabench.core.registry import Registry
+from vabench.core.vocab import Perturbation
 
 HUE_OF_WORD = {"red": 0, "orange": 30, "yellow": 60, "green": 120, "cyan": 180, "blue": 220, "purple": 280, "pink": 330}
 HUE_GUARD_DEG = 45.0  # a named colour's hue band: kept on its parts, never given to another

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
-from vabench.errors import ConfigError
-from vabench.vocab import ACTIVE, LEFT, RIGHT
+from vabench.core.errors import ConfigError
+from vabench.core.vocab import ACTIVE, LEFT, RIGHT
 
 from .geometry import axis_angle, look_at
 from .scene import add_camera

@@ -33,8 +33,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from vabench.registry import Registry
-from vabench.vocab import Robot
+from vabench.core.registry import Registry
+from vabench.core.vocab import Robot
 
 from . import assets
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.vocab import LEFT, RIGHT
 
 from ..actions import DualGripper, DualMoveWorld, Gripper, MoveWorld, RotateLocal
 from .geometry import AXES, HAND_TO_GRIPPER, angle_between_deg, axis_angle

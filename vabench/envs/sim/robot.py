@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import sapien
 
-from vabench.boundary import ArmProprio
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.boundary import ArmProprio
+from vabench.core.vocab import LEFT, RIGHT
 
 from .embodiments import PANDA, Embodiment
 from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import sapien
 
-from vabench.vocab import Robot
+from vabench.core.vocab import Robot
 
 from .bodies import BodySpec, Part
 from .embodiments import embodiment, robot_files

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.common import PAD_HALF_HEIGHT
 from ..privileged import PrivilegedState

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.common import RED, cube
 from ..objects.tools import HAMMER_FACE, HAMMER_FACE_NORMAL, HAMMER_GRIP, HAMMER_HALF_THICKNESS, hammer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.tools import BELL_MODELS, bell
 from ..privileged import PrivilegedState

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.common import BLUE, PEN_MODELS, cube, pen
 from ..sim.geometry import axis_angle, matrix_to_quat

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.common import BOTTLE_MODELS, bottle
 from ..privileged import PrivilegedState

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.vocab import LEFT, RIGHT
 
 from ..objects.common import RED, box
 from ..privileged import PrivilegedState

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT, Track
+from vabench.core.vocab import RIGHT, Track
 
 from ..objects.common import BLUE, GREEN, PAD_HALF_HEIGHT, RED, BottleModel, bowl, cube, target_pad
 from ..privileged import PrivilegedState

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.vocab import LEFT, RIGHT
 
 from ..actions import MOVE_MM
 from ..objects.pot import POT_MODELS, POT_ORIGIN_HEIGHT, pot

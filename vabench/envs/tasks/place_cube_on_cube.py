@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vabench.vocab import RIGHT
+from vabench.core.vocab import RIGHT
 
 from ..objects.common import GREEN, RED, cube
 from ..privileged import PrivilegedState

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from vabench.vocab import LEFT, RIGHT
+from vabench.core.vocab import LEFT, RIGHT
 
 from ..objects.shoe import MAT_HALF, SHOE_MODELS, SOLE_HALF_THICKNESS, grasp_point, shoe, shoe_mat
 from ..privileged import PrivilegedState

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.vocab import RIGHT, Track
+from vabench.core.vocab import RIGHT, Track
 
 from ..objects.basket import BASKET_FLOOR, BASKET_INNER, BASKET_WALL, BASKET_WALL_HEIGHT, large_basket, world_aabb
 from ..objects.common import BLUE, BOTTLE_MODELS, PEN_MODELS, RED, bottle, cube, pen

@@ -13,9 +13,9 @@ file plus its seed manifest (``envs/seed_manifests/<name>.json``).
 
 from __future__ import annotations
 
-from vabench.registry import Registry
-from vabench.vocab import Track
-from vabench.vocab import track as check_track
+from vabench.core.registry import Registry
+from vabench.core.vocab import Track
+from vabench.core.vocab import track as check_track
 
 TASKS: Registry[type] = Registry("task", how="python -m vabench.tasks lists them")
 

@@ -1,0 +1,172 @@
+"""Offline agents behind the agent boundary (vabench.core.boundary): no network, no keys, deterministic.
+
+- ``oracle`` runs the task's scripted expert and answers with its protocol JSON. It is
+  PRIVILEGED (the expert reads object poses): every record and result row says so, and its
+  score is a ceiling for the harness and executor, never a model result.
+- ``random`` sends uniformly random valid decisions (a floor; it never stops by itself).
+- ``replay`` sends the replies of an earlier episode record again, in order, so an episode can
+  be reproduced or inspected: a chat model's replies through the chat harness, an agent's typed
+  answers directly; it inherits the recorded episode's privileged flag. Past the last reply it
+  fails (the episode diverged), or, with ``then_stop`` (rescoring under changed checks), stops:
+  the model said nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from vabench.agents.chat.model import Model, ModelError, Reply
+from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
+from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Participant, Stop, answer_of
+from vabench.results.recordfile import Event
+from vabench.results.records import read_events
+
+ORACLE_REASON = "privileged oracle: scripted expert reading simulator state"
+ENDS = "replay: the recorded replies end here"
+
+
+class OracleAgent(Agent):
+    privileged = True
+
+    def __init__(self, name: str = "oracle"):
+        self.name = name
+        self._actions = None
+
+    def start(self, brief: Brief) -> None:
+        if brief.expert is None:
+            raise ModelError("the oracle needs the privileged expert; the harness did not provide it")
+        self._actions = brief.expert()
+
+    def act(self, obs: Observation) -> Answer:
+        if self._actions is None:
+            raise ModelError("oracle: no episode started")
+        action = next(self._actions, None)
+        if action is None:
+            return Stop(ORACLE_REASON + ": expert finished")
+        return Command(action, ORACLE_REASON)
+
+
+class RandomAgent(Agent):
+    def __init__(self, name: str = "random", seed: int = 0):
+        self.name, self.seed = name, seed
+        self.rng = np.random.default_rng(seed)
+        self.names: tuple[str, ...] = ()
+        self.arms: tuple[str, ...] = ()
+        self.chain = 0
+
+    def start(self, brief: Brief) -> None:
+        self.rng = np.random.default_rng([self.seed, brief.seed])
+        self.arms = brief.arms
+        self.names = brief.actions
+        self.chain = 0
+
+    def _move(self) -> dict:
+        return {
+            "axis": str(self.rng.choice(["x", "y", "z"])),
+            "sign": str(self.rng.choice(["+", "-"])),
+            "distance_mm": round(float(self.rng.uniform(1, 100)), 1),
+        }
+
+    def decision(self) -> dict:
+        names = [n for n in self.names if not (n.startswith("camera.") and self.chain >= CAMERA_CHAIN_LIMIT)]
+        name = str(self.rng.choice(names))
+        self.chain = self.chain + 1 if name.startswith("camera.") else 0
+        out: dict = {"action": name}
+        if name == "gripper.move_world":
+            out.update(self._move())
+        elif name == "gripper.rotate_local":
+            out.update(
+                axis=str(self.rng.choice(["rx", "ry", "rz"])),
+                sign=str(self.rng.choice(["+", "-"])),
+                angle_deg=round(float(self.rng.uniform(1, 90)), 1),
+            )
+        elif name == "dual_gripper.move_world":
+            out.update(left=self._move(), right=self._move())
+        if len(self.arms) == 2 and name.startswith("gripper."):
+            out["arm"] = str(self.rng.choice(self.arms))
+        return out
+
+    def act(self, obs: Observation) -> Answer:
+        return Command(self.decision(), "random")
+
+
+def replay(record: Path, name: str | None = None, then_stop: bool = False) -> Participant:
+    """The agent that plays an earlier episode's record again: a chat model's replies through the
+    chat harness (records with ``reply`` events), else an agent's recorded answers."""
+    events = read_events(Path(record))
+    if any(e.get("type") == Event.REPLY for e in events):
+        return ReplayAgent(events, name, then_stop)
+    return AnswerReplay(events, name, then_stop)
+
+
+class _Replay:
+    """What both replays read from a record: the episode it is of, its agent's name and flag."""
+
+    def __init__(self, events: list[dict], name: str | None, then_stop: bool):
+        start = next((e for e in events if e.get("type") == Event.EPISODE_START), {})
+        self.episode = (start.get("task"), start.get("seed"), start.get("protocol"))
+        self.privileged = bool(start.get("privileged", False))
+        self.budget = start.get("budget")  # the recorded episode's (a policy's own differs from the task's)
+        self.name = name or f"replay:{start.get('model', 'unknown')}"
+        self.then_stop = then_stop
+        self._next = 0
+
+    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
+        if self.episode == (task, seed, protocol):
+            return None
+        t, s, p = self.episode
+        return (
+            f"replay: the record is of task {t}, seed {s}, protocol {p}, not ({task}, {seed}, {protocol}); "
+            f"set tasks=[{t}] seeds=[{s}] protocol={p}"
+        )
+
+    def step_budget(self, task_budget: int) -> int:
+        return int(self.budget or task_budget)
+
+    def _begin(self, brief: Brief) -> None:
+        why = self.refuses(brief.task, brief.arms, brief.seed, brief.protocol)
+        if why:
+            raise ModelError(why, permanent=True)  # the same record never matches on a retry
+        self._next = 0
+
+    def _take(self, recorded: list) -> object | None:
+        """The next recorded answer; None past the last with ``then_stop``."""
+        if self._next >= len(recorded) and self.then_stop:
+            return None
+        if self._next >= len(recorded):
+            raise ModelError(f"replay: the record has only {len(recorded)} replies; the episode diverged")
+        self._next += 1
+        return recorded[self._next - 1]
+
+
+class ReplayAgent(_Replay, Model):
+    """A chat model's recorded replies, sent again in order through the chat harness."""
+
+    def __init__(self, events: list[dict], name: str | None = None, then_stop: bool = False):
+        super().__init__(events, name, then_stop)
+        self.replies = [e["text"] for e in events if e.get("type") == Event.REPLY]
+
+    def start_episode(self, ctx: Brief) -> None:
+        self._begin(ctx)
+
+    def complete(self, messages: list[dict]) -> Reply:
+        text = self._take(self.replies)
+        return Reply(text if text is not None else json.dumps({"stop": True, "reason": ENDS}))
+
+
+class AnswerReplay(_Replay, Agent):
+    """An agent's recorded answers (its ``answer`` events' payloads), in order."""
+
+    def __init__(self, events: list[dict], name: str | None = None, then_stop: bool = False):
+        super().__init__(events, name, then_stop)
+        self.answers = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
+
+    def start(self, brief: Brief) -> None:
+        self._begin(brief)
+
+    def act(self, obs: Observation) -> Answer:
+        obj = self._take(self.answers)
+        return answer_of(obj) if obj is not None else Stop(ENDS)

@@ -1,0 +1,204 @@
+"""``model=policy``: a policy server speaking the openpi websocket protocol acts as the agent
+(docs/policy.md). vabench is the client (vabench.agents.models.policy_wire); every key is ``model.extra.*``.
+
+The agent reads what every agent reads, the observation of the agent boundary (vabench.core.boundary):
+its images (uint8 HxWx3, as rendered), its robot state (as the named vector of vabench.envs.state)
+and the instruction. It sends them as one map (``image_keys``, ``state_key``, ``prompt_key``),
+executes the reply's ``actions`` chunk one vector at a time (the first ``chunk_steps`` of it, then
+asks again) and answers each observation with one of the paper's commands the vector becomes
+(vabench.agents.models.policy_actions). So rows, records, replay, verify and review treat it as any
+agent, and it sees nothing a model does not.
+
+A policy acts in small steps, so its episodes' default step budget is the task's times 10: it
+declares :attr:`PolicyAgent.budget_scale`, the condition key's default for a policy (``budget_scale=``
+sets another; the row's ``budget`` and ``budget_scale`` columns record it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import os
+from collections import deque
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vabench.agents.chat.model import ModelConfig, ModelError
+from vabench.core.boundary import Agent, Answer, Brief, Observation, Usage, answer_of
+from vabench.core.errors import ConfigError
+from vabench.core.vocab import ACTIVE
+from vabench.envs.state import state_vector
+
+from .policy_actions import FRAMES, ActionMapping, CommandMaker
+
+if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is reached
+    from .policy_wire import PolicyClient
+
+DEFAULT_NAME = "policy"
+PROBE_TIMEOUT_S = 20.0  # as the LLM endpoint probe's (vabench.run.probe)
+ACTIVE_IMAGE_KEY = "observation/image"  # openpi's LIBERO example names its main camera so
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """``model.extra`` of ``model=policy`` (docs/policy.md has the table)."""
+
+    url: str  # ws://host:port of the policy server
+    image_keys: dict = field(
+        default_factory=dict
+    )  # view -> key; others: observation/image (active), observation/image_<view>
+    state_key: str = "observation/state"
+    prompt_key: str = "prompt"
+    actions_key: str = "actions"
+    chunk_steps: int | None = None  # vectors of each chunk executed before asking again (None: the whole chunk)
+    position_scale: float = 1.0
+    rotation_scale: float = 1.0
+    rotation_frame: str = "local"
+    gripper_close_at: float = 0.5
+
+    @classmethod
+    def of(cls, extra: dict) -> PolicyConfig:
+        allowed = [f.name for f in fields(cls)]
+        for key in extra:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean 'model.extra.{close[0]}'?)" if close else f"; allowed: {', '.join(allowed)}"
+                raise ConfigError(f"'model.extra.{key}' is not a policy setting{hint}")
+        if not extra.get("url"):
+            raise ConfigError("'model.extra.url' must be set when model.id=policy (e.g. ws://localhost:8000)")
+        try:
+            return cls(**extra)
+        except TypeError as e:
+            raise ConfigError(f"'model.extra': {e}") from None
+
+    def __post_init__(self):
+        if not str(self.url).startswith(("ws://", "wss://")):
+            raise ConfigError(f"'model.extra.url' must be a ws:// or wss:// URL, got {self.url!r}")
+        if self.rotation_frame not in FRAMES:
+            raise ConfigError(
+                f"'model.extra.rotation_frame' must be one of {', '.join(FRAMES)}, got {self.rotation_frame!r}"
+            )
+        if self.chunk_steps is not None and (not isinstance(self.chunk_steps, int) or self.chunk_steps < 1):
+            raise ConfigError(f"'model.extra.chunk_steps' must be a positive integer or null, got {self.chunk_steps!r}")
+        for key in ("position_scale", "rotation_scale"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigError(f"'model.extra.{key}' must be a number > 0, got {value!r}")
+        if not isinstance(self.image_keys, dict):
+            raise ConfigError(f"'model.extra.image_keys' must map view names to keys, got {self.image_keys!r}")
+
+    @property
+    def mapping(self) -> ActionMapping:
+        return ActionMapping(self.position_scale, self.rotation_scale, self.rotation_frame, self.gripper_close_at)
+
+    def image_key(self, view: str, first: bool) -> str:
+        default = ACTIVE_IMAGE_KEY if first and view == ACTIVE.name else f"observation/image_{view}"
+        return str(self.image_keys.get(view, default))
+
+
+class PolicyAgent(Agent):
+    """The policy server behind the agent boundary: one connection, kept across episodes."""
+
+    budget_scale = (
+        10.0  # its episodes' default condition key budget_scale (vabench.core.condition): it acts in small steps
+    )
+
+    def __init__(self, cfg: ModelConfig):
+        if importlib.util.find_spec("websockets") is None:
+            raise ConfigError("model.id=policy needs the policy extra: pip install 'vabench[policy]'")
+        self.config = PolicyConfig.of(dict(cfg.extra))  # ConfigError names the key
+        self.name = cfg.name or DEFAULT_NAME
+        self.timeout_s, self.api_key_env = cfg.timeout_s, cfg.api_key_env
+        self.client: PolicyClient | None = None
+        self.maker: CommandMaker | None = None
+        self.chunk: deque = deque()  # vectors of the current chunk not yet executed
+        self.pending: deque = deque()  # commands of the current vector not yet sent
+        self.inferences = 0
+
+    def start(self, brief: Brief) -> None:
+        self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))
+        self.chunk.clear()
+        self.pending.clear()
+        self.inferences = 0
+        if self.client is None:
+            from .policy_wire import PolicyClient
+
+            self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env)
+
+    def act(self, obs: Observation) -> Answer:
+        if self.maker is None:
+            raise ModelError("policy: no episode started")
+        usage, latency = Usage(), 0.0  # a command of a vector already received: no call
+        if not self.pending:
+            if not self.chunk:
+                actions, latency = self._infer(obs)
+                self.chunk.extend(actions[: self.config.chunk_steps])
+                usage = Usage(model_calls=1, provider_attempts=1)
+            vector = self.chunk.popleft()
+            commands = self.maker.commands(vector, obs.arms)
+            why = f"policy: inference {self.inferences}, vector {json.dumps([round(float(x), 5) for x in vector])}"
+            self.pending.extend(
+                {**c, "reason": f"{why}, command {i + 1} of {len(commands)}"} for i, c in enumerate(commands)
+            )
+        return answer_of(self.pending.popleft(), usage, latency)
+
+    def _observation(self, obs: Observation) -> dict:
+        """The server's observation: the images as rendered, the named state vector, the instruction."""
+        missing = [arm for arm in self.maker.arms if arm not in obs.arms]
+        if missing:
+            raise ModelError(f"policy: the observation has no robot state for the {' and '.join(missing)} arm", True)
+        out = {self.config.image_key(f.view, i == 0): f.pixels for i, f in enumerate(obs.images)}
+        out[self.config.state_key] = state_vector(obs.arms, self.maker.arms)
+        out[self.config.prompt_key] = obs.instruction
+        return out
+
+    def _infer(self, obs: Observation) -> tuple[np.ndarray, float]:
+        """The next chunk, (horizon, 7 x arms) floats, and the round trip; the connection is dropped on
+        any failure, so the next episode connects afresh."""
+        try:
+            reply, latency = self.client.infer(self._observation(obs))
+        except ModelError:
+            self.close()
+            raise
+        self.inferences += 1
+        key, dim = self.config.actions_key, self.maker.dim
+        if key not in reply:
+            got = ", ".join(map(str, reply)) or "nothing"
+            raise ModelError(
+                f"policy server: its reply has no '{key}' (it has {got}); set model.extra.actions_key", True
+            )
+        try:
+            actions = np.array(reply[key], dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f"policy server: '{key}' is not an array of numbers", True) from None
+        actions = actions.reshape(1, -1) if actions.ndim == 1 else actions
+        if actions.ndim != 2 or actions.shape[1] != dim or not len(actions) or not np.isfinite(actions).all():
+            raise ModelError(
+                f"policy server: '{key}' has shape {np.shape(reply[key])}; this task needs (horizon, {dim}) finite "
+                f"numbers (7 per arm: dx dy dz droll dpitch dyaw gripper)",
+                permanent=True,
+            )
+        return actions, latency
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        self.client = None
+
+
+def probe(cfg: ModelConfig) -> str | None:
+    """One line when the policy server cannot serve the run (the launcher's endpoint probe): nothing
+    listens, an unknown host, not a websocket, a rejected key, no metadata. None: it answered."""
+    from .policy_wire import PolicyClient
+
+    if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
+        return f"model.api_key_env names {cfg.api_key_env}, which is not set in this environment; export it"
+    try:
+        PolicyClient(PolicyConfig.of(dict(cfg.extra)).url, min(cfg.timeout_s, PROBE_TIMEOUT_S), cfg.api_key_env).close()
+    except ModelError as e:
+        hint = "; start it (e.g. python -m vabench.serve_policy --demo) or fix model.extra.url"
+        return str(e).removeprefix("policy server: ") + ("" if e.permanent else hint)
+    return None
