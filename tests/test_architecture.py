@@ -19,51 +19,46 @@ from vabench.envs.tasks import TASKS, demo_tasks, registry, task_class, tasks_of
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
 
-# Layers, lowest first: a module may import its own layer and the ones before it, never later ones.
+# Layers, lowest first, one folder each: a module may import its own layer and the ones before it,
+# never later ones. A folder inside a layer's folder is a layer of its own (agents/chat, run/config).
 LAYERS = [
-    ("vabench.core.errors", "vabench.core.registry"),
-    ("vabench.core.vocab", "vabench.core.paper", "vabench.core.checks", "vabench.core.interventions"),
-    ("vabench.core.condition", "vabench.core.boundary"),
-    (
-        "vabench.results.outcomes",
-        "vabench.results.layout",  # the run folder's names and its run info: every reader of run folders needs them
-        "vabench.results.unreadable",
-        "vabench.results.outcometable",
-        "vabench.results.recordfile",
-        "vabench.results.media",
-        "vabench.results.episodes",
-    ),
-    ("vabench.envs.actions", "vabench.envs.state"),
-    ("vabench.envs.sim",),
-    ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
-    ("vabench.envs.tasks",),
-    ("vabench.envs.env", "vabench.envs"),  # the package's lazy exports point at env and below
-    ("vabench.envs.seeds",),
-    ("vabench.envs.demo_recorder",),
-    ("vabench.envs.cli",),
-    ("vabench.gym",),  # the Gymnasium envs over the env API
-    ("vabench.agents", "vabench.analysis"),
-    ("vabench.export",),  # datasets from run folders and demonstrations: records and envs, no agents
-    ("vabench.learn",),  # the learned baseline: reads exports, trains (torch); serve_policy serves it
-    ("vabench.review",),
-    ("vabench.run.config",),  # what a run is: its validated config and its episodes
-    ("vabench.run.folder",),  # the run folder on disk: lock, writes, bookkeeping, provenance
-    ("vabench.run.actors",),  # the Ray-facing workers and their backends
-    ("vabench.plan",),  # plan=true: what a run will cost
-    ("vabench.run",),  # the driver: a run's episodes, summaries, progress and stops
-    ("vabench.results.bundle",),
-    ("vabench.verify",),
-    ("vabench.site",),  # reads runs as the review app does, and verify's row-against-record check
-    ("vabench.launch", "vabench.tasks", "vabench.serve_policy"),
-]
-RUN_LEVEL = (
-    "vabench.run.actors",
-    "vabench.run.config",
-    "vabench.run.folder",
-    "vabench.plan",
-    "vabench.run",
+    "vabench.core",  # the words and types: errors, Registry, vocab, checks, paper, condition, episodes
+    "vabench.results",  # what a run folder holds: outcome rows and table, episode records, media, bundles
+    "vabench.envs",  # the simulator; the env API is the privilege boundary (its own order: WITHIN)
+    "vabench.gym",  # the Gymnasium envs over the env API
+    "vabench.agents.chat",  # the chat harness: the model interface, protocol, prompts, dialogue, history, tools
+    "vabench.agents.models",  # the things that answer: LiteLLM (cache, rate limits), offline agents, policy
+    "vabench.agents.summaries",  # demonstration summaries: learned, stored, expert-written
+    "vabench.agents",  # the episode loop
+    "vabench.analysis",
+    "vabench.export",  # datasets from run folders and demonstrations: records and envs, no agents
+    "vabench.learn",  # the learned baseline: reads exports, trains (torch); serve_policy serves it
+    "vabench.review",
+    "vabench.run.config",  # what a run is: its validated config and its episodes
+    "vabench.run.folder",  # the run folder's bookkeeping: lock, writes, state, provenance
+    "vabench.run.actors",  # the Ray-facing workers and their backends
+    "vabench.plan",  # plan=true: what a run will cost
+    "vabench.run",  # the driver: a run's episodes, summaries, progress and stops
+    "vabench.verify",
+    "vabench.site",  # reads runs as the review app does, and verify's row-against-record check
     "vabench.launch",
-)
+]
+# python -m vabench.<name> needs a module at the top: the commands, above every layer.
+COMMANDS = ("vabench.tasks", "vabench.serve_policy", "vabench.bundle")
+# Inside a layer's folder, where its modules are files: their order, lowest first (longest prefix).
+WITHIN = {
+    "vabench.envs": [
+        ("vabench.envs.actions", "vabench.envs.state"),
+        ("vabench.envs.sim",),
+        ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
+        ("vabench.envs.tasks",),
+        ("vabench.envs.env", "vabench.envs"),
+        ("vabench.envs.seeds",),
+        ("vabench.envs.demo_recorder",),
+        ("vabench.envs.cli",),
+    ],
+}
+RUN_LEVEL = ("vabench.run", "vabench.plan", "vabench.launch")
 READERS = ("vabench.envs", "vabench.agents", *RUN_LEVEL)  # what code that only reads run folders never imports
 ISOLATED = {
     "vabench.analysis": READERS,
@@ -128,10 +123,28 @@ def imports_of(name: str) -> set[str]:
 EDGES = {(m, i) for m in MODULES for i in imports_of(m)}
 
 
-def layer(name: str) -> int | None:
-    """The layer of module ``name`` (its longest prefix in LAYERS), or None where LAYERS names none."""
-    found = [(len(p), k) for k, group in enumerate(LAYERS) for p in group if name == p or name.startswith(p + ".")]
-    return max(found)[1] if found else None
+def layer(name: str) -> tuple[int, int] | None:
+    """The layer of module ``name``: (its folder's place in LAYERS, its place inside the folder by
+    WITHIN), the commands above all; None where LAYERS names none."""
+    if name in COMMANDS:
+        return (len(LAYERS), 0)
+    found = [(len(f), k) for k, f in enumerate(LAYERS) if name == f or name.startswith(f + ".")]
+    if not found:
+        return None
+    k = max(found)[1]
+    groups = WITHIN.get(LAYERS[k], ())
+    inner = [(len(p), j) for j, group in enumerate(groups) for p in group if name == p or name.startswith(p + ".")]
+    return (k, max(inner)[1] if inner else 0)
+
+
+def test_the_layers_are_the_folders():
+    """LAYERS maps one to one onto folders: each layer is a package, every package at the top of
+    vabench/ is a layer, and the only modules at the top are the commands."""
+    packages = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    assert set(LAYERS) <= packages and len(set(LAYERS)) == len(LAYERS)
+    top = {m for m in MODULES if m.count(".") == 1}
+    assert top & packages == {f for f in LAYERS if f.count(".") == 1}
+    assert top - packages == set(COMMANDS)
 
 
 def test_every_module_has_a_layer():

@@ -1,10 +1,21 @@
 """vabench: VA-Bench, multimodal LLMs as robot agents in SAPIEN physics simulation.
 
-Layers, imports pointing down only (``tests/test_architecture.py`` checks the graph):
-``launch`` (Hydra) -> ``actors`` (driver, backends, workers) -> ``agents`` (models, harness,
-summaries) -> ``envs`` (simulation; the env API is the privilege boundary) -> ``outcomes`` (the
-outcome row) -> ``vocab`` and ``paper`` (the words and the paper's task table). ``analysis`` reads
-outcome rows only and never imports the simulator, Ray or agents.
+The folders are the layers, lowest first; a module imports its own layer and the ones before it,
+never a later one (``LAYERS`` in ``tests/test_architecture.py`` checks the import graph):
+
+- ``core``: the words and types every layer shares: errors, the Registry, vocab, range checks, the
+  paper's task table, the Condition, the episode spec, the interventions' manifests.
+- ``results``: what a run folder holds: the outcome row and its table, episode records, media, bundles.
+- ``envs``: the simulator; the env API is the privilege boundary. ``gym``: Gymnasium envs over it.
+- ``agents``: the episode loop; ``agents/chat`` the chat harness (model interface, protocol,
+  prompts, dialogue, history, tools); ``agents/models`` the things that answer (LiteLLM with its
+  cache and rate limits, offline agents, policy servers); ``agents/summaries`` demonstration summaries.
+- ``analysis``, ``export``, ``learn``, ``review``: readers of run folders and exports; ``analysis``
+  never imports the simulator, Ray or agents.
+- ``run``: the run machinery: ``run/config`` (what a run is), ``run/folder`` (its bookkeeping on
+  disk), ``run/actors`` (the Ray-facing workers), the driver; ``plan``: what a run will cost.
+- ``verify``, ``site``, ``launch``: commands over runs; ``tasks.py``, ``serve_policy.py`` and
+  ``bundle.py`` are commands that must sit at the top (``python -m vabench.<name>``).
 """
 
 __version__ = "0.1.0"
