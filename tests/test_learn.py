@@ -154,7 +154,8 @@ def test_train_bc_refuses_what_is_not_an_export_in_one_line(tmp_path, capsys):
 
 
 def test_torch_is_imported_by_the_learn_package_only():
-    probe = "import sys, vabench.serve_policy, vabench.agents.models.policy, vabench.learn.data; print('torch' in sys.modules)"
+    modules = "vabench.serve_policy, vabench.agents.models.policy, vabench.learn.data"
+    probe = f"import sys, {modules}; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 

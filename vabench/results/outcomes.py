@@ -159,7 +159,7 @@ def write_row(path: Path, row: dict | OutcomeRow) -> Path:
     unknown, missing = sorted(set(row) - set(COLUMNS)), [c for c in COLUMNS if c not in row]
     if unknown or missing:
         raise ValueError(
-            f"an outcome row needs exactly the columns of vabench.results.outcomes.SCHEMA; unknown: {unknown or 'none'}, "
+            f"an outcome row needs exactly the columns of outcomes.SCHEMA; unknown: {unknown or 'none'}, "
             f"missing: {missing or 'none'} (build rows with OutcomeRow)"
         )
     if row["schema_version"] != SCHEMA_VERSION:

@@ -77,7 +77,7 @@ class ModelConfig:
     share_limits: bool = True  # rpm/tpm: one budget with every run of this model id, endpoint and key; False: alone
     extra: dict = field(default_factory=dict)  # more LiteLLM kwargs (reasoning_effort, top_p, ...)
     cache: str = CacheMode.OFF  # off | on | only: the response cache (vabench.agents.models.cache)
-    # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (vabench.agents.models.llm);
+    # Anthropic cache_control breakpoints after the system prompt and the newest turn's text (agents.models.llm);
     # OpenAI and Gemini cache a repeated prefix by themselves. False: requests carry no breakpoints.
     prompt_cache: bool = True
     # US dollars this run may spend on the model (LiteLLM's prices), across every worker and node, summary learning
