@@ -129,8 +129,11 @@ def test_a_renamed_key_names_its_new_name_on_the_command_line():
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_every_moved_key_gets_the_hint_and_an_old_config_is_read(old):
     assert misspelt(["model=oracle", f"{old}=v"]) == f"'{old}' is now '{MOVED[old]}': {MOVED[old]}=v"
-    section, key = old.split(".")
-    new = moved({section: {key: "v", "other": 1}})
+    *sections, key = old.split(".")
+    old_config = {key: "v", "other": 1}
+    for section in reversed(sections):  # model.extra.budget_scale: a key two sections deep
+        old_config = {section: old_config}
+    new = moved(old_config)
     *parent, leaf = MOVED[old].split(".")
     assert (new[parent[0]] if parent else new)[leaf] == "v"
 

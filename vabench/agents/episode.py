@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vabench.agents.chat import prompts
-from vabench.agents.chat.agent import ChatAgent, check_chain, render
+from vabench.agents.chat.agent import ChatAgent, check_chain
 from vabench.agents.chat.dialogue import Dialogue, Direct, EpisodeEnd, Exchange
 from vabench.agents.chat.harness_config import HarnessConfig
-from vabench.agents.chat.history import USER
 from vabench.agents.chat.model import Model, ModelError, Usage
 from vabench.agents.chat.protocol import STOP, Decision, decision_of
 from vabench.agents.chat.tools import EpisodeTools
@@ -268,7 +267,7 @@ class _Episode:
         self.exchange = (
             self.agent.dialogue
             if self.chat
-            else Direct(self.agent, self.record, self.config, self.overdue, self.counted)
+            else Direct(self.agent, self.record, self.config, self.brief, self.overdue, self.counted)
         )
 
     def _ask(self, obs: Observation) -> Answer:
@@ -392,13 +391,4 @@ class _Episode:
             summary=self.brief.summary,
             objects=self.objects,
         )
-        if not self.chat:
-            self._record_turn(seen)
         return seen
-
-    def _record_turn(self, obs: Observation) -> None:
-        """An agent that reads observations has no conversation: its record keeps each observation
-        as the paper's text would render it, with its frames, for reviewers and exports."""
-        text = render(obs, self.config.history_actions, self.observation, self.intervention)
-        images = [self.record.rel(f.file) for f in obs.images]
-        self.record.event(Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=images)

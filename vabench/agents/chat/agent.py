@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from vabench.agents.chat.model import Model
 from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Stop
-from vabench.core.interventions import manifest
 from vabench.core.vocab import ObservationProfile, protocol_named
 from vabench.results.recordfile import Event
 from vabench.results.records import EpisodeRecord
@@ -54,7 +53,9 @@ class ChatAgent(Agent):
         if obs.feedback is not None:
             self._digest_line(obs)
         self.chain = obs.camera_chain
-        text = render(obs, self.config.history_actions, self.brief.observation, self.brief.intervention)
+        text = prompts.observation_text(
+            obs, self.config.history_actions, self.brief.observation, self.brief.intervention
+        )
         refs = [ImageRef(f.file, f"step {obs.step} {f.view}", f.pixels.shape[1], f.pixels.shape[0]) for f in obs.images]
         self.dialogue.conv.add(USER, text, "observation", obs.step, refs)
         self.record.event(
@@ -87,11 +88,6 @@ class ChatAgent(Agent):
     def _digest(self, first: int, last: int) -> str:
         lines = [text for s, text in self.digest_lines if first <= s <= last]
         return "\n".join(lines) or "(no actions)"
-
-
-def render(obs: Observation, history_actions: int, observation: str, intervention: str) -> str:
-    """The paper's text of one observation turn (its images follow it)."""
-    return prompts.step_text(obs, history_actions, observation, manifest(intervention).views)
 
 
 def check_chain(decision: Decision, chain: int, config: HarnessConfig) -> Decision:

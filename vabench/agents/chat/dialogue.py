@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vabench.agents.chat.model import Model, ModelError, Reply, Usage
-from vabench.core.boundary import Agent, Answer, Observation, ToolResult, payload
+from vabench.core.boundary import Agent, Answer, Brief, Observation, ToolResult, payload
 from vabench.core.errors import CostCapReached, RunStopped, VabenchError
 from vabench.core.vocab import CostLimit, EndReason, ErrorKind
 from vabench.results.recordfile import Event
@@ -202,14 +202,19 @@ class Direct(Exchange):
     """The exchange with an agent that reads observations (vabench.core.boundary.Agent): its typed
     answers are validated as a model's replies are; each is kept as an ``answer`` event (the paper's
     JSON as ``payload``, its calls and latency), so replay sends the same answers again. A tool's
-    result comes back as the same step's observation with ``tool_result`` set."""
+    result comes back as the same step's observation with ``tool_result`` set. The record keeps each
+    observation as the text the paper's prompt would carry, with its frames, for reviewers and exports
+    (``brief``: the condition's observation profile and intervention)."""
 
-    def __init__(self, agent: Agent, record: EpisodeRecord, config, overdue=None, counted=None):
+    def __init__(self, agent: Agent, record: EpisodeRecord, config, brief: Brief, overdue=None, counted=None):
         super().__init__(record, config, overdue, counted)
-        self.agent, self.obs = agent, None
+        self.agent, self.brief, self.obs = agent, brief, None
 
     def ask_about(self, obs: Observation, parse, tools) -> Decision:
-        self.obs = obs
+        self.obs, b = obs, self.brief
+        text = prompts.observation_text(obs, self.config.history_actions, b.observation, b.intervention)
+        images = [self.record.rel(f.file) for f in obs.images]
+        self.record.event(Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=images)
         return self.ask(obs.step, lambda answer: parse(payload(answer)), tools)
 
     def _answer(self, step: int) -> Answer:

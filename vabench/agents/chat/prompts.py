@@ -352,6 +352,11 @@ def step_text(
     return "\n".join(lines)
 
 
+def observation_text(obs: Observation, history_actions: int, observation: str, intervention: str) -> str:
+    """The paper's text of one observation turn under a condition (its images follow it)."""
+    return step_text(obs, history_actions, observation, manifest(intervention).views)
+
+
 def _count(views) -> str:
     return {1: "one view", 3: "three views", 5: "five views"}.get(len(views), f"{len(views)} views")
 
