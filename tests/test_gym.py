@@ -164,6 +164,6 @@ def test_a_harness_rollout_and_a_gym_rollout_of_the_same_actions_agree(tmp_path)
         (i["last_action"], i["action_valid"], i["planner_success"], i["feedback"], i["is_success"]) for *_, i in steps
     ]
     assert gym_side == harness
-    state = env.unwrapped.sim.evaluator_state()  # evaluator side, for this test only
+    state = env.unwrapped.api.evaluator_state()  # evaluator side, for this test only
     assert {k: state[k] for k in ("objects", "arms")} == {k: final[k] for k in ("objects", "arms")}
-    assert np.array_equal(env.unwrapped.sim.render(), sim.render())  # the same scene, the same pixels
+    assert np.array_equal(env.unwrapped.api.render(), sim.render())  # the same scene, the same pixels

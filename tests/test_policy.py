@@ -182,14 +182,14 @@ def test_openpi_clients_own_client_reads_vabench_serve_policy():
 # -- a vector becomes the paper's commands ----------------------------------------------------------
 
 
-class Arm:
+class Proprio:
     def __init__(self, closed=False, rx=(0, 0, -1), ry=(1, 0, 0), rz=(0, -1, 0)):
         self.gripper_closed, self.rx, self.ry, self.rz = closed, rx, ry, rz
 
 
 def test_a_vector_becomes_one_command_per_axis_then_the_gripper():
     maker = CommandMaker(ActionMapping(), ("right",))
-    got = maker.commands(np.array([0.02, 0, -0.005, np.radians(30), 0, 0, 1.0]), {"right": Arm()})
+    got = maker.commands(np.array([0.02, 0, -0.005, np.radians(30), 0, 0, 1.0]), {"right": Proprio()})
     assert got == [
         {"action": "gripper.move_world", "axis": "x", "sign": "+", "distance_mm": 20.0},
         {"action": "gripper.move_world", "axis": "z", "sign": "-", "distance_mm": 5.0},
@@ -203,14 +203,14 @@ def test_a_vector_becomes_one_command_per_axis_then_the_gripper():
 def test_an_all_zero_vector_is_one_no_op_step_and_small_steps_add_up():
     maker = CommandMaker(ActionMapping(), ("right",))
     hold = [{"action": "gripper.open"}]
-    assert maker.commands(np.zeros(7), {"right": Arm()}) == hold
+    assert maker.commands(np.zeros(7), {"right": Proprio()}) == hold
     held = np.array([0, 0, 0, 0, 0, 0, 1.0])  # no motion, the gripper as it is (closed): a no-op too
-    assert maker.commands(held, {"right": Arm(closed=True)}) == [{"action": "gripper.close"}]
-    steps = [maker.commands(np.array([0.0004, 0, 0, 0, 0, 0, 0]), {"right": Arm()}) for _ in range(5)]
+    assert maker.commands(held, {"right": Proprio(closed=True)}) == [{"action": "gripper.close"}]
+    steps = [maker.commands(np.array([0.0004, 0, 0, 0, 0, 0, 0]), {"right": Proprio()}) for _ in range(5)]
     assert steps[:2] == [hold, hold] and steps[2][0]["distance_mm"] == pytest.approx(1.2)  # 0.4 mm x 3
-    big = maker.commands(np.array([0, 0.25, 0, 0, 0, 0, 0]), {"right": Arm()})  # past the paper's 100 mm: dropped
+    big = maker.commands(np.array([0, 0.25, 0, 0, 0, 0, 0]), {"right": Proprio()})  # past the paper's 100 mm: dropped
     assert big == [{"action": "gripper.move_world", "axis": "y", "sign": "+", "distance_mm": 100.0}]
-    assert maker.commands(np.zeros(7), {"right": Arm()}) == hold
+    assert maker.commands(np.zeros(7), {"right": Proprio()}) == hold
 
 
 def test_world_rotations_turn_about_the_local_axes_that_point_there_and_two_arms_name_the_arm():
@@ -218,7 +218,7 @@ def test_world_rotations_turn_about_the_local_axes_that_point_there_and_two_arms
     vec = np.zeros(14)
     vec[5] = np.radians(20)  # the left arm: yaw about world z, its approach axis rx points down
     vec[13] = 1.0  # the right arm: close
-    got = maker.commands(vec, {"left": Arm(), "right": Arm()})
+    got = maker.commands(vec, {"left": Proprio(), "right": Proprio()})
     assert got == [{"action": "gripper.rotate_local", "axis": "rx", "sign": "-", "angle_deg": pytest.approx(20.0),
                     "arm": "left"}, {"action": "gripper.close", "arm": "right"}]  # fmt: skip
 
@@ -233,7 +233,7 @@ def test_the_experts_commands_survive_becoming_vectors():
     ]
     vectors, state, maker = (
         vectors_of(decisions, ("right",)),
-        {"right": Arm()},
+        {"right": Proprio()},
         CommandMaker(ActionMapping(), ("right",)),
     )
     for decision, vector in zip(decisions, vectors, strict=True):

@@ -14,7 +14,7 @@ declare ``privileged = True`` (the oracle), and their results say so.
 
 An episode is a value (:class:`Episode`: the spec, the attempt, the summary it carries and the
 run's part of its row) and runs in a :class:`Runtime`: several episodes may run at once in one
-process (threads, one env each), and ``Runtime.sim`` is then the process's simulator lock, held
+process (threads, one env each), and ``Runtime.sim_lock`` is then the process's simulator lock, held
 around every env call (reset, step, checker, expert) and never while the model is asked, so one
 episode steps while the others wait for their models.
 """
@@ -74,16 +74,16 @@ from vabench.results.records import RECORD_FORMAT, EpisodeRecord
 __all__ = ["Episode", "EpisodeEnd", "HarnessConfig", "Runtime", "run_episode"]
 
 
-def _serialised(expert: Callable, sim) -> Callable:
+def _serialised(expert: Callable, sim_lock) -> Callable:
     """The privileged expert reads live simulator state as it is iterated (inside the oracle's
     reply): each step of it runs under the simulator lock."""
 
     def run():
         end = object()
-        with sim:
+        with sim_lock:
             actions = iter(expert())
         while True:
-            with sim:
+            with sim_lock:
                 action = next(actions, end)
             if action is end:
                 return
@@ -123,12 +123,12 @@ class Episode:
 
 @dataclass(frozen=True)
 class Runtime:
-    """How an episode shares its process: ``sim``, the lock held around every env call; ``overdue()``,
+    """How an episode shares its process: ``sim_lock``, the lock held around every env call; ``overdue()``,
     a reason once the episode has run out of time (checked before every model call: an infra error);
     ``counted(usage)``, told the episode's usage so far after every model call (the row's columns
     to be: the driver's progress bar shows them while the episode is in flight)."""
 
-    sim: AbstractContextManager = field(default_factory=contextlib.nullcontext)
+    sim_lock: AbstractContextManager = field(default_factory=contextlib.nullcontext)
     overdue: Callable[[], str | None] | None = None
     counted: Callable[[Usage], None] | None = None
 
@@ -203,7 +203,7 @@ class _Episode:
 
     def __init__(self, env, agent, record: EpisodeRecord, config: HarnessConfig, row: OutcomeRow, runtime, condition):
         self.env, self.record, self.config, self.row = env, record, config, row
-        self.sim, self.overdue, self.counted = runtime.sim, runtime.overdue, runtime.counted
+        self.sim_lock, self.overdue, self.counted = runtime.sim_lock, runtime.overdue, runtime.counted
         self.observation, self.intervention = condition.observation, Intervention(condition.intervention)
         self.tools = EpisodeTools(self._depth if self.intervention == Intervention.DEPTH_POINT else None)
         self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
@@ -220,7 +220,7 @@ class _Episode:
         from vabench.envs.tasks import task_class
 
         budget = self.agent.step_budget(spec.condition.budget(task_class(spec.task).budget))  # x budget_scale
-        with self.sim:
+        with self.sim_lock:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
             self._intervene()
@@ -254,10 +254,10 @@ class _Episode:
             summary=summary_text,  # as the system prompt carries it
             config={**self.config.__dict__, "observation": self.observation, "intervention": self.intervention},
         )
-        with self.sim:
+        with self.sim_lock:
             seen = self._evaluate(0, "reset")
         self._keep(0, *seen)
-        expert = _serialised(self.env.expert, self.sim) if self.agent.privileged else None
+        expert = _serialised(self.env.expert, self.sim_lock) if self.agent.privileged else None
         self.brief = Brief(
             obs.task, int(spec.seed), arms, spec.protocol, obs.instruction, summary_text, spec.transfer,
             self.observation, self.intervention, action_names(arms, camera=camera), self.tools.names, expert,
@@ -286,7 +286,7 @@ class _Episode:
     def _act(self, answer: Command):
         """Dispatch one command to the env, count and record it; the next env observation."""
         fields = dict(answer.fields)
-        with self.sim:
+        with self.sim_lock:
             step = self.env.step(fields)
             evaluation = self.env.evaluate()
             self._count(step, evaluation)
@@ -360,7 +360,7 @@ class _Episode:
             self.views = self.env.observer_views()
 
     def _depth(self, view: str, u: int, v: int):
-        with self.sim:
+        with self.sim_lock:
             return self.env.depth_point(view, u, v)
 
     def _images(self, obs) -> list[tuple[str, object, bool]]:

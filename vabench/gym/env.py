@@ -68,7 +68,7 @@ class VABenchGymEnv(gym.Env):
         look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation)
         config = EnvConfig.of(look, recording=NO_RECORDING)  # UnknownName names a wrong preset or kind
         preset = config.preset
-        self.sim = VABenchEnv(config)
+        self.api = VABenchEnv(config)  # the env API under the Gymnasium interface
         self.arms: tuple[str, ...] = tuple(cls.arms)
         self.commands = sp.commands(self.arms, proto.camera_actions)
         self.command_labels = sp.command_labels(self.commands)
@@ -92,13 +92,13 @@ class VABenchGymEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self.scene_seed = self.scene_seed_for(seed)
-        obs = self.sim.reset(self.task, self.scene_seed, self.protocol)
+        obs = self.api.reset(self.task, self.scene_seed, self.protocol)
         return self._observation(obs), self._info(obs, False)
 
     def step(self, action: dict):
         if action not in self.action_space:
             raise ValueError(f"the action {action!r} is not in the action space {self.action_space}")
-        result = self.sim.step(sp.decision(action, self.commands, self.arms))
+        result = self.api.step(sp.decision(action, self.commands, self.arms))
         success = bool(result.success)
         info = self._info(result.observation, success)
         return self._observation(result.observation), float(success), success, bool(result.done and not success), info
@@ -115,10 +115,10 @@ class VABenchGymEnv(gym.Env):
         if self.render_mode is None:
             gym.logger.warn("render() needs render_mode='rgb_array' (gymnasium.make(..., render_mode='rgb_array'))")
             return None
-        return self.sim.render()
+        return self.api.render()
 
     def close(self) -> None:
-        self.sim.close()
+        self.api.close()
 
     def _observation(self, obs) -> dict:
         pixels = {view: np.ascontiguousarray(rgb, dtype=np.uint8) for view, rgb in obs.images.items()}

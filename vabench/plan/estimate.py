@@ -131,7 +131,7 @@ def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRI
 
 
 def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors: Priors = PRIORS) -> Estimate:
-    """One episode of one kind (a :class:`vabench.plan.priors.Arm`) from the code: the real system
+    """One episode of one kind (a :class:`vabench.plan.priors.Cohort`) from the code: the real system
     prompt, the provider's image rule at the preset's sizes, the conversation's growth, and the
     prompt cache's reads and writes (``kind``: :func:`cache_kind`)."""
     from vabench.agents.chat import prompts

@@ -4,10 +4,10 @@
 Per protocol, track and task, two kinds of episode measured through the real harness against a
 priced fake provider: a failing model's, which spends the whole step budget, and a successful
 one's (the servo agent's decisions); the plan mixes them at the paper's success rate for the cell.
-Each :class:`Arm` holds per-step and per-call figures, so it carries over to any model, provider,
+Each :class:`Cohort` holds per-step and per-call figures, so it carries over to any model, provider,
 render preset and summary: the plan adds the system prompt and the images by the code's own rules.
-A cell the paper never runs (passive transfer and long horizon) borrows its arms from the base
-family's cell of its protocol, else from a measured cell of the protocol with its budget and arms.
+A cell the paper never runs (passive transfer and long horizon) borrows its cohorts from the base
+family's cell of its protocol, else from a measured cell of the protocol with its budget and arms (robot arms).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 from vabench.core.errors import ConfigError
 
 PRIORS_FILE = Path(__file__).with_name("priors.json")
-FAILURE, SUCCESS = "failure", "success"  # the two kinds of episode (the file's arm names)
+FAILURE, SUCCESS = "failure", "success"  # the two kinds of episode (the file's cohort names)
 
 
 @dataclass(frozen=True)
-class Arm:
+class Cohort:
     """One kind of episode, per step and per call, with where it was measured."""
 
     share: float  # steps taken / the task's step budget
@@ -36,7 +36,7 @@ class Arm:
     source: str
 
     @classmethod
-    def of(cls, row: dict, budget: int) -> Arm:
+    def of(cls, row: dict, budget: int) -> Cohort:
         steps = max(float(row["steps"]), 1.0)
         return cls(
             steps / budget,
@@ -51,15 +51,15 @@ class Arm:
 
 @dataclass(frozen=True)
 class Cell:
-    """A (protocol, task)'s priors: its two arms and the paper's success rate that mixes them."""
+    """A (protocol, task)'s priors: its two cohorts and the paper's success rate that mixes them."""
 
     protocol: str
     task: str
     success_rate: float
     success_source: str
-    failure: Arm
-    success: Arm  # the failure arm where no successful episode was measured (a success then spends the budget)
-    borrowed: str | None = None  # "<protocol>/<task>" whose arms these are, when not this cell's own
+    failure: Cohort
+    success: Cohort  # the failure cohort where no successful episode was measured (a success then spends the budget)
+    borrowed: str | None = None  # "<protocol>/<task>" whose cohorts these are, when not this cell's own
     servo: dict | None = None  # every measured servo episode of the cell: episodes, successes, steps, cpu_s_per_step
 
 
@@ -77,7 +77,7 @@ def _rows() -> dict[tuple[str, str], dict]:
 
 
 def _lender(rows: dict, row: dict, family: str, arms: int) -> dict | None:
-    """The measured cell whose arms an unmeasured one borrows (module docstring)."""
+    """The measured cell whose cohorts an unmeasured one borrows (module docstring)."""
     own = rows.get((row["protocol"], family))
     if own is not None and FAILURE in own["measured"]:
         return own
@@ -100,9 +100,9 @@ def cell(task: str, protocol: str) -> Cell:
     lender = row if FAILURE in row["measured"] else _lender(rows, row, cls.summary_task, len(cls.arms))
     if lender is None:
         raise ConfigError(f"the plan has no measured {protocol} episodes to borrow for {task}")
-    failure = Arm.of(lender["measured"][FAILURE], lender["budget"])
+    failure = Cohort.of(lender["measured"][FAILURE], lender["budget"])
     measured = lender["measured"].get(SUCCESS)
-    success = Arm.of(measured, lender["budget"]) if measured else failure
+    success = Cohort.of(measured, lender["budget"]) if measured else failure
     borrowed = None if lender is row else f"{lender['protocol']}/{lender['task']}"
     rate, why = float(row["success_rate"]), row["success_source"]
     return Cell(protocol, task, rate, why, failure, success, borrowed, row.get("servo"))

@@ -73,7 +73,7 @@ class Seat:
         return time.monotonic() - self.started - self.limiter_s
 
 
-class _SeatSim:
+class _SeatLock:
     """The worker's simulator lock as one seat takes it: the seat notes since when it holds it, so
     the driver can tell an episode stuck inside the simulator from one waiting for its model; the
     wait for the lock (neighbours' simulator calls) is not the episode's work, so its time limit
@@ -150,7 +150,7 @@ class EpisodeWorker:
         self.limiter, self.timeout_s = config.limiter, config.timeout_s
         self.progress = Progress(config.board, config.worker_id or "")
         self.harness, self.run_dir = config.harness, Path(config.run_dir)
-        self.sim = threading.RLock()  # one simulator call at a time in this process
+        self.sim_lock = threading.RLock()  # one simulator call at a time in this process
         self.seats = [self._seat(make_model(config.model)) for _ in range(config.slots)]
         self.free: queue.SimpleQueue[Seat] = queue.SimpleQueue()
         for seat in self.seats:
@@ -167,7 +167,7 @@ class EpisodeWorker:
         if seat.env is not None and seat.env.config.look == condition.look:
             return
         settings = {"recording": self.config.recording, "hold_cameras": self.config.slots == 1}
-        with self.sim:
+        with self.sim_lock:
             self.progress.bump(push=True)
             if seat.env is not None:
                 seat.env.close()
@@ -186,7 +186,7 @@ class EpisodeWorker:
 
     def close(self) -> None:
         """Free every scene, every model's connections and the scratch folder (the run is over)."""
-        with self.sim:
+        with self.sim_lock:
             for seat in self.seats:
                 seat.model.close()
                 if seat.env is not None:
@@ -278,7 +278,7 @@ class EpisodeWorker:
             folder = self.run_dir / rel
             set_aside(folder)  # left by an interrupted driver: kept, and this attempt starts afresh
         counted = functools.partial(self.progress.counted, place)
-        runtime = Runtime(_SeatSim(self.sim, seat, self.progress), self._overdue(seat), counted)
+        runtime = Runtime(_SeatLock(self.sim_lock, seat, self.progress), self._overdue(seat), counted)
         self._bind_cache(seat, episode)
         try:
             result = run_episode(seat.env, seat.model, episode, folder, self.harness, runtime)
