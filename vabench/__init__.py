@@ -4,11 +4,13 @@ The folders are the layers, lowest first; a module imports its own layer and the
 never a later one (``LAYERS`` in ``tests/test_architecture.py`` checks the import graph):
 
 - ``core``: the words and types every layer shares: errors, the Registry, vocab, range checks, the
-  paper's task table, the Condition, the episode spec, the interventions' manifests.
-- ``results``: what a run folder holds: the outcome row and its table, episode records, media, bundles.
+  paper's task table, the Condition, the interventions' manifests, and the agent boundary
+  (``core/boundary.py``: what every kind of agent is shown and may answer).
+- ``results``: what a run folder holds: its layout and run info, the outcome row and its table,
+  the episode spec's place, episode records, media, bundles.
 - ``envs``: the simulator; the env API is the privilege boundary. ``gym``: Gymnasium envs over it.
-- ``agents``: the episode loop; ``agents/chat`` the chat harness (model interface, protocol,
-  prompts, dialogue, history, tools); ``agents/models`` the things that answer (LiteLLM with its
+- ``agents``: the episode loop (``episode.py``); ``agents/chat`` the chat harness, one agent behind
+  the boundary (its agent, the chat model interface, protocol, prompts, dialogue, history, tools); ``agents/models`` the things that answer (LiteLLM with its
   cache and rate limits, offline agents, policy servers); ``agents/summaries`` demonstration summaries.
 - ``analysis``, ``export``, ``learn``, ``review``: readers of run folders and exports; ``analysis``
   never imports the simulator, Ray or agents.
