@@ -10,8 +10,9 @@ never a later one (``LAYERS`` in ``tests/test_architecture.py`` checks the impor
   the episode spec's place, episode records, media, bundles.
 - ``envs``: the simulator; the env API is the privilege boundary. ``gym``: Gymnasium envs over it.
 - ``agents``: the episode loop (``episode.py``); ``agents/chat`` the chat harness, one agent behind
-  the boundary (its agent, the chat model interface, protocol, prompts, dialogue, history, tools); ``agents/models`` the things that answer (LiteLLM with its
-  cache and rate limits, offline agents, policy servers); ``agents/summaries`` demonstration summaries.
+  the boundary (its agent, the chat model interface, protocol, prompts, dialogue, history, tools);
+  ``agents/models`` the things that answer (LiteLLM with its cache and rate limits, offline agents,
+  policy servers); ``agents/summaries`` demonstration summaries.
 - ``analysis``, ``export``, ``learn``, ``review``: readers of run folders and exports; ``analysis``
   never imports the simulator, Ray or agents.
 - ``run``: the run machinery: ``run/config`` (what a run is), ``run/folder`` (its bookkeeping on
