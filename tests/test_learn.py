@@ -21,6 +21,7 @@ from tests.test_verify import run_folder
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.kinds import make_model
 from vabench.agents.models.policy_actions import vectors_of
+from vabench.core.errors import VabenchError
 from vabench.envs.seeds import eval_seeds
 from vabench.export.__main__ import export
 from vabench.launch import Exit
@@ -133,16 +134,16 @@ def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, t
 
 
 def test_a_file_that_is_not_a_checkpoint_is_one_line(tmp_path):
-    with pytest.raises(SystemExit, match="no such checkpoint; train one with python experiments/train_bc.py"):
+    with pytest.raises(VabenchError, match="no such checkpoint; train one with python experiments/train_bc.py"):
         checkpoint(tmp_path / "missing.pt")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(SystemExit, match=r"junk.pt: not a readable checkpoint \(UnpicklingError\)"):
+    with pytest.raises(VabenchError, match=r"junk.pt: not a readable checkpoint \(UnpicklingError\)"):
         checkpoint(tmp_path / "junk.pt")
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
-    with pytest.raises(SystemExit, match=f"other.pt: not a {FORMAT} checkpoint"):
+    with pytest.raises(VabenchError, match=f"other.pt: not a {FORMAT} checkpoint"):
         checkpoint(tmp_path / "other.pt")
     torch.save({"format": FORMAT, "net": TINY.asdict(), "state_dict": {"w": torch.zeros(2)}}, tmp_path / "old.pt")
-    with pytest.raises(SystemExit, match="old.pt: its network is not this trainer's; retrain it"):
+    with pytest.raises(VabenchError, match="old.pt: its network is not this trainer's; retrain it"):
         checkpoint(tmp_path / "old.pt")
 
 

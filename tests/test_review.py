@@ -47,13 +47,16 @@ def run_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def hostile_run(run_folder) -> Path:
-    """A second run folder whose model replies carry HTML: the oracle's replies replayed with a
-    script in every reason (replies are untrusted text; the pages must show them, not run them)."""
+    """A second run folder whose agent's answers carry HTML: the oracle's answers replayed with a
+    script in every reason (answers and replies are untrusted text; the pages must show them, not
+    run them)."""
     rec = run_folder / records(run_folder)["oracle/active"]
     lines = []
     for e in read_events(rec):
-        if e["type"] == "reply":
+        if e["type"] == "reply":  # a chat model's record
             e["text"] = json.dumps({**json.loads(e["text"]), "reason": XSS})
+        elif e["type"] == "answer":  # an agent's that reads observations (the oracle's)
+            e["payload"] = {**e["payload"], "reason": XSS}
         lines.append(json.dumps(e))
     hostile = run_folder.parent / "hostile.jsonl"
     hostile.write_text("\n".join(lines) + "\n")
@@ -209,7 +212,7 @@ def test_the_timeline_pairs_each_observation_with_its_action_and_the_state_after
         assert s.observation["step"] == s.index and s.observation["images"] == [f"frames/step_{s.index:03d}_active.jpg"]
         assert s.action["step"] == s.state["step"] == s.index + 1
         assert s.state["recording"] == f"recording/step_{s.index + 1:03d}.jpg"
-        assert [e["type"] for e in s.exchange][:2] == ["request", "reply"]
+        assert [e["type"] for e in s.exchange][:2] == ["answer", "decision"]  # the oracle reads observations
     assert ep.initial["step"] == 0 and ep.final_state is acted[-1].state
     assert ep.checkpoints == acted[-1].action["checkpoints"] and all(ep.checkpoints.values())
 

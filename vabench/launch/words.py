@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 from vabench.core.errors import ConfigError, UnknownName, closest
 from vabench.run.config.choices import CONDITION_KEYS, MOVED, condition_keys
+from vabench.run.config.run import TYPED_EXTRA
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = tuple(sorted(p.name for p in CONF.iterdir() if p.is_dir()))
@@ -77,8 +78,11 @@ def misspelt(args: list[str]) -> str | None:
         return None
     chosen = [a for a in args if a.split("=", 1)[0].lstrip("+") in GROUPS and "," not in a]
     node = {**dict.fromkeys(GROUPS), **composed(chosen)}  # the groups chosen: summary=shared has keys none lacks
+    free_extra = (node.get("model") or {}).get("id") not in TYPED_EXTRA  # model.extra.*: LiteLLM kwargs, free-form
     for word in words:  # a group is a word too (protocol=, model=)
         key = word.lstrip("+")
+        if free_extra and key.startswith("model.extra."):
+            continue
         where, depth = _deepest(node, key)
         if word.startswith("+") and depth is None:
             return f"'{key}' is a declared key: {key}={given[key]} (no +)"

@@ -167,7 +167,11 @@ register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
 register("plan", PlanConfig)
-register("model", PolicyConfig, "_policy", under="extra")  # model=policy: model.extra.<key>=, no +
+# Agents whose model.extra is a typed node (model.extra.<key>=, no +); every other model's extra is free-form
+# (LiteLLM kwargs, an offline agent's settings): Hydra takes a new key there as it is.
+TYPED_EXTRA = {"policy": PolicyConfig}
+for _kind, _settings in TYPED_EXTRA.items():
+    register("model", _settings, f"_{_kind}", under="extra")
 register_top(
     "_run",
     {
