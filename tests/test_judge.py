@@ -230,3 +230,16 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, run, capsys):
                                "labels": {"XX": 1}}) + "\n")  # fmt: skip
     notes = " ".join(annotation_tallies(load_runs(run), run).attrs["notes"])
     assert f"{bad}:1: labels must be an object with keys among" in notes
+
+
+def test_a_spending_cap_stops_the_pass_and_keeps_the_labels_given(run, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    with ScriptedServer(default=scripted()) as server:
+        cap = [*words(server, samples=1), "model.max_cost_usd=0.001", "model.max_concurrency=1"]
+        assert main([str(run), *cap]) == 1
+        sent = len(server.requests)
+    usage = pd.read_parquet(run / JUDGE / USAGE)
+    stopped = usage[usage["error"].str.startswith("stopped:")]
+    assert 0 < sent < EPISODES and len(stopped) == EPISODES - sent and usage["judged"].sum() == sent
+    assert len(lines(run / L.ANNOTATIONS / "judge-judge-1.jsonl")) == sent
+    assert usage["cost_usd"].sum() >= 0.001

@@ -6,7 +6,8 @@ sample written as an annotator of its own (``_annotations/judge-<model>-<k>.json
   ``_judge/cache/``, so a rerun costs nothing. Rate limits and ``model.max_cost_usd`` hold as in a run.
 - A reply that is not a usable label is repaired once (the harness's repair prompt); when the
   repair fails too, or the provider cannot answer, the item is left unjudged and counted: never
-  guessed, never retried as infrastructure.
+  guessed, never retried as infrastructure. A spending cap reached leaves the items not yet asked
+  unjudged (counted, named); the labels already given are written.
 - ``model=proxy``: the rule-based proxies (``vabench.analysis.proxies``) as a judge that costs nothing.
 - The judge's usage, one row per item, goes to ``_judge/usage.parquet`` beside the outcomes.
 
@@ -31,7 +32,7 @@ from vabench.agents.models.llm import LiteLLMModel
 from vabench.analysis import labels as L
 from vabench.analysis.load import NoOutcomesError, load_runs, prepare
 from vabench.analysis.proxies import PROXIED, read_record, record_proxies
-from vabench.core.errors import VabenchError
+from vabench.core.errors import RunStopped, VabenchError
 from vabench.core.vocab import CacheMode
 from vabench.results.layout import JUDGE
 
@@ -82,9 +83,9 @@ def _ask(model: Model, run: Path, item: Item, max_frames: int) -> Item:
     for repair in (False, True):
         try:
             reply = model.complete(messages)
-        except ModelError as e:
-            item.error = f"model: {e}"
-            if e.usage is not None:
+        except (ModelError, RunStopped) as e:  # a spending cap stops the item, and the labels so far are kept
+            item.error = f"model: {e}" if isinstance(e, ModelError) else f"stopped: {e}"
+            if getattr(e, "usage", None) is not None:
                 item.add(e.usage)
             return item
         item.add(reply.usage)
