@@ -24,7 +24,7 @@ from vabench.analysis.tally import annotation_tallies
 from vabench.judge.__main__ import main
 from vabench.judge.evidence import NO_VIEWS
 from vabench.judge.passes import USAGE
-from vabench.results.layout import JUDGE
+from vabench.results.layout import JUDGE, OUTCOME_TABLE
 from vabench.results.outcomes import COLUMNS, SCHEMA_VERSION, write_row
 
 KEY_VAR, KEY = "VABENCH_JUDGE_TEST_KEY", "sk-judge-test-0123456789abcdef"
@@ -243,3 +243,22 @@ def test_a_spending_cap_stops_the_pass_and_keeps_the_labels_given(run, monkeypat
     assert 0 < sent < EPISODES and len(stopped) == EPISODES - sent and usage["judged"].sum() == sent
     assert len(lines(run / L.ANNOTATIONS / "judge-judge-1.jsonl")) == sent
     assert usage["cost_usd"].sum() >= 0.001
+
+
+def test_the_plan_prices_a_pass_before_it_runs_and_a_cached_pass_at_nothing(run, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_VAR, KEY)
+
+    def tree() -> list[Path]:  # what the run holds but the outcome table every reader keeps (load_runs)
+        return sorted(p for p in run.rglob("*") if p.name != OUTCOME_TABLE)
+
+    before = tree()
+    with ScriptedServer(default=scripted()) as server:
+        assert main([str(run), *words(server), "judge.plan=true"]) == 0
+        assert server.requests == [] and tree() == before
+        first = capsys.readouterr().out
+        assert main([str(run), *words(server)]) == 0
+        assert main([str(run), *words(server), "judge.plan=true"]) == 0
+    dollars = re.search(r"about \$(\d+\.\d+), at most \$(\d+\.\d+)", first)
+    assert "40 item(s), 0 already in the cache" in first and 0 < float(dollars[1]) < float(dollars[2])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "40 item(s), 40 already in the cache" in last and "about $0.0000" in last

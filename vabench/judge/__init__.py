@@ -5,6 +5,7 @@ rule-based proxies, and calibrated against people (docs/judge.md).
   composed from ``vabench.analysis.labels``;
 - :mod:`.answer`: the reply, untrusted, checked into a label;
 - :mod:`.passes`: a pass over a run folder, each sample an annotator ``judge-<model>-<k>``;
+- :mod:`.price`: what a pass will cost before it runs (``judge.plan=true``);
 - :mod:`.calibrate`: the stratified subset people annotate to measure the judge.
 
 It reads run folders and calls models: a command layer above ``launch``, whose model words it takes.

@@ -1,6 +1,8 @@
-"""``python -m vabench.judge RUN_FOLDER model=NAME [model.KEY=VALUE ...] [judge.samples=1] [judge.max_frames=12]``
+"""``python -m vabench.judge RUN_FOLDER model=NAME [model.KEY=VALUE ...] [judge.samples=1] [judge.max_frames=12]
+[judge.plan=true]``
 labels every judged episode of a run folder with a model judge (the launcher's model words: a file
-of conf/model, ``model.id=<provider>/<name>``, ...) or ``model=proxy`` (the rule-based proxies, free).
+of conf/model, ``model.id=<provider>/<name>``, ...) or ``model=proxy`` (the rule-based proxies, free);
+``judge.plan=true`` prices the pass and sends nothing.
 ``python -m vabench.judge calibrate RUN_FOLDER [--n 40]`` picks the episodes people should annotate
 to measure the judge. Exit 0: every item judged; 1: some left unjudged (counted); 2: bad input."""
 
@@ -18,7 +20,7 @@ from .calibrate import CALIBRATION, subset
 from .passes import PROXY, USAGE, judge
 
 PROG = "python -m vabench.judge"
-OPTIONS = {"judge.samples": 1, "judge.max_frames": 12}  # the judge's own words and their defaults
+OPTIONS = {"judge.samples": 1, "judge.max_frames": 12, "judge.plan": False}  # the judge's own words, defaults
 
 
 def _words(words: list[str]) -> tuple[list[str], dict]:
@@ -28,7 +30,11 @@ def _words(words: list[str]) -> tuple[list[str], dict]:
         key, eq, value = w.partition("=")
         if not eq:
             raise ConfigError(f"'{w}' is not KEY=VALUE: give model=NAME, model.KEY=VALUE or judge.samples=N")
-        if key in options:
+        if key == "judge.plan":
+            if value not in ("true", "false"):
+                raise ConfigError(f"judge.plan must be true or false, got {value!r}")
+            options[key] = value == "true"
+        elif key in options:
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
             options[key] = int(value)
@@ -70,6 +76,20 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _plan(run: Path, cfg, samples: int, frames: int) -> int:
+    from .price import plan
+
+    if cfg is None:
+        print(f"plan: model={PROXY} costs nothing (no model is asked)")
+        return 0
+    p = plan(run, cfg, samples, frames)
+    dollars = "unpriced (LiteLLM's map does not know the model)" if p["cost_usd"] is None else (
+        f"about ${p['cost_usd']:.4f}, at most ${p['bound_usd']:.4f} if every item needs its repair")  # fmt: skip
+    print(f"plan: {p['items']} item(s), {p['cached']} already in the cache; about {p['prompt_tokens']} prompt and "
+          f"{p['completion_tokens']} completion tokens; {dollars}. Nothing sent, nothing written.")  # fmt: skip
+    return 0
+
+
 @command(PROG)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -81,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     run, (words, options) = Path(argv[0]), _words(argv[1:])
     if not run.is_dir():
         raise ConfigError(f"{run} is not a folder: give a run folder")
-    items = judge(run, _model(words), options["judge.samples"], options["judge.max_frames"])
+    cfg, samples, frames = _model(words), options["judge.samples"], options["judge.max_frames"]
+    if options["judge.plan"]:
+        return _plan(run, cfg, samples, frames)
+    items = judge(run, cfg, samples, frames)
     unjudged = [i for i in items if i.label is None]
     cost = [i.usage["cost_usd"] for i in items]
     known = sum(c for c in cost if c is not None)

@@ -111,6 +111,11 @@ def _proxy(run: Path, item: Item) -> Item:
     return item
 
 
+def cache_folder(run: Path, annotator: str, record: str) -> Path:
+    """Where the replies to one sample's requests about one record are kept: samples never share a reply."""
+    return run / JUDGE / "cache" / annotator / hashlib.sha256(record.encode()).hexdigest()[:16]
+
+
 def model_judge(cfg: ModelConfig) -> LiteLLMModel:
     return LiteLLMModel(cfg if cfg.cache != CacheMode.OFF else dataclasses.replace(cfg, cache=CacheMode.ON))
 
@@ -130,8 +135,7 @@ def judge(run: Path, cfg: ModelConfig | None, samples: int = 1, max_frames: int 
 
         def one(item: Item) -> Item:
             cached = CachedModel(inner, dataclasses.replace(inner.cfg))
-            digest = hashlib.sha256(item.record.encode()).hexdigest()[:16]
-            cached.bind(run / JUDGE / "cache" / item.annotator / digest)  # per sample: samples never share a reply
+            cached.bind(cache_folder(run, item.annotator, item.record))
             return _ask(cached, run, item, max_frames)
 
         with ThreadPoolExecutor(max_workers=max(1, cfg.max_concurrency)) as pool:
