@@ -42,6 +42,7 @@ LAYERS = [
     "vabench.verify",
     "vabench.site",  # reads runs as the review app does, and verify's row-against-record check
     "vabench.launch",
+    "vabench.judge",  # labels episodes with a model or the proxies: reads run folders, takes launch's model words
 ]
 # python -m vabench.<name> needs a module at the top: the commands, above every layer.
 COMMANDS = ("vabench.tasks", "vabench.serve_policy", "vabench.bundle")

@@ -1,11 +1,13 @@
 """``python -m vabench.analysis RUN_FOLDER ... [--annotations PATH ...] [--tallies CSV ...] [--proxies]
-[--paired A B] [--seed-yield] [--out DIR] [--format md|csv|both] [--figures]``
+[--labels both|human|judge] [--paired A B] [--seed-yield] [--out DIR] [--format md|csv|both] [--figures]``
 
 Prints the tables the inputs support as Markdown on stdout; with ``--out`` also writes each table
 (``.md`` with notes and/or ``.csv`` with the tidy numbers) and, with ``--figures``, PNG figures.
 Labels (paper C.9) come from ``--annotations`` (label files or folders) and from the
 ``_annotations/`` folder of every run folder given, and/or from tally CSVs; ``--proxies`` adds the
-automatic proxy labels computed from the episode records; ``--paired A B`` compares two conditions
+automatic proxy labels computed from the episode records; ``--labels`` keeps people's labels, a
+judge's (``python -m vabench.judge``) or both, and where a run holds both the judge-vs-people table
+is printed; ``--paired A B`` compares two conditions
 on their shared seeds; ``--seed-yield`` prints Table 21 from the committed seed manifests.
 """
 
@@ -20,6 +22,7 @@ from vabench.core.errors import command
 from . import labels as L
 from .load import NoOutcomesError, load_runs
 from .report import available_diagnostics, available_tables, to_markdown, write_tables
+from .tally import LABELLERS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", choices=("majority", "strict", "permissive"), default="majority",
                    help="vote rule of the diagnostic scores (default majority, as the paper)")  # fmt: skip
     p.add_argument("--proxies", action="store_true", help="automatic proxy labels from the episode records")
+    p.add_argument("--labels", choices=LABELLERS, default="both",
+                   help="whose labels count: people's, judges' (annotators judge-*) or both")  # fmt: skip
     p.add_argument(
         "--paired",
         nargs=2,
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         why = " ".join(proxies.attrs.get("notes", [])) or "no judged row with an episode record"
         print(f"vabench.analysis: no proxy labels ({why})", file=sys.stderr)
     tables.update(available_diagnostics(tally, df, proxies, args.rule))
+    tables.update(_judged(df, args))
     if args.seed_yield:
         from .seedyield import seed_yield
 
@@ -105,11 +111,20 @@ def _tally(df, args):
     from .tally import annotation_tallies, attach_success, combine_tallies, read_tallies
 
     sources = list(args.annotations) + [f for f in args.folders if (Path(f) / L.ANNOTATIONS).is_dir()]
-    parts = [annotation_tallies(df, *sources)] if sources else []
+    parts = [annotation_tallies(df, *sources, who=args.labels)] if sources else []
     if args.tallies:
         t = read_tallies(*args.tallies)
         parts.append(attach_success(t, df) if df is not None else t)
     return combine_tallies(*parts) if parts else None
+
+
+def _judged(df, args) -> dict:
+    """The judge-vs-people table where the label files hold both (vabench.analysis.judging)."""
+    from .judging import judge_agreement
+
+    sources = list(args.annotations) + [f for f in args.folders if (Path(f) / L.ANNOTATIONS).is_dir()]
+    table = judge_agreement(df, *sources) if sources else None
+    return {"judge_agreement": table} if table is not None and len(table) else {}
 
 
 def _proxies(folders):

@@ -5,7 +5,12 @@ per save::
 
     {"record": "<the outcome row's record path>", "annotator": "ann1", "time": "<ISO-8601>",
      "gates": {"error": true|false|null, "ambiguity": true|false|null},
-     "labels": {"TL": 0|1|null, ..., "PF": 0|1|null}, "notes": ""}
+     "labels": {"TL": 0|1|null, ..., "PF": 0|1|null}, "notes": "",
+     "steps": {"TL": 3, ...}}
+
+``steps`` (optional, left out when empty) names the env step each 0/1 label rests on; a judge
+(``vabench.judge``) writes it, people may. An annotator whose name starts with :data:`JUDGE_PREFIX`
+is a judge, not a person (:func:`is_judge`).
 
 The latest line per (annotator, record) is that annotator's judgment; null means not applicable
 or not yet judged. The review app writes these files (:func:`append`); the analysis reads them
@@ -59,6 +64,7 @@ GATE_TEXT = {
     "error": "The episode contains an observable execution error (miss, drop, planner rejection, unstable placement).",
     "ambiguity": "Some task-relevant geometric fact is underdetermined from the current view (assessable ambiguity).",
 }
+JUDGE_PREFIX = "judge-"  # judge-<model>-<sample>: a model's (or the proxies') labels, never a person's
 ANNOTATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 NOTES_MAX = 4000
 
@@ -80,10 +86,11 @@ def validate(obj, now: datetime | None = None) -> dict:
     a typo never silently drops a judgment."""
     if not isinstance(obj, dict):
         raise LabelError(f"a label must be a JSON object, got {type(obj).__name__}")
-    unknown = set(obj) - {"record", "annotator", "time", "gates", "labels", "notes"}
+    unknown = set(obj) - {"record", "annotator", "time", "gates", "labels", "notes", "steps"}
     if unknown:
         raise LabelError(
-            f"unknown field(s) {', '.join(sorted(unknown))}; allowed: record, annotator, time, gates, labels, notes"
+            f"unknown field(s) {', '.join(sorted(unknown))}; allowed: record, annotator, time, gates, labels, notes, "
+            "steps"
         )
     record, annotator = obj.get("record"), obj.get("annotator")
     if not isinstance(record, str) or not record or record.startswith("/") or ".." in Path(record).parts:
@@ -97,6 +104,7 @@ def validate(obj, now: datetime | None = None) -> dict:
         raise LabelError(f"labels must be an object with keys among {', '.join(CRITERIA)}, got {labels!r}")
     if not isinstance(notes, str) or len(notes) > NOTES_MAX:
         raise LabelError(f"notes must be a string of at most {NOTES_MAX} characters")
+    steps = _steps(obj.get("steps", {}))
     if now is not None:
         time = now.astimezone(UTC).isoformat(timespec="milliseconds")
     else:
@@ -112,7 +120,34 @@ def validate(obj, now: datetime | None = None) -> dict:
         "gates": {g: _flag(gates.get(g), f"gates.{g}", (True, False), "true, false or null") for g in GATES},
         "labels": {c: _flag(labels.get(c), f"labels.{c}", (0, 1), "0, 1 or null") for c in CRITERIA},
         "notes": notes,
+        **({"steps": steps} if steps else {}),
     }
+
+
+def _steps(steps) -> dict:
+    """``steps`` without its nulls: criterion -> a step number >= 0."""
+    if not isinstance(steps, dict) or set(steps) - set(CRITERIA):
+        raise LabelError(f"steps must be an object with keys among {', '.join(CRITERIA)}, got {steps!r}")
+    for c, k in steps.items():
+        if k is not None and (type(k) is not int or k < 0):
+            raise LabelError(f"steps.{c} must be a step number >= 0 or null, got {k!r}")
+    return {c: steps[c] for c in CRITERIA if steps.get(c) is not None}
+
+
+def judge_annotator(model: str, sample: int) -> str:
+    """The annotator name of a judge's sample: ``judge-<model>-<k>``, the model's name with every
+    character a name may not hold as ``_`` (``openai/gpt-4o`` -> ``judge-openai_gpt-4o-1``)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", model)[: 64 - len(JUDGE_PREFIX) - 4]
+    return f"{JUDGE_PREFIX}{name}-{sample}"
+
+
+def is_judge(annotator: str) -> bool:
+    return annotator.startswith(JUDGE_PREFIX)
+
+
+def judge_of(annotator: str) -> str:
+    """The judge an annotator is a sample of (``judge-openai_gpt-4o-2`` -> ``judge-openai_gpt-4o``)."""
+    return annotator.rsplit("-", 1)[0] if is_judge(annotator) else annotator
 
 
 def append(run_folder: Path, label: dict) -> dict:
@@ -154,15 +189,19 @@ def read(*sources: Path) -> pd.DataFrame:
     """Every valid saved line of the label files, one row each (``gate_error``, ``gate_ambiguity``,
     one column per criterion with 0/1/<NA>, ``notes``; ``source`` file, ``line`` number in it, and
     ``run``, the run folder whose ``_annotations/`` holds the file, or "" for a loose file). Invalid
-    or torn lines are skipped and counted in ``attrs['skipped']``."""
-    rows, skipped = [], 0
+    or torn lines are skipped and counted in ``attrs['skipped']``; a line that is JSON but breaks the
+    format (an unknown criterion, a bad value) is also named in ``attrs['invalid']`` as
+    ``file:line: why``, so it is never dropped silently."""
+    rows, skipped, invalid = [], 0, []
     for path in files(*sources):
         run = str(path.parent.parent) if path.parent.name == ANNOTATIONS else ""
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 line = validate(json.loads(raw))
-            except (json.JSONDecodeError, LabelError):
+            except (json.JSONDecodeError, LabelError) as e:
                 skipped += int(bool(raw.strip()))
+                if isinstance(e, LabelError):
+                    invalid.append(f"{path}:{number}: {e}")
                 continue
             rows.append(
                 {
@@ -182,7 +221,7 @@ def read(*sources: Path) -> pd.DataFrame:
         df[c] = df[c].astype("Int8")
     for g in GATES:
         df[f"gate_{g}"] = df[f"gate_{g}"].astype("boolean")
-    df.attrs["skipped"] = skipped
+    df.attrs["skipped"], df.attrs["invalid"] = skipped, invalid
     return df
 
 
@@ -192,10 +231,10 @@ def latest(*sources: Path) -> pd.DataFrame:
     Line order, not the clock, decides (the files are append-only; a clock set back must not bring
     back an older judgment); the run folder keeps two runs' episodes with the same record path apart."""
     df = read(*sources)
-    skipped = df.attrs["skipped"]
+    attrs = dict(df.attrs)
     df = df.drop_duplicates(["run", "annotator", "record"], keep="last")
     df = df.sort_values(["run", "record", "annotator"], kind="stable").reset_index(drop=True)
-    df.attrs["skipped"] = skipped
+    df.attrs = attrs
     return df
 
 

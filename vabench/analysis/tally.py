@@ -205,13 +205,22 @@ def _run_id(run: str) -> str | None:
     return str(info.run_id) if info else None
 
 
-def annotation_tallies(rows: pd.DataFrame, *sources: str | Path) -> pd.DataFrame:
+LABELLERS = ("both", "human", "judge")  # whose labels a tally counts: people's, judges' (labels.is_judge), or both
+
+
+def annotation_tallies(rows: pd.DataFrame, *sources: str | Path, who: str = "both") -> pd.DataFrame:
     """The tally of the label files under ``sources`` (run folders, ``_annotations`` folders or
-    files; see ``labels.files``) joined to ``rows`` (``load_runs``)."""
+    files; see ``labels.files``) joined to ``rows`` (``load_runs``); ``who`` keeps people's labels,
+    judges' or both (:data:`LABELLERS`). A line that breaks the format is named, file and line."""
+    if who not in LABELLERS:
+        raise ValueError(f"who must be one of {', '.join(LABELLERS)}, not {who!r}")
     lab = L.latest(*sources)
+    if who != "both":
+        lab = lab[lab["annotator"].map(L.is_judge) == (who == "judge")]
     t = tallies_from_labels(lab, rows)
     if lab.attrs.get("skipped"):
         t.attrs["notes"].append(f"{lab.attrs['skipped']} invalid or torn label line(s) skipped.")
+    t.attrs["notes"] += [f"Invalid label line left out: {where}" for where in lab.attrs.get("invalid", [])]
     return t
 
 

@@ -12,7 +12,8 @@ parts without importing run-level code. A run folder holds::
     _provenance/         every provenance manifest the rows name, by digest
     _cache/              the response cache's replies, per episode (vabench.agents.models.cache)
     _learning/           summary learnings' records
-    _annotations/        reviewers' labels (vabench.analysis.labels)
+    _annotations/        reviewers' labels (vabench.analysis.labels), a judge's among them
+    _judge/              the judge's own files: its usage rows, calibration subsets (vabench.judge)
     _driver.lock         one driver per run folder (vabench.run.folder.lock)
 
 Every name but ``outcomes`` starts with ``_``, which Parquet dataset discovery skips.
@@ -37,6 +38,7 @@ PROVENANCE = "_provenance"  # <run folder>/_provenance/<digest>.json: every mani
 CACHE = "_cache"  # <run folder>/_cache/<episode key>/<request digest>.json
 LEARNING = "_learning"  # <run folder>/_learning/<task>/<time>/: a summary learning's record
 ANNOTATIONS = "_annotations"
+JUDGE = "_judge"  # <run folder>/_judge/usage.parquet, calibration.csv (vabench.judge)
 DRIVER_LOCK = "_driver.lock"
 SUMMARIES = "_summaries"  # <results_dir>/_summaries/<render>/: the shared store (an old run keeps its own)
 

@@ -181,7 +181,7 @@ register_top(
 )
 
 
-def _model(raw: dict) -> tuple[ModelConfig, Model]:
+def model_config(raw: dict) -> tuple[ModelConfig, Model]:
     """A validated ModelConfig and the agent it makes. Keys the config leaves out take
     ModelConfig's defaults (a hand-built config need not compose model/_defaults)."""
     unknown_keys(raw, ModelConfig.__dataclass_fields__, "model.")
@@ -224,7 +224,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     run_id = str(need(cfg, "run_id"))
     if not RUN_ID.match(run_id):
         raise ConfigError(f"'run_id' = {run_id!r}: use letters, digits and _ . = , + - (not starting with a symbol)")
-    model, agent = _model(need(cfg, "model"))
+    model, agent = model_config(need(cfg, "model"))
     protocols, mode, track = _choices(cfg)
     notes: list[str] = []  # said once the whole config is accepted: a refusal is one line
     conds = conditions(cfg, agent, protocols, mode, is_offline(model.id), notes.append)
