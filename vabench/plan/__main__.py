@@ -55,10 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
     tokens = sub.add_parser("tokens", help="the prompt tokens of one captured request")
-    tokens.add_argument("request", type=Path, help="a JSON messages list, or a request body with messages")
+    tokens.add_argument(
+        "captured", metavar="REQUEST.json", type=Path, help="a JSON messages list, or a request body with messages"
+    )
     tokens.add_argument("--model", help="a LiteLLM model id, e.g. openai/gpt-4o (default: the body's model)")
     args = ap.parse_args(argv)
-    messages, named = messages_of(args.request)
+    messages, named = messages_of(args.captured)
     model_id = args.model or named
     if not model_id:
         ap.error("the request names no model: give --model, e.g. --model openai/gpt-4o")

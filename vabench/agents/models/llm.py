@@ -299,9 +299,7 @@ class _Call:
         self.model, self.key = model, key
         self.kwargs = model._kwargs(messages, key)
         self.limiter = model._limiter()
-        self.est = (
-            estimate_messages(messages) + model.cfg.max_tokens if self.limiter is not None else 0
-        )  # booked on tpm
+        self.est = estimate_messages(messages) + model.cfg.max_tokens if self.limiter is not None else 0  # on tpm
         self.attempts, self.latency, self.backoff, self.limit_wait = 0, 0.0, 0.0, 0.0
 
     def usage(self, answered: bool = False, **tokens) -> Usage:
