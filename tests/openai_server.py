@@ -19,6 +19,10 @@ Replies are scripted in order. Each queued reply is one of:
 - a callable ``f(request_body) -> reply``: a reply computed from the request (:class:`Faults` and
   :class:`RateLimit` are two).
 
+A reply without a usage (or whose usage leaves a count out) reports the tokens the provider would
+bill, counted as it counts them (:func:`counted_usage`: the model's tokenizer through
+``litellm.token_counter``, images by the provider's rule), never by vabench's own estimate.
+
 When the queue is empty the ``default`` reply is used; ``None`` answers 500 "script ran out" so a
 test that sends more requests than it scripted fails loudly.
 """
@@ -37,7 +41,6 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7}
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -139,8 +142,41 @@ class ScriptedServer:
                 self.responses.append((status, payload))
 
 
-def _completion(model: str, content: str | None, usage: dict | None, no_choices: bool = False) -> dict:
-    u = {**DEFAULT_USAGE, **(usage or {})}
+def counted_usage(body: dict, wire: str, content: str | None) -> tuple[int, int]:
+    """The request's prompt tokens and the reply's, as the provider would count them
+    (:mod:`vabench.agents.chat.tokens`: the model's tokenizer, images by the provider's rule)."""
+    from vabench.agents.chat.tokens import request_tokens, text_tokens
+
+    model = f"{wire}/{body.get('model') or 'model'}"
+    return request_tokens(model, chat_messages(body, wire)).total, text_tokens(model, content or "")
+
+
+def chat_messages(body: dict, wire: str) -> list[dict]:
+    """A request body's messages in chat form (Anthropic's system prompt and Gemini's contents made
+    messages; images as Anthropic's image blocks), for :func:`counted_usage`."""
+    if wire == "openai":
+        return list(body.get("messages") or [])
+    if wire == "anthropic":
+        system = body.get("system")
+        return ([{"role": "system", "content": system}] if system else []) + list(body.get("messages") or [])
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    out = []
+    for content in ([{**system, "role": "system"}] if system else []) + list(body.get("contents") or []):
+        parts = []
+        for part in content.get("parts") or []:
+            data = part.get("inline_data") or part.get("inlineData")
+            if "text" in part:
+                parts.append({"type": "text", "text": part["text"]})
+            elif data:
+                parts.append({"type": "image", "source": {"data": data.get("data", "")}})
+        out.append({"role": content.get("role") or "user", "content": parts})
+    return out
+
+
+def _completion(
+    model: str, content: str | None, usage: dict | None, no_choices: bool = False, counted: tuple = (0, 0)
+) -> dict:
+    u = {"prompt_tokens": counted[0], "completion_tokens": counted[1], **(usage or {})}
     u["total_tokens"] = u["prompt_tokens"] + u["completion_tokens"]
     choices = (
         []
@@ -157,7 +193,7 @@ def _completion(model: str, content: str | None, usage: dict | None, no_choices:
     }
 
 
-def _anthropic(model: str, content: str, usage: dict | None, thinking: str | None) -> dict:
+def _anthropic(model: str, content: str, usage: dict | None, thinking: str | None, counted: tuple = (0, 0)) -> dict:
     blocks = [{"type": "thinking", "thinking": thinking, "signature": "sig-test"}] if thinking else []
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
@@ -167,13 +203,13 @@ def _anthropic(model: str, content: str, usage: dict | None, thinking: str | Non
         "content": [*blocks, {"type": "text", "text": content}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": 11, "output_tokens": 7, **(usage or {})},
+        "usage": {"input_tokens": counted[0], "output_tokens": counted[1], **(usage or {})},
     }
 
 
-def _gemini(model: str, content: str, usage: dict | None, thinking: str | None) -> dict:
+def _gemini(model: str, content: str, usage: dict | None, thinking: str | None, counted: tuple = (0, 0)) -> dict:
     parts = [{"text": thinking, "thought": True}] if thinking else []
-    meta = {"promptTokenCount": 11, "candidatesTokenCount": 7, **(usage or {})}
+    meta = {"promptTokenCount": counted[0], "candidatesTokenCount": counted[1], **(usage or {})}
     meta["totalTokenCount"] = sum(v for k, v in meta.items() if k.endswith("TokenCount"))
     return {
         "candidates": [{"content": {"parts": [*parts, {"text": content}], "role": "model"}, "finishReason": "STOP"}],
@@ -258,13 +294,16 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     break
             headers = None
+            text = reply if isinstance(reply, str) else reply.get("content") if isinstance(reply, dict) else None
+            answers = isinstance(reply, str) or (isinstance(reply, dict) and not {"status", "raw"} & reply.keys())
+            counted = counted_usage(body, wire, text) if answers else (0, 0)
             if reply is None:
                 status, payload = 500, _error_body(500, "ScriptedServer: the script ran out of replies")
             elif isinstance(reply, str) and wire != "openai":
                 build = _anthropic if wire == "anthropic" else _gemini
-                status, payload = 200, build(model, reply, None, None)
+                status, payload = 200, build(model, reply, None, None, counted)
             elif isinstance(reply, str):
-                status, payload = 200, _completion(model, reply, None)
+                status, payload = 200, _completion(model, reply, None, counted=counted)
             elif isinstance(reply, dict) and "status" in reply:
                 status = int(reply["status"])
                 payload = _error_body(status, reply.get("body") or f"scripted error {status}")
@@ -273,15 +312,20 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self._send_raw(reply["raw"].encode())
                 return
             elif isinstance(reply, dict) and reply.get("no_choices"):
-                status, payload = 200, _completion(model, None, reply.get("usage"), no_choices=True)
+                status, payload = 200, _completion(model, None, reply.get("usage"), True, counted)
             elif isinstance(reply, dict) and "content" in reply and wire != "openai":
                 build = _anthropic if wire == "anthropic" else _gemini
                 status, payload = (
                     200,
-                    build(reply.get("model", model), reply["content"], reply.get("usage"), reply.get("thinking")),
+                    build(
+                        reply.get("model", model), reply["content"], reply.get("usage"), reply.get("thinking"), counted
+                    ),
                 )
             elif isinstance(reply, dict) and "content" in reply:
-                status, payload = 200, _completion(reply.get("model", model), reply["content"], reply.get("usage"))
+                status, payload = (
+                    200,
+                    _completion(reply.get("model", model), reply["content"], reply.get("usage"), counted=counted),
+                )
             else:
                 status, payload = 500, _error_body(500, f"ScriptedServer: bad scripted reply {reply!r}")
             self._send_json(status, payload, headers, record=True)

@@ -14,10 +14,12 @@ format, which LiteLLM then reads as it reads a real provider's.
   the read and the last breakpoint is written (billed at 1.25x), once it reaches the model's
   minimum of 1,024 tokens; ``usage.input_tokens`` is what is neither read nor written.
 
-Tokens are counted over content blocks (a text, an image): text at 4 characters a token, images by
-the provider's rule at their encoded size (OpenAI's tiles, Anthropic's width x height / 750 after
-its resize). Two blocks are the same when their bytes are; a text block that only extends an
-earlier one matches up to their common characters (OpenAI caches at token granularity).
+Tokens are counted over content blocks (a text, an image) as the provider counts them, by
+:mod:`vabench.agents.chat.tokens` (never the harness's or the planner's rule): text by the model's
+tokenizer through ``litellm.token_counter``, images by the provider's rule at their encoded size
+(OpenAI's tiles, Anthropic's width x height / 750 after its resize). Two blocks are the same when
+their bytes are; a text block that only extends an earlier one matches up to their common
+characters, counted by the same tokenizer (OpenAI caches at token granularity).
 """
 
 from __future__ import annotations
@@ -26,11 +28,10 @@ import base64
 import hashlib
 import io
 import json
-import math
 import threading
 from dataclasses import dataclass, field
 
-from vabench.agents.chat.prefix import image_tokens_for
+from vabench.agents.chat.tokens import image_tokens, text_tokens
 
 OPENAI, ANTHROPIC = "openai", "anthropic"
 MIN_PREFIX = 1024  # both providers' smallest cacheable prefix (Claude Sonnet; OpenAI's documented minimum)
@@ -44,47 +45,55 @@ class Block:
     tokens: int
     text: str | None = None  # a text block's text (partial matches)
     breakpoint: bool = False  # Anthropic cache_control after this block
+    model: str = ""  # whose tokenizer counts the block (a partial match's tokens)
 
 
-def _text(text: str, breakpoint: bool = False) -> Block:
-    return Block(hashlib.sha256(text.encode()).hexdigest(), math.ceil(len(text) / 4), text, breakpoint)
+def _text(text: str, model: str, breakpoint: bool = False) -> Block:
+    return Block(hashlib.sha256(text.encode()).hexdigest(), text_tokens(model, text), text, breakpoint, model)
 
 
-def _image(data: bytes, provider: str, breakpoint: bool = False) -> Block:
+def _image(data: bytes, model: str, breakpoint: bool = False) -> Block:
     from PIL import Image
 
     w, h = Image.open(io.BytesIO(data)).size
-    tokens = image_tokens_for(f"{provider}/model", w, h)  # the provider's documented rule
-    return Block(hashlib.sha256(data).hexdigest(), tokens, None, breakpoint)
+    tokens = image_tokens(model, w, h)  # the provider's documented rule
+    return Block(hashlib.sha256(data).hexdigest(), tokens, None, breakpoint, model)
 
 
-def _part(part: dict, provider: str) -> Block:
+def _part(part: dict, model: str) -> Block:
     mark = bool(part.get("cache_control"))
     kind = part.get("type")
     if kind == "text":
-        return _text(part.get("text") or "", mark)
+        return _text(part.get("text") or "", model, mark)
     if kind == "image_url":
         url = (part.get("image_url") or {}).get("url", "")
-        return _image(base64.b64decode(url.partition(",")[2]), provider, mark)
+        return _image(base64.b64decode(url.partition(",")[2]), model, mark)
     if kind == "image":
-        return _image(base64.b64decode(part["source"]["data"]), provider, mark)
-    return _text(json.dumps(part, sort_keys=True), mark)
+        return _image(base64.b64decode(part["source"]["data"]), model, mark)
+    return _text(json.dumps(part, sort_keys=True), model, mark)
+
+
+def model_of(body: dict, provider: str) -> str:
+    """The LiteLLM model id a request body was sent for (``provider/model``: whose tokenizer counts it)."""
+    return f"{provider}/{body.get('model') or 'model'}"
 
 
 def blocks(body: dict, provider: str) -> list[Block]:
     """A request body as the provider's cache sees it: its content blocks in order, each role
-    change a block of its own (so moving text between roles is not a match)."""
+    change a block of its own (so moving text between roles is not a match; the role's block
+    stands for the message's framing)."""
     out: list[Block] = []
+    model = model_of(body, provider)
     system = body.get("system")
     if system:
-        out.append(_text("<system>"))
+        out.append(_text("<system>", model))
         parts = [{"type": "text", "text": system}] if isinstance(system, str) else system
-        out += [_part(p, provider) for p in parts]
+        out += [_part(p, model) for p in parts]
     for message in body.get("messages", []):
-        out.append(_text(f"<{message.get('role')}>"))
+        out.append(_text(f"<{message.get('role')}>", model))
         content = message.get("content")
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        out += [_part(p, provider) for p in parts]
+        out += [_part(p, model) for p in parts]
     return out
 
 
@@ -97,8 +106,7 @@ def common_tokens(a: list[Block], b: list[Block]) -> int:
             total += x.tokens
             continue
         if x.text is not None and y.text is not None:
-            same = len(_common_prefix(x.text, y.text))
-            total += same // 4
+            total += text_tokens(x.model, _common_prefix(x.text, y.text))
         break
     return total
 
@@ -133,7 +141,8 @@ class Usage:
 class PromptCache:
     """A provider's prompt cache (``provider``: openai | anthropic) in front of ``reply(body)``,
     which returns the reply's text; ``output_tokens`` is what each reply reports (None: the reply
-    text's tokens, 4 characters a token). ``log`` keeps each request's :class:`Usage` in arrival order."""
+    text's tokens by the model's tokenizer). ``log`` keeps each request's :class:`Usage` in arrival
+    order."""
 
     provider: str
     reply: object
@@ -147,9 +156,12 @@ class PromptCache:
         text = self.reply(body)
         with self._lock:
             usage = self._use(blocks(body, self.provider))
-            usage.output = self.output_tokens if self.output_tokens is not None else math.ceil(len(text) / 4)
+            usage.output = self.output_tokens if self.output_tokens is not None else self._reply_tokens(body, text)
             self.log.append(usage)
         return {"content": text, "usage": self._wire(usage)}
+
+    def _reply_tokens(self, body: dict, text: str) -> int:
+        return text_tokens(model_of(body, self.provider), text)
 
     def _use(self, bs: list[Block]) -> Usage:
         total = sum(b.tokens for b in bs)

@@ -78,7 +78,7 @@ ISOLATED = {
 CONFINED = {
     "ray": ("vabench.run.actors.backends",),
     "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.run.config.sections"),
-    "litellm": ("vabench.agents.models.llm",),
+    "litellm": ("vabench.agents.models.llm", "vabench.agents.chat.tokens"),  # tokens: the tokenizers
     "fastapi": ("vabench.review.app",),
     "uvicorn": ("vabench.review.__main__",),
     "imageio": ("vabench.results.media",),

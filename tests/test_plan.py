@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
-from vabench.agents.chat.prefix import image_tokens_for
+from vabench.agents.chat.tokens import image_tokens
 from vabench.core.vocab import PROTOCOLS, EndReason, Status
 from vabench.envs.tasks import task_class
 from vabench.envs.tasks.registry import TASKS
@@ -69,12 +69,12 @@ def test_the_prior_follows_the_budget_the_conversation_and_the_provider_image_ru
     mixed = (1 - prior.success_rate) * prior.failure.share + prior.success_rate * prior.success.share
     assert a.calls_max == budget * 20 and a.calls > budget * mixed  # repairs: more calls than steps
     assert a.success == prior.success_rate and 0 < a.success < 1
-    assert a.image == pytest.approx(a.calls * image_tokens_for("openai/gpt-4o", 1280, 960)) and a.image / a.calls == 765
-    assert c.image / c.calls == image_tokens_for("anthropic/x", 1280, 960) > 1500  # (w x h) / 750 after the resize
+    assert a.image == pytest.approx(a.calls * image_tokens("openai/gpt-4o", 1280, 960)) and a.image / a.calls == 765
+    assert c.image / c.calls == image_tokens("anthropic/x", 1280, 960) > 1500  # (w x h) / 750 after the resize
     assert 0.8 < a.cached / a.input < 1 and a.written == 0 < c.written  # OpenAI reads alone; Anthropic also writes
     assert c.reasoning == pytest.approx(c.calls * 0.6 * 1024) and a.reasoning == 0  # thinking; gpt-4o reasons not
     passive = prior_episode(openai, task, "passive")
-    assert passive.image / passive.calls == 5 * image_tokens_for("openai/gpt-4o", 384, 288)
+    assert passive.image / passive.calls == 5 * image_tokens("openai/gpt-4o", 384, 288)
 
 
 def _figures(prior) -> tuple:

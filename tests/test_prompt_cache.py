@@ -15,6 +15,7 @@ from tests.openai_server import ScriptedServer
 from tests.prompt_caching import ANTHROPIC, OPENAI, PromptCache, blocks, common_tokens
 from vabench.agents.chat.model import ModelConfig
 from vabench.agents.chat.prefix import BREAKPOINT, cache_breakpoints
+from vabench.agents.chat.tokens import text_tokens
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.llm import LiteLLMModel, prices
 from vabench.envs.seeds import eval_seeds
@@ -134,7 +135,8 @@ def test_breakpoints_mark_a_copy_and_change_no_content():
 
 def test_the_fake_openai_cache_reads_from_1024_tokens_in_128_token_steps():
     cache = PromptCache(OPENAI, lambda body: "ok")
-    long = "a" * 4 * 1100  # 1,100 tokens
+    long = " cat" * 1100  # 1,100 tokens (o200k_base: " cat" is one)
+    assert text_tokens("openai/gpt-4o", long) == 1100
     cache({"messages": [{"role": "user", "content": long + "x"}]})
     cache({"messages": [{"role": "user", "content": long + "y"}]})
     cache({"messages": [{"role": "user", "content": "short"}]})

@@ -16,8 +16,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vabench.agents.chat.history import image_tokens, message_tokens, text_tokens  # noqa: E402
 from vabench.agents.chat.model import ModelError, image_part  # noqa: E402
+from vabench.agents.chat.tokens import estimate_messages as message_tokens  # noqa: E402
+from vabench.agents.chat.tokens import estimate_text as text_tokens  # noqa: E402
+from vabench.agents.chat.tokens import openai_image_tokens as image_tokens  # noqa: E402
 from vabench.agents.models.llm import LiteLLMModel  # noqa: E402
 from vabench.agents.models.ratelimit import RateLimiter  # noqa: E402
 from vabench.run.config.run import ConfigError  # noqa: E402

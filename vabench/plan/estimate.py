@@ -4,7 +4,8 @@
 Prints, for the composed config and without a key, Ray, a request or a file written: episodes per
 condition; summary-learning calls; model calls per episode (an upper bound from the step budget
 and ``harness.max_calls_per_step``, and an expected figure); input, image and output tokens per
-call (each provider's image rule at the render preset's sizes); dollars from LiteLLM's local price
+call (text by the model's tokenizer, images by each provider's rule at the render preset's sizes:
+:mod:`vabench.agents.chat.tokens`); dollars from LiteLLM's local price
 map (input, cached input, cache writes, output, reasoning) at the run's prompt-cache setting; wall
 time from latency, episodes in flight and ``model.rpm`` / ``model.tpm``; with ``plan.difference=D``
 the seeds and runs that detect D at 80 % power (:mod:`vabench.analysis.power`) and what that
@@ -132,20 +133,21 @@ def prior_episode(run: RunConfig, task: str, protocol: str, priors: Priors = PRI
 
 def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors: Priors = PRIORS) -> Estimate:
     """One episode of one kind (a :class:`vabench.plan.priors.Cohort`) from the code: the real system
-    prompt, the provider's image rule at the preset's sizes, the conversation's growth, and the
-    prompt cache's reads and writes (``kind``: :func:`cache_kind`)."""
+    prompt counted by the model's tokenizer, the provider's image rule at the preset's sizes (both
+    :mod:`vabench.agents.chat.tokens`), the conversation's growth, and the prompt cache's reads and
+    writes (``kind``: :func:`cache_kind`)."""
     from vabench.agents.chat import prompts
-    from vabench.agents.chat.history import text_tokens
-    from vabench.agents.chat.prefix import image_tokens_for
+    from vabench.agents.chat.tokens import image_tokens, request_tokens
     from vabench.envs import RENDER_PRESETS
     from vabench.envs.tasks import task_class
 
     cls, p = task_class(task), protocol_named(protocol)
     preset = RENDER_PRESETS[run.render]
-    summary = "x" * 4 * priors.summary_tokens if run.summary.kind != SummaryKind.NONE else None
-    system = text_tokens(prompts.system_prompt(task, tuple(cls.arms), protocol, summary, cls.track != Track.BASE))
+    prompt = prompts.system_prompt(task, tuple(cls.arms), protocol, None, cls.track != Track.BASE)
+    system = request_tokens(run.model.id, [{"role": "system", "content": prompt}]).total  # with the framing
+    system += priors.summary_tokens if run.summary.kind != SummaryKind.NONE else 0
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
-    image = (5 if p.bundle else 1) * image_tokens_for(run.model.id, *size)
+    image = (5 if p.bundle else 1) * image_tokens(run.model.id, *size)
     budget = run.condition.budget(cls.budget)  # the task's x budget_scale
     steps = budget * arm.share
     n = max(1.0, steps * arm.calls_per_step)
@@ -167,7 +169,7 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
 
 def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estimate]:
     """The summaries this run would learn (``summary=own``, not in the store) and their calls."""
-    from vabench.agents.chat.prefix import image_tokens_for
+    from vabench.agents.chat.tokens import image_tokens
     from vabench.agents.models.kinds import is_offline
     from vabench.agents.summaries.learning import MAX_ATTEMPTS
     from vabench.agents.summaries.summary_store import SummaryStore
@@ -180,7 +182,7 @@ def learning(run: RunConfig, priors: Priors = PRIORS) -> tuple[list[str], Estima
     bases = sorted({task_class(t).summary_task for t in run.tasks})
     missing = [b for b in bases if not store.has(run.condition.model, b)]
     preset = RENDER_PRESETS[run.render]
-    image = priors.learn_images * image_tokens_for(run.model.id, preset.active.width, preset.active.height)
+    image = priors.learn_images * image_tokens(run.model.id, preset.active.width, preset.active.height)
     n = priors.learn_calls
     per = Estimate(
         1, n, MAX_ATTEMPTS * run.harness.max_calls_per_step, n * (1500 + image), n * image,

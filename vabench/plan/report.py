@@ -183,6 +183,7 @@ def _model_lines(run: RunConfig, plan: PlanConfig, rows, total: Estimate, source
         f"prompt cache {total.cached / calls:,.0f}, written {total.written / calls:,.0f}), output "
         f"{total.output / calls:,.0f} (reasoning {total.reasoning / calls:,.0f})"
     )
+    lines.append(_tokenizer_line(run.model.id))
     if price is not None:
         lines.append(
             f"prices per 1M tokens (LiteLLM {_litellm_version()}): input ${price.input * 1e6:g}, cached input "
@@ -194,6 +195,16 @@ def _model_lines(run: RunConfig, plan: PlanConfig, rows, total: Estimate, source
     if plan.difference is not None:
         lines += _power_lines(run, plan, total, price)
     return lines
+
+
+def _tokenizer_line(model_id: str) -> str:
+    """Which tokenizer counted the text, and where it is a stand-in, why."""
+    from vabench.agents.chat.tokens import tokenizer
+
+    tk = tokenizer(model_id)
+    if tk.exact:
+        return f"tokens counted by: {tk.name} (the provider's tokenizer, LiteLLM), images by the provider's rule"
+    return f"tokens counted by: a fallback: {tk.note}; images by the provider's rule"
 
 
 def _budget_line(total: Estimate, price) -> str:

@@ -17,8 +17,8 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from vabench.agents.chat.history import message_tokens
 from vabench.agents.chat.model import ModelConfig
+from vabench.agents.chat.tokens import estimate_messages
 from vabench.agents.models.keybudget import book_once
 from vabench.agents.models.kinds import agent_probe, is_offline
 from vabench.core.errors import VabenchError
@@ -110,7 +110,7 @@ def _ask(cfg: ModelConfig, log) -> str | None:
     from vabench.agents.models.llm import _litellm
 
     ping = [{"role": "user", "content": "ping"}]
-    time.sleep(book_once(cfg, message_tokens(ping) + 1))  # the provider counts it: a slot of the key's budget
+    time.sleep(book_once(cfg, estimate_messages(ping) + 1))  # the provider counts it: a slot of the key's budget
     try:
         _litellm().completion(
             model=cfg.id,

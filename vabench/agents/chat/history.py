@@ -12,7 +12,8 @@ it under two bounds that are the same for every model:
   no earlier image is re-sent in either protocol (D.1: "Earlier visual payloads are not re-sent as
   the current observation"): a request carries the current observation's images and those of the
   newest tool result after it (``camera.history`` is how a model looks back).
-- a context limit: when the estimated request size exceeds ``context_tokens``, the oldest turns
+- a context limit: when the estimated request size (the harness's model-agnostic estimate,
+  :mod:`vabench.agents.chat.tokens`) exceeds ``context_tokens``, the oldest turns
   (all but the last ``keep_turns`` observations) are replaced by one harness-written digest of
   what happened in them, prepended to the first kept observation (so user and assistant turns
   still alternate, which strict chat templates require). The digest is deterministic and
@@ -22,16 +23,14 @@ it under two bounds that are the same for every model:
 
 from __future__ import annotations
 
-import base64
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path
 
 from vabench.agents.chat.model import image_part
 
 from .harness_config import HarnessConfig
+from .tokens import estimate_text, openai_image_tokens
 
 SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
 _CURRENT = "\n\n--- current observation ---\n"  # separates a digest from the observation it precedes
@@ -52,60 +51,6 @@ class Turn:
     kind: str  # system | observation | tool | repair | reply | compaction | task
     step: int
     images: list[ImageRef] = field(default_factory=list)
-
-
-def image_tokens(width: int, height: int) -> int:
-    """OpenAI's tile estimate (fit 2048, short side 768, 85 + 170 per 512-px tile)."""
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-def text_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4) + 8
-
-
-_UNKNOWN_IMAGE = image_tokens(2048, 2048)  # an image whose size cannot be read: the largest square's estimate
-_HEADER_B64 = 8192  # base64 characters decoded first: enough for a PNG's or a plain JPEG's header
-
-
-def _image_size(url: str) -> tuple[int, int] | None:
-    """Width and height of a base64 data-URL image, from its header (PIL reads no pixels); None if unreadable."""
-    from PIL import Image
-
-    head, sep, b64 = url.partition(",")
-    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
-        return None
-    for chunk in (b64[: _HEADER_B64 - _HEADER_B64 % 4], b64):  # a JPEG's size can sit after large EXIF data
-        try:
-            return Image.open(BytesIO(base64.b64decode(chunk))).size
-        except Exception:  # an estimate: an undecodable image counts as unknown, never fails
-            continue
-    return None
-
-
-def message_tokens(messages: list[dict]) -> int:
-    """Estimated prompt tokens of OpenAI-format messages, by the same rules as :meth:`Conversation.request`
-    (:func:`text_tokens` per text, :func:`image_tokens` per image at its encoded size; ``detail: low`` is 85)."""
-    total = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            total += text_tokens(content)
-            continue
-        for part in content or ():
-            if part.get("type") == "text":
-                total += text_tokens(part.get("text") or "")
-            elif part.get("type") == "image_url":
-                image = part.get("image_url") or {}
-                if image.get("detail") == "low":
-                    total += 85
-                    continue
-                size = _image_size(str(image.get("url", "")))
-                total += image_tokens(*size) if size else _UNKNOWN_IMAGE
-    return total
 
 
 class Encoder:
@@ -177,7 +122,7 @@ class Conversation:
         keep = self._included()
         messages, sent, omitted, tokens = [], [], 0, 0
         for turn in self.turns:
-            tokens += text_tokens(turn.text)
+            tokens += estimate_text(turn.text)
             if not turn.images:
                 messages.append({"role": turn.role, "content": turn.text})
                 continue
@@ -186,7 +131,7 @@ class Conversation:
                 if id(ref) in keep:
                     parts.append(self.encoder.part(ref))
                     sent.append(str(ref.path))
-                    tokens += image_tokens(ref.width, ref.height)
+                    tokens += openai_image_tokens(ref.width, ref.height)
                 else:
                     parts.append({"type": "text", "text": f"[image omitted: {ref.label}]"})
                     omitted += 1
@@ -199,8 +144,8 @@ class Conversation:
         keep = self._included()
         total = 0
         for turn in self.turns:
-            total += text_tokens(turn.text)
-            total += sum(image_tokens(r.width, r.height) for r in turn.images if id(r) in keep)
+            total += estimate_text(turn.text)
+            total += sum(openai_image_tokens(r.width, r.height) for r in turn.images if id(r) in keep)
         return total
 
     def compact_if_needed(self, digest: Callable[[int, int], str], header: str) -> str | None:

@@ -11,7 +11,6 @@ and per-token prices (read from LiteLLM's map by :func:`vabench.agents.models.ll
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,21 +70,3 @@ def anthropic(model_id: str) -> bool:
     """Whether LiteLLM sends this model to Anthropic's Messages API (the only provider here whose
     prompt cache needs breakpoints; OpenAI's and Gemini's cache prefixes by themselves)."""
     return model_id.split("/", 1)[0] == "anthropic"
-
-
-def image_tokens_for(model_id: str, width: int, height: int) -> int:
-    """Input tokens of one image of this size, by the model's provider's documented rule:
-    Anthropic (resized to a long edge of at most 1,568 px and about 1.15 megapixels, then
-    width x height / 750), Gemini (258 per image up to 384 px a side, else 258 per 768 px tile),
-    otherwise OpenAI's tiles (:func:`vabench.agents.chat.history.image_tokens`)."""
-    from .history import image_tokens
-
-    provider = model_id.split("/", 1)[0]
-    if provider == "anthropic":
-        scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
-        return math.ceil(width * scale * height * scale / 750)
-    if provider in ("gemini", "vertex_ai"):
-        if max(width, height) <= 384:
-            return 258
-        return 258 * math.ceil(width / 768) * math.ceil(height / 768)
-    return image_tokens(width, height)

@@ -20,9 +20,9 @@ from typing import Any
 
 import tenacity
 
-from vabench.agents.chat.history import message_tokens
 from vabench.agents.chat.model import Model, ModelConfig, ModelError, Reply, Usage
 from vabench.agents.chat.prefix import Prices, anthropic, cache_breakpoints, cache_tokens
+from vabench.agents.chat.tokens import estimate_messages
 from vabench.core.errors import ConfigError, CostCapReached, RunStopped
 from vabench.core.vocab import CostLimit
 
@@ -299,7 +299,7 @@ class _Call:
         self.model, self.key = model, key
         self.kwargs = model._kwargs(messages, key)
         self.limiter = model._limiter()
-        self.est = message_tokens(messages) + model.cfg.max_tokens if self.limiter is not None else 0  # booked on tpm
+        self.est = estimate_messages(messages) + model.cfg.max_tokens if self.limiter is not None else 0  # on tpm
         self.attempts, self.latency, self.backoff, self.limit_wait = 0, 0.0, 0.0, 0.0
 
     def usage(self, answered: bool = False, **tokens) -> Usage:
