@@ -1,7 +1,8 @@
 """What a judge pass will cost, before it runs (``judge.plan=true``): no request, nothing written.
 
-Per item (record and sample) the prompt is the request the pass would send, estimated as the harness
-estimates its own (``history.message_tokens``, images at their encoded size), and the reply
+Per item (record and sample) the prompt is the request the pass would send, counted as the plan counts
+a request (:func:`vabench.agents.chat.tokens.request_tokens`: the model's tokenizer, its provider's
+image rule), and the reply
 :data:`REPLY_TOKENS` (a label object with its steps; at most ``model.max_tokens``). An item whose
 request the response cache already answered costs nothing. Prices are LiteLLM's map's; a model it
 does not know is priced as unknown. The bound doubles every item (each repaired once).
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vabench.agents.chat.history import message_tokens
 from vabench.agents.chat.model import ModelConfig
+from vabench.agents.chat.tokens import request_tokens
 from vabench.agents.models.cache import request_key
 from vabench.agents.models.llm import prices
 from vabench.analysis import labels as L
@@ -37,7 +38,7 @@ def plan(run: Path, cfg: ModelConfig, samples: int = 1, max_frames: int = 12) ->
             if (cache_folder(run, L.judge_annotator(cfg.name or cfg.id, k), record) / f"{key}.json").is_file():
                 cached += 1
             else:
-                prompt += message_tokens(messages)
+                prompt += request_tokens(cfg.id, messages).total
     completion = (items - cached) * reply
     p = prices(cfg.id)
     cost = None if p is None else prompt * p.input + completion * p.output
