@@ -3,7 +3,7 @@ episode's record alone (nothing from other episodes, no key, no simulator state)
 gates and applicability rules of ``vabench.analysis.labels`` (composed here, never restated).
 
 The evidence, in step order: the task and instruction; the dialogue (the harness's user turns but
-the system prompt, the model's replies); every action with its validity, the planner's verdict, the
+the system prompt, the model's replies or an agent's answers); every action with its validity, the planner's verdict, the
 feedback and the checker's subtask progress after it; and the recording views (the evaluator's
 camera, which the paper's annotators watched) at the decision steps, at most ``max_frames`` of them
 spread evenly. A record without recording views is judged on the dialogue alone, and says so.
@@ -62,8 +62,10 @@ def _line(e: dict) -> str | None:
     kind, step = e.get("type"), e.get("step", 0)
     if kind == Event.TURN and e.get("kind") != "system":
         return f"[step {step}] harness ({e.get('kind')}): {_cut(e.get('text'))}"
-    if kind == Event.REPLY:
+    if kind == Event.REPLY:  # a chat model's reply
         return f"[step {step}] agent: {_cut(e.get('text'))}"
+    if kind == Event.ANSWER:  # the answer of an agent that reads observations (vabench.core.boundary)
+        return f"[step {step}] agent: {_cut(json.dumps(e.get('payload')))}"
     if kind == Event.ACTION:
         done = [k for k, v in (e.get("checkpoints") or {}).items() if v]
         total = len(e.get("checkpoints") or {})
