@@ -3,8 +3,8 @@ episode's record alone (nothing from other episodes, no key, no simulator state)
 gates and applicability rules of ``vabench.analysis.labels`` (composed here, never restated).
 
 The evidence, in step order: the task and instruction; the dialogue (the harness's user turns but
-the system prompt, the model's replies or an agent's answers); every action with its validity, the planner's verdict, the
-feedback and the checker's subtask progress after it; and the recording views (the evaluator's
+the system prompt, the model's replies or an agent's answers); every action with its validity, the
+planner's verdict, the feedback and the checker's subtask progress after it; and the recording views (the evaluator's
 camera, which the paper's annotators watched) at the decision steps, at most ``max_frames`` of them
 spread evenly. A record without recording views is judged on the dialogue alone, and says so.
 """
