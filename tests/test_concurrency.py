@@ -21,7 +21,7 @@ from tests.openai_server import RateLimit, ScriptedServer
 from tests.test_driver import KEY, _worker_pids, smoke, table
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.run.actors import worker as worker_module
-from vabench.run.actors.worker import EpisodeWorker, _SeatSim
+from vabench.run.actors.worker import EpisodeWorker, _SeatLock
 from vabench.run.actors.workerconfig import WorkerConfig, spread
 from vabench.run.config.run import ConfigError
 from vabench.run.config.specs import expand
@@ -47,8 +47,8 @@ def ray_session():
     ray.shutdown()
 
 
-def worker_sim(worker, seat) -> _SeatSim:
-    return _SeatSim(worker.sim, seat)
+def worker_sim(worker, seat) -> _SeatLock:
+    return _SeatLock(worker.sim_lock, seat)
 
 
 def quiet(run) -> Driver:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from vabench.core.condition import condition_label
-from vabench.core.errors import VabenchError
+from vabench.core.errors import ConfigError, VabenchError
 from vabench.core.vocab import ACTIVE, Arms, SummaryKind, Track
 from vabench.results.layout import read_run_info
 
@@ -213,7 +213,7 @@ def annotation_tallies(rows: pd.DataFrame, *sources: str | Path, who: str = "bot
     files; see ``labels.files``) joined to ``rows`` (``load_runs``); ``who`` keeps people's labels,
     judges' or both (:data:`LABELLERS`). A line that breaks the format is named, file and line."""
     if who not in LABELLERS:
-        raise ValueError(f"who must be one of {', '.join(LABELLERS)}, not {who!r}")
+        raise ConfigError(f"'labels' must be one of {', '.join(LABELLERS)}, not {who!r}")
     lab = L.latest(*sources)
     if who != "both":
         lab = lab[lab["annotator"].map(L.is_judge) == (who == "judge")]

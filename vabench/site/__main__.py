@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vabench.errors import command
+from vabench.core.errors import command
 
 from .build import Options, build
 from .episodes import MEDIA

@@ -13,7 +13,7 @@ import pandas as pd
 
 from vabench.analysis import available_tables, cost_table, paired_comparison, prepare, save_figures, write_tables
 from vabench.analysis.load import prepared_once
-from vabench.errors import PathTaken
+from vabench.core.errors import PathTaken
 from vabench.verify.compare import plain
 
 from . import episodes as E

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.recordfile import FRAMES, RECORDING, VIDEO_NAME
+from vabench.results.recordfile import FRAMES, RECORDING, VIDEO_NAME
 from vabench.review import runs as R
 from vabench.verify.compare import plain
 

@@ -1,5 +1,5 @@
 """The run folders a site is built from: their rows (each run's outcome table, as the review app
-reads it), their run info (:class:`vabench.runlayout.RunInfo`), and what the row-against-record check found.
+reads it), their run info (:class:`vabench.results.layout.RunInfo`), and what the row-against-record check found.
 
 ``vabench.verify`` prints its report and stores nothing, so there is no verify result to show. The
 site runs the part of it that needs no simulator, on every row: the record exists, its digest is the
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from vabench.errors import NotFound
+from vabench.core.errors import NotFound
+from vabench.results.layout import read_run_info
 from vabench.review import runs as R
-from vabench.runlayout import read_run_info
 from vabench.verify.compare import check_record
 
 RUN = "site_run"  # the column naming a row's run folder (its index in the site's run list)
