@@ -26,6 +26,7 @@ import pandas as pd
 from vabench.analysis import labels as L
 from vabench.analysis.diagnostics import episode_labels
 from vabench.analysis.tally import tallies_from_labels
+from vabench.core.vocab import LEFT
 from vabench.results.layout import CALIBRATION, JUDGE
 
 STATUSES = ("disagree", "to label", "agree", "judge only")
@@ -89,7 +90,7 @@ def items(root: Path, rows: pd.DataFrame) -> pd.DataFrame:
     rank = {r: k for k, r in enumerate(order)}
     for judge, jl in lab[judged].groupby(lab.loc[judged, "annotator"].map(L.judge_of), sort=True):
         tj = _majority(jl, rows)
-        tj = tj[tj["label"].notna()].merge(th, on=["record", "criterion"], how="left", suffixes=("", "_p"))
+        tj = tj[tj["label"].notna()].merge(th, on=["record", "criterion"], how=LEFT, suffixes=("", "_p"))
         cited = _each(jl, lambda r, c: (int(r[c]), r["steps"].get(c)))
         part = pd.DataFrame({
             "judge": judge, **{k: tj[k] for k in SHOWN}, "judge_label": tj["label"].astype(int),
