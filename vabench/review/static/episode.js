@@ -205,7 +205,9 @@
       box.append(line);
     }
     document.getElementById("judged-note").hidden = !list.length;
+    if (!shown) { shown = true; arrive(); }  // the verdicts moved the criteria: go to the one asked again
   }
+  let shown = false;
 
   // -- an address naming a card (#step-3, a cited step) or a criterion (#criterion-AE, from the
   // judge page) goes there
