@@ -7,7 +7,9 @@ window widths within the supported 800-2560 px (below about 1100 px the layout c
 Serves RUN_FOLDER with ``python -m vabench.review`` and photographs it in Debian's headless
 Chromium (scripts/setup.sh installs it). The episode is ``--record`` or the first failed one.
 The first width writes ``run-page.png`` and ``episode-page.png``, every other ``run-page-<width>.png``
-and ``episode-page-<width>.png``.
+and ``episode-page-<width>.png``. A run a judge labelled (``_annotations/judge-*.jsonl``) also gets its
+disagreement view, ``judge-page[-<width>].png``, and the episode of its first item opened at that
+criterion, the judge's label beside people's, ``judge-episode[-<width>].png``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import requests
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
+
+from vabench.analysis.labels import JUDGE_PREFIX
+from vabench.results.layout import ANNOTATIONS
 
 
 def main() -> None:
@@ -66,6 +71,8 @@ def main() -> None:
             driver.set_window_size(width, 1050 if width > 1100 else 900)
             tail = "" if i == 0 else f"-{width}"
             written += shoot(driver, url, record, args.out, tail)
+            if any((args.run_folder / ANNOTATIONS).glob(f"{JUDGE_PREFIX}*.jsonl")):
+                written += shoot_judge(driver, url, args.out, tail)
         print("wrote " + ", ".join(map(str, written)))
     finally:
         driver.quit()
@@ -87,6 +94,24 @@ def shoot(driver, url: str, record: str, out: Path, tail: str) -> list[Path]:
     )
     driver.save_screenshot(str(episode_page))
     return [run_page, episode_page]
+
+
+def shoot_judge(driver, url: str, out: Path, tail: str) -> list[Path]:
+    """The judge page (disagreements first) and its first item's episode, at that criterion."""
+    page, episode = out / f"judge-page{tail}.png", out / f"judge-episode{tail}.png"
+    driver.get(f"{url}/run/0/judge")
+    driver.save_screenshot(str(page))
+    first = driver.execute_script(
+        "const a = document.querySelector('#items tbody tr .episode-link'); return a && a.href"
+    )
+    if not first:
+        return [page]
+    driver.get(first)
+    WebDriverWait(driver, 30).until(  # the judges' verdicts asked of the server and shown
+        lambda d: d.execute_script("return document.querySelectorAll('.verdict').length > 0")
+    )
+    driver.save_screenshot(str(episode))
+    return [page, episode]
 
 
 if __name__ == "__main__":

@@ -485,7 +485,7 @@ def test_labels_are_inert_until_the_annotator_id_is_valid_and_the_status_stays_i
     box.send_keys("not valid!", Keys.TAB)
     status = d.find_element(By.ID, "save-status")
     wait_for(d, lambda d: "Not a valid annotator id" in status.text, "the refusal")
-    assert js(d, "return document.getElementById('label-fields').inert") is True
+    assert set(js(d, "return [...document.querySelectorAll('#label-fields label')].map(l => l.inert)")) == {True}
     radio = d.find_element(By.CSS_SELECTOR, "input[name=label-TL][value='1']")
     js(d, "arguments[0].scrollIntoView({block: 'center'})", radio)
     try:
@@ -500,7 +500,7 @@ def test_labels_are_inert_until_the_annotator_id_is_valid_and_the_status_stays_i
     box.clear()
     box.send_keys("w2", Keys.TAB)
     wait_for(d, lambda d: "no labels of w2" in status.text or "loaded labels of w2" in status.text, "armed")
-    assert js(d, "return document.getElementById('label-fields').inert") is False
+    assert set(js(d, "return [...document.querySelectorAll('#label-fields label')].map(l => l.inert)")) == {False}
 
 
 def test_the_index_lists_each_run_with_model_counts_success_and_date(server):
@@ -730,3 +730,134 @@ def test_a_browser_opens_the_token_url_and_its_cookie_carries_the_pages_reads_an
     d.delete_all_cookies()
     d.get(f"{base}/run/0")
     assert "needs its token" in d.find_element(By.TAG_NAME, "body").text
+
+
+# -- judges beside people: disagreements first, adjudicated as a label like any other ------------
+
+JUDGE = "judge-scripted"  # a judge of three samples, its labels planted as `python -m vabench.judge` writes them
+
+
+@pytest.fixture(scope="module")
+def judged_run(run_folder, tmp_path_factory) -> Path:
+    """A copy of the run (no labels) where a judge labelled every episode and people two of them:
+    on oracle/active people split 1-1 on SR (a tie: majority 0) where the judge says 1; on
+    random/active one person says SR 1 where the judge says 0; oracle/passive is labelled by the judge
+    alone, and the calibration subset (the real ``calibrate``) picks it for people."""
+    import shutil
+
+    from vabench.judge import subset
+
+    copy = tmp_path_factory.mktemp("judged") / "judged"
+    shutil.copytree(run_folder, copy, ignore=shutil.ignore_patterns(L.ANNOTATIONS, "link"))
+    rec = records(copy)
+    a, b, c = rec["oracle/active"], rec["oracle/passive"], rec["random/active"]
+    for k in (1, 2, 3):
+        for record, labels, steps in [
+            (a, {"TL": 1, "SR": 1, "MS": 1 if k < 3 else 0}, {"TL": 1, "SR": 2, "MS": 3}),
+            (b, {"TL": 1}, {"TL": 1}),
+            (c, {"TL": 0, "SR": 0}, {"TL": 1, "SR": 2}),
+        ]:
+            L.append(copy, {"record": record, "annotator": f"{JUDGE}-{k}", "gates": {"error": False},
+                            "labels": labels, "steps": steps})  # fmt: skip
+    for who, record, labels in [
+        ("p1", a, {"TL": 1, "SR": 0, "MS": 1}),
+        ("p2", a, {"TL": 1, "SR": 1, "MS": 1}),
+        ("p1", c, {"TL": 0, "SR": 1}),
+    ]:
+        L.append(copy, {"record": record, "annotator": who, "labels": labels})
+    assert len(subset(copy, n=3)) == 3
+    return copy
+
+
+def _items(client, **params) -> list[tuple[str, str, str]]:
+    """(status, record, criterion) of the judge page's rows, in order."""
+    page = client.get("/run/0/judge", params=params)
+    assert page.status_code == 200, page.text
+    rows = re.findall(r'data-record="([^"]+)" data-criterion="(\w+)" data-status="([^"]+)"', page.text)
+    return [(s, r, c) for r, c, s in rows]
+
+
+def test_the_judge_page_lists_disagreements_first_as_the_agreement_table_counts_them(judged_run):
+    from fastapi.testclient import TestClient
+
+    from vabench.analysis.judging import judge_agreement
+    from vabench.analysis.load import load_runs
+    from vabench.review.app import create_app
+
+    rec = records(judged_run)
+    a, b, c = rec["oracle/active"], rec["oracle/passive"], rec["random/active"]
+    client = TestClient(create_app([judged_run]), base_url="http://127.0.0.1")
+    assert 'id="judge-link"' in client.get("/run/0").text
+    got = _items(client)
+    assert got[:3] == [("disagree", a, "SR"), ("disagree", c, "SR"), ("to label", b, "TL")]  # a: least certain
+    assert sorted(got[3:]) == sorted([("agree", a, "TL"), ("agree", a, "MS"), ("agree", c, "TL")])
+    table = judge_agreement(load_runs(judged_run), judged_run).set_index("criterion")
+    for crit in L.CRITERIA:  # the same items as the table's off-diagonal confusion counts
+        row = table.loc[crit]
+        assert sum(1 for s, _, x in got if s == "disagree" and x == crit) == row["j1_h0"] + row["j0_h1"], crit
+        assert sum(1 for s, _, x in got if s == "agree" and x == crit) == row["j1_h1"] + row["j0_h0"], crit
+    assert _items(client, status="to label") == [("to label", b, "TL")]
+    assert client.get("/run/0/judge", params={"status": "maybe"}).status_code == 400
+
+    # the episode's panel: the judge's label, the steps its samples cite (cards) and each person's label
+    items = {x["criterion"]: x for x in client.get("/run/0/api/judged", params={"record": a}).json()}
+    sr, ms = items["SR"], items["MS"]
+    assert (sr["judge"], sr["judge_label"], sr["judge_votes"], sr["status"]) == (JUDGE, 1, "3/3", "disagree")
+    assert sr["steps"] == [{"step": 2, "card": 1}] and sr["people"] == {"p1": 0, "p2": 1} and sr["people_label"] == 0
+    assert (ms["judge_label"], ms["judge_votes"], ms["status"]) == (1, "2/3", "agree")
+    assert ms["steps"] == [{"step": 3, "card": 2}]  # the majority's step, not the dissenting sample's
+    page = client.get(f"/run/0/episode?record={a}").text
+    assert 'id="criterion-SR"' in page and 'id="step-1"' in page
+
+    # an adjudication is a person's label, saved as any label: it breaks the tie and the item agrees
+    before = tree(judged_run)
+    saved = client.post("/run/0/api/labels", json={"record": a, "annotator": "p3", "labels": {"SR": 1}})
+    assert saved.status_code == 200
+    changed = {k for k in set(before) | set(tree(judged_run)) if before.get(k) != tree(judged_run).get(k)}
+    assert changed == {f"{L.ANNOTATIONS}/p3.jsonl"}
+    assert ("agree", a, "SR") in _items(client) and _items(client, status="disagree") == [("disagree", c, "SR")]
+
+
+@pytest.fixture(scope="module")
+def judged_server(judged_run):
+    with serving(str(judged_run), "--port", "0") as (proc, (line,)):
+        yield f"http://127.0.0.1:{int(URL.search(line)['port'])}"
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_a_person_adjudicates_a_disagreement_from_the_judge_page(judged_server, judged_run, sized, width):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    d, c, who = sized, records(judged_run)["random/active"], f"adj{width}"
+    # this person first sided with people (SR 1): the people's majority is 1, the judge says 0
+    first = {"record": c, "annotator": who, "labels": {"SR": 1}}
+    assert requests.post(f"{judged_server}/run/0/api/labels", json=first, timeout=10).status_code == 200
+    d.set_window_size(width, 1000)
+    d.get(f"{judged_server}/run/0/judge")
+    fit = js(d, SIDEWAYS)
+    assert fit["page"][0] <= fit["page"][1], f"the judge page scrolls sideways at {width} px"
+    row = d.find_element(By.CSS_SELECTOR, f'#items tr[data-record="{c}"][data-criterion="SR"]')
+    assert row.get_attribute("data-status") == "disagree"
+    assert js(d, "return document.querySelector('#items tbody tr').dataset.status") == "disagree"  # first
+    row.find_element(By.LINK_TEXT, "adjudicate").click()
+    wait_for(d, lambda d: "/episode" in d.current_url, "the episode page")
+    assert "asked" in d.find_element(By.ID, "criterion-SR").get_attribute("class")  # the criterion asked about
+    verdict = d.find_element(By.CSS_SELECTOR, ".verdicts[data-for=SR]")
+    wait_for(d, lambda d: verdict.text, "the judge's verdict beside the criterion")
+    assert verdict.text.startswith(f"{JUDGE} 0 (0/3) at step 2 · people 1") and "disagree" in verdict.text
+    cited = verdict.find_element(By.LINK_TEXT, "step 2")
+    js(d, "arguments[0].scrollIntoView({block: 'center'})", cited)  # clear of the sticky bars
+    cited.click()  # the cited step: the card of action 2
+    assert d.find_element(By.CSS_SELECTOR, ".step.current").get_attribute("id") == "step-1"
+    box = d.find_element(By.ID, "annotator")
+    box.clear()
+    box.send_keys(who, Keys.TAB)
+    status = d.find_element(By.ID, "save-status")
+    wait_for(d, lambda d: f"loaded labels of {who}" in status.text, "the adjudicator's labels loaded")
+    d.find_element(By.CSS_SELECTOR, "input[name=label-SR][value='0']").click()  # now sides with the judge
+    wait_for(d, lambda d: "saved" in status.text, "the adjudication saved")
+    wait_for(d, lambda d: "agree" == js(d, "return document.querySelector('.verdicts[data-for=SR] .verdict')"
+                                           ".dataset.status"), "the item agrees now")  # fmt: skip
+    saved = [json.loads(x) for x in (judged_run / L.ANNOTATIONS / f"{who}.jsonl").read_text().splitlines()]
+    assert saved[-1]["labels"]["SR"] == 0 and saved[-1]["record"] == c

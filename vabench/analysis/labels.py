@@ -182,12 +182,15 @@ def files(*sources: Path) -> list[Path]:
     return out
 
 
-COLUMNS = ["record", "annotator", "time", *(f"gate_{g}" for g in GATES), *CRITERIA, "notes", "source", "run", "line"]
+COLUMNS = [
+    "record", "annotator", "time", *(f"gate_{g}" for g in GATES), *CRITERIA, "notes", "steps", "source", "run", "line",
+]  # fmt: skip
 
 
 def read(*sources: Path) -> pd.DataFrame:
     """Every valid saved line of the label files, one row each (``gate_error``, ``gate_ambiguity``,
-    one column per criterion with 0/1/<NA>, ``notes``; ``source`` file, ``line`` number in it, and
+    one column per criterion with 0/1/<NA>, ``notes``, ``steps`` (criterion -> cited step, ``{}`` when
+    none); ``source`` file, ``line`` number in it, and
     ``run``, the run folder whose ``_annotations/`` holds the file, or "" for a loose file). Invalid
     or torn lines are skipped and counted in ``attrs['skipped']``; a line that is JSON but breaks the
     format (an unknown criterion, a bad value) is also named in ``attrs['invalid']`` as
@@ -211,6 +214,7 @@ def read(*sources: Path) -> pd.DataFrame:
                     **{f"gate_{g}": line["gates"][g] for g in GATES},
                     **line["labels"],
                     "notes": line["notes"],
+                    "steps": line.get("steps", {}),
                     "source": str(path),
                     "run": run,
                     "line": number,
@@ -239,8 +243,11 @@ def latest(*sources: Path) -> pd.DataFrame:
 
 
 def to_csv(df: pd.DataFrame, path: Path | None = None) -> str:
-    """The label table as CSV (the app's and the CLI's export)."""
-    text = df.drop(columns=["source", "run", "line"], errors="ignore").to_csv(index=False)
+    """The label table as CSV (the app's and the CLI's export); ``steps`` as JSON text ("" when none)."""
+    df = df.drop(columns=["source", "run", "line"], errors="ignore")
+    if "steps" in df:
+        df = df.assign(steps=df["steps"].map(lambda s: json.dumps(s) if isinstance(s, dict) and s else ""))
+    text = df.to_csv(index=False)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from vabench.agents.models.kinds import is_offline
 from vabench.core.errors import ConfigError, command
-from vabench.results.layout import ANNOTATIONS, JUDGE
+from vabench.results.layout import ANNOTATIONS, CALIBRATION, JUDGE
 
-from .calibrate import CALIBRATION, subset
+from .calibrate import subset
 from .passes import PROXY, USAGE, judge
 
 PROG = "python -m vabench.judge"

@@ -18,11 +18,9 @@ import pandas as pd
 
 from vabench.analysis import labels as L
 from vabench.analysis.load import load_runs, prepare
-from vabench.results.layout import JUDGE
+from vabench.results.layout import CALIBRATION, JUDGE
 
 from .passes import NothingToJudge, judged_records
-
-CALIBRATION = "calibration.csv"
 
 
 def uncertainty(judge_labels: pd.DataFrame) -> pd.Series:

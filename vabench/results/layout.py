@@ -39,6 +39,7 @@ CACHE = "_cache"  # <run folder>/_cache/<episode key>/<request digest>.json
 LEARNING = "_learning"  # <run folder>/_learning/<task>/<time>/: a summary learning's record
 ANNOTATIONS = "_annotations"
 JUDGE = "_judge"  # <run folder>/_judge/usage.parquet, calibration.csv (vabench.judge)
+CALIBRATION = "calibration.csv"  # <run folder>/_judge/calibration.csv: the episodes people should label first
 DRIVER_LOCK = "_driver.lock"
 SUMMARIES = "_summaries"  # <results_dir>/_summaries/<render>/: the shared store (an old run keeps its own)
 

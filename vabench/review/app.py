@@ -26,6 +26,7 @@ from vabench.core.errors import NotFound
 from vabench.core.vocab import RIGHT, ObservationProfile
 from vabench.results.outcometable import scan
 
+from . import judged as J
 from . import query as Q
 from . import runs
 from .access import TOKEN_PARAM, Access, given_token, refusal, without_token
@@ -46,6 +47,7 @@ class RunFolders:
                 raise NotFound(f"no run folder at {Path(folder).resolve()}")
         self.roots = runs.expand_folders([Path(f) for f in folders])
         self._cache: dict[int, tuple[int, pd.DataFrame, list]] = {}
+        self._judged: dict[int, tuple[int, pd.DataFrame]] = {}
 
     def root(self, i: int) -> Path:
         if not 0 <= i < len(self.roots):
@@ -66,6 +68,19 @@ class RunFolders:
     def table(self, i: int) -> pd.DataFrame:
         return self.read(i)[0]
 
+    def judged(self, i: int) -> pd.DataFrame:
+        """The judges' items beside people's labels (:mod:`.judged`), re-read when an episode, a
+        label file or the calibration subset changes (a save shows on the next request)."""
+        root, table = self.root(i), self.table(i)
+        files = [*sorted((root / L.ANNOTATIONS).glob("*.jsonl")), root / J.JUDGE / J.CALIBRATION]
+        key = hash(
+            (self._cache[i][0], *((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()))
+        )
+        cached = self._judged.get(i)
+        if cached is None or cached[0] != key:
+            cached = self._judged[i] = (key, J.items(root, table))
+        return cached[1]
+
     def known(self, i: int, record: str) -> None:
         if record not in set(self.table(i)["record"]):
             raise runs.NotInRun(f"{record!r} is not the record of an episode of this run")
@@ -85,6 +100,7 @@ def create_app(folders: list[Path], rules: Access | None = None) -> FastAPI:
     serve_table(app, store)
     serve_files(app, store)
     serve_labels(app, store)
+    serve_judged(app, store, pages)
     return app
 
 
@@ -150,8 +166,9 @@ def serve_pages(app: FastAPI, store: RunFolders, pages: Jinja2Templates) -> None
         return pages.TemplateResponse(
             request,
             "run.html",
-            {"i": i, "name": root.name, "path": str(root), "first": first, "unreadable": unreadable},
-        )
+            {"i": i, "name": root.name, "path": str(root), "first": first, "unreadable": unreadable,
+             "judged": any((root / L.ANNOTATIONS).glob(f"{L.JUDGE_PREFIX}*.jsonl"))},
+        )  # fmt: skip
 
     @app.get("/run/{i}/episode")
     def episode_page(request: Request, i: int, record: str):
@@ -225,6 +242,28 @@ def serve_labels(app: FastAPI, store: RunFolders) -> None:
         return L.append(root, body)
 
 
+def serve_judged(app: FastAPI, store: RunFolders, pages: Jinja2Templates) -> None:
+    """Judges beside people (:mod:`.judged`): the run's items, disagreements first, and one
+    episode's items for its annotation panel. An adjudication is saved as any label is."""
+
+    @app.get("/run/{i}/judge")
+    def judge_page(request: Request, i: int, status: str = "", judge: str = "", offset: int = 0):
+        if status not in ("", *J.STATUSES):
+            raise Q.BadQuery(f"status must be one of {', '.join(J.STATUSES)} (or empty), not {status!r}")
+        if offset < 0:
+            raise Q.BadQuery("offset must be >= 0")
+        root, frame = store.root(i), store.judged(i)
+        shown = J.listing(frame, status, judge, offset, Q.PAGE)
+        context = {"i": i, "name": root.name, "status": status, "judge": judge, "page": shown,
+                   "statuses": J.STATUSES, "subset": len(J.calibration(root))}  # fmt: skip
+        return pages.TemplateResponse(request, "judge.html", context)
+
+    @app.get("/run/{i}/api/judged")
+    def judged_items(i: int, record: str):
+        store.known(i, record)
+        return J.of_record(store.judged(i), record)
+
+
 def _latest(root: Path) -> pd.DataFrame:
     return L.latest(root) if (root / L.ANNOTATIONS).is_dir() else pd.DataFrame(columns=L.COLUMNS)
 
@@ -245,6 +284,7 @@ def _label_json(row: dict) -> dict:
         "gates": {g: clean(row[f"gate_{g}"]) for g in L.GATES},
         "labels": {c: None if clean(row[c]) is None else int(row[c]) for c in L.CRITERIA},
         "notes": row["notes"],
+        "steps": row["steps"] if isinstance(row["steps"], dict) else {},
     }
 
 

@@ -110,12 +110,13 @@
   const save = () => enqueue(send);
   const fields = () => document.querySelectorAll("#annotation input[type=radio], #notes");
   const lock = (on) => { for (const f of fields()) f.disabled = on; if (!on) gateRules(); };
-  // the labels are inert (no click lands, nothing is shown as chosen) until the id is valid
+  // the labels are inert (no click lands, nothing is shown as chosen) until the id is valid; the
+  // judges' verdicts beside them are not (their cited steps are links)
   const box = document.getElementById("label-fields");
   const valid = () => who.checkValidity() && who.value.trim() !== "";
   function arm() {
     const ok = valid();
-    box.inert = !ok;
+    for (const field of box.querySelectorAll("label")) field.inert = !ok;
     box.classList.toggle("inert", !ok);
     if (!ok) {
       status.textContent = who.value.trim()
@@ -176,7 +177,53 @@
     const r = await fetch(`${api}?record=${encodeURIComponent(data.record)}`);
     const list = r.ok ? await r.json() : [];
     document.getElementById("others").textContent = list.length ? "Labelled by: " + list.map(l => l.annotator).join(", ") : "Not labelled yet.";
+    verdicts();
   }
+
+  // -- judges beside people (/run/N/api/judged): each criterion shows every judge's label, the steps
+  // its samples cite (links to those cards) and people's labels; a disagreement is marked
+  const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+  async function verdicts() {
+    const r = await fetch(`/run/${data.run}/api/judged?record=${encodeURIComponent(data.record)}`);
+    const list = r.ok ? await r.json() : [];
+    for (const box of document.querySelectorAll(".verdicts")) box.replaceChildren();
+    for (const it of list) {
+      const box = document.querySelector(`.verdicts[data-for="${it.criterion}"]`);
+      const line = el("div", `verdict status-${it.status.replace(" ", "-")}`);
+      line.dataset.status = it.status;
+      line.append(el("span", "who", it.judge + " "), el("b", "judge-label", String(it.judge_label)), ` (${it.judge_votes})`);
+      it.steps.forEach((s, k) => {
+        const a = el("a", "step-link", `step ${s.step}`);
+        a.href = `#step-${s.card}`;
+        line.append(k ? ", " : " at ", a);
+      });
+      const people = Object.entries(it.people);
+      line.append(" · people ");
+      if (it.people_label !== null) line.append(el("b", "people-label", String(it.people_label)), ` (${it.people_votes})`);
+      line.append(people.length ? ": " + people.map(([who, v]) => `${who} ${v}`).join(", ") : "none yet");
+      if (it.status === "disagree") line.append(el("span", "pill fail", "disagree"));
+      box.append(line);
+    }
+    document.getElementById("judged-note").hidden = !list.length;
+    if (!shown) { shown = true; arrive(); }  // the verdicts moved the criteria: go to the one asked again
+  }
+  let shown = false;
+
+  // -- an address naming a card (#step-3, a cited step) or a criterion (#criterion-AE, from the
+  // judge page) goes there
+  function arrive() {
+    const target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    if (!target) return;
+    const k = steps.indexOf(target);
+    if (k >= 0) { select(k); return; }
+    if (target.classList.contains("criterion")) {
+      for (const c of document.querySelectorAll(".criterion.asked")) c.classList.remove("asked");
+      target.classList.add("asked");
+      target.scrollIntoView({ block: "center" });
+    }
+  }
+  window.addEventListener("hashchange", arrive);
+  arrive();
 
   for (const input of document.querySelectorAll("#annotation input[type=radio]")) input.addEventListener("change", save);
   let timer = null;
@@ -186,4 +233,5 @@
   who.addEventListener("input", arm);
   who.value = localStorage.getItem("vabench.annotator") || "";
   load();
+  verdicts();  // shown before any annotator id is given (each save shows them again)
 })();
