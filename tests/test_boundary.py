@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from tests.test_privilege import ALLOWED_PROPRIO
 from vabench.agents.chat import agent as chat
 from vabench.agents.chat import prompts
+from vabench.agents.chat.harness_config import HarnessConfig
 from vabench.agents.chat.model import Model, ModelConfig, Reply
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.kinds import OFFLINE_AGENTS, make_model
@@ -21,7 +24,7 @@ from vabench.agents.models.policy import PolicyAgent
 from vabench.agents.models.posetext import PosetextAgent
 from vabench.agents.models.servo import ServoAgent
 from vabench.core import boundary
-from vabench.core.boundary import Agent, Observation, observation_of
+from vabench.core.boundary import Agent, Command, Observation, Stop, ToolCall, observation_of
 from vabench.results.recordfile import read_events
 
 ROOT = Path(__file__).resolve().parents[1] / "vabench"
@@ -128,3 +131,66 @@ def test_a_direct_agents_record_keeps_its_answers_and_replays_them(physics_env, 
     assert (second.steps, second.end_reason, second.success) == (first.steps, first.end_reason, first.success)
     labels = [[e["label"] for e in read_events(tmp_path / d / "events.jsonl") if e["type"] == "action"] for d in "ab"]
     assert labels[0] == labels[1]
+
+
+class _Probe(Agent):
+    """Answers a bad command, then a tool call, then stops; keeps what it was shown."""
+
+    name = "probe"
+
+    def __init__(self):
+        self.seen: list[Observation] = []
+
+    def start(self, brief) -> None:
+        self.seen.clear()
+
+    def act(self, obs):
+        self.seen.append(obs)
+        script = [
+            Command({"action": "gripper.move_world", "axis": "x", "sign": "+", "distance_mm": 500}, "too far"),
+            ToolCall("camera.history", {"step": 0}, "what did I see"),
+            Stop("done"),
+        ]
+        return script[len(self.seen) - 1]
+
+
+def test_a_direct_agent_gets_pixels_never_record_files_and_its_record_replays_exactly(render_env, tmp_path):
+    """An agent that reads observations is handed no path into the record (whose folder holds the
+    evaluator's state) and a tool's images as arrays; its rejected answer and its tool call replay."""
+    agent = _Probe()
+    first = run_episode(render_env, agent, Episode.of("grasp_single_cube", 1000, env=render_env), tmp_path / "a")
+    assert (first.repairs, first.tool_calls, first.end_reason) == (1, 1, "stop")
+    assert all(f.file is None for obs in agent.seen for f in obs.images)
+    result = agent.seen[-1].tool_result
+    assert result.images == [] and result.data["images"][0].ndim == 3
+    second = run_episode(
+        render_env, replay(tmp_path / "a" / "events.jsonl"), Episode.of("grasp_single_cube", 1000, env=render_env),
+        tmp_path / "b",
+    )  # fmt: skip
+    assert (second.repairs, second.tool_calls, second.end_reason) == (1, 1, "stop")
+    kept = [
+        [e for e in read_events(tmp_path / d / "events.jsonl") if e["type"] in ("rejected", "decision")] for d in "ab"
+    ]
+    assert [{k: v for k, v in e.items() if k not in ("seq", "time")} for e in kept[0]] == [
+        {k: v for k, v in e.items() if k not in ("seq", "time")} for e in kept[1]
+    ]
+
+
+def test_a_replayed_chat_record_keeps_its_own_step_budget(tmp_path):
+    """A chat record replays through the chat harness with the budget the record had (a policy's
+    10x), not the task's."""
+    record = tmp_path / "events.jsonl"
+    start = {"type": "episode_start", "task": "grasp_single_cube", "seed": 1000, "protocol": "active", "budget": 7}
+    record.write_text(json.dumps(start) + "\n" + json.dumps({"type": "reply", "text": "{}"}) + "\n")
+    wrapped = chat.ChatAgent(replay(record), None, HarnessConfig(), call_tool=None)
+    assert wrapped.step_budget(50) == 7
+
+
+def test_the_plan_of_a_replay_reads_either_kind_of_record(physics_env, tmp_path):
+    """plan=true with model=replay counts a direct agent's answers as it counts a chat model's replies."""
+    run_episode(physics_env, OracleAgent(), Episode.of("grasp_single_cube", 1000, env=physics_env), tmp_path / "a")
+    args = ["plan=true", "model=replay", f"model.extra.record={tmp_path / 'a' / 'events.jsonl'}"]
+    args += ["tasks=[grasp_single_cube]", "seeds=[1000]", f"results_dir={tmp_path}", "render=small"]
+    done = subprocess.run([sys.executable, "-m", "vabench.launch", *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the record's answers" in done.stdout, done.stdout[-2000:]

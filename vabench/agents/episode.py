@@ -209,7 +209,7 @@ class _Episode:
         self.objects: list[dict] | None = None  # object_poses: the bodies at the current observation
         self.views: dict = {}  # views_5: the five observer views of the current observation
         if isinstance(agent, Model):  # a chat model is asked through the chat harness
-            agent = ChatAgent(agent, record, config, self.overdue, self.counted)
+            agent = ChatAgent(agent, record, config, self.tools.call, self.overdue, self.counted)
         self.agent, self.chat = agent, isinstance(agent, ChatAgent)
         self.exchange: Exchange | None = None  # the chat harness's dialogue, or the direct exchange
         self.brief: Brief | None = None
@@ -261,7 +261,6 @@ class _Episode:
         self.brief = Brief(
             obs.task, int(spec.seed), arms, spec.protocol, obs.instruction, summary_text, spec.transfer,
             self.observation, self.intervention, action_names(arms, camera=camera), self.tools.names, expert,
-            self.tools.call,
         )  # fmt: skip
         self.agent.start(self.brief)
         self.exchange = (

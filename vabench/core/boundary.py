@@ -40,8 +40,10 @@ class ArmProprio:
 
 @dataclass(frozen=True)
 class Frame:
-    """One image the agent is shown: ``pixels`` as rendered (uint8 HxWx3), and ``file``, the
-    encoded frame the record keeps, which is the exact byte string a chat model is sent."""
+    """One image the agent is shown: ``pixels`` as rendered (uint8 HxWx3, before the render
+    preset's encoding), and ``file``, the encoded frame the record keeps, which is the exact byte
+    string a chat model is sent; an agent that reads observations gets no file (None): the
+    record's folder holds evaluator-side state beside it."""
 
     view: str  # "active", a passive view name, or an intervention's added view
     pixels: np.ndarray = field(repr=False)
@@ -62,7 +64,8 @@ class Feedback:
 @dataclass(frozen=True)
 class ToolResult:
     """A tool's answer (it never advances the simulator): ``text`` as a model reads it, ``images``
-    (frame files) to attach, ``data`` the same answer as numbers for agents that read data."""
+    (frame files) to attach for a chat model, ``data`` the same answer as data for agents that read
+    observations (its images as arrays under ``"images"``, never as files)."""
 
     text: str
     images: list[Path] = field(default_factory=list)
@@ -93,10 +96,10 @@ class Observation:
 
 
 def observation_of(obs, frames: tuple[Frame, ...] | None = None, *, explained: bool = False, objects=None, **shown):
-    """The agent's :class:`Observation` of the env's ``obs`` (vabench.envs.Observation): its frames (by
-    default the env's images, unrecorded), the previous action's outcome and, under
-    ``explained``, the budget and the env's reason text; ``shown``: the loop's own fields
-    (executed, camera_chain, actions, tools, summary)."""
+    """The agent's :class:`Observation` of the env's ``obs`` (vabench.envs.Observation): its frames
+    (by default the env's images as they are, unrecorded and without a view intervention's choice),
+    the previous action's outcome and, under ``explained``, the budget and the env's reason text;
+    ``shown``: the loop's own fields (executed, camera_chain, actions, tools, summary)."""
     if frames is None:
         frames = tuple(Frame(view, rgb) for view, rgb in obs.images.items())
     feedback = None
@@ -120,7 +123,7 @@ def observation_of(obs, frames: tuple[Frame, ...] | None = None, *, explained: b
 @dataclass(frozen=True)
 class Brief:
     """What an agent learns when an episode starts. ``expert`` is set for privileged agents only
-    (the oracle); ``call_tool`` answers a tool call (the chat harness's own loop uses it)."""
+    (the oracle)."""
 
     task: str
     seed: int
@@ -134,7 +137,6 @@ class Brief:
     actions: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     expert: Callable[[], Iterator[dict]] | None = None
-    call_tool: Callable[[str, dict], ToolResult] | None = None
 
 
 @dataclass(frozen=True)

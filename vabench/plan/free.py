@@ -17,7 +17,7 @@ def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
     budget = run.condition.budget(task_class(task).budget)
     replay = _replay(run)
     if replay is not None:
-        return min(len(replay.replies), replay.step_budget(budget)), "the record's replies"
+        return min(len(replay.recorded), replay.step_budget(budget)), f"the record's {replay.said}"
     scale = run.condition.budget_scale
     return budget, "the step budget" + (f" (the task's x budget_scale={scale:g})" if scale != 1 else "")
 

@@ -25,10 +25,13 @@ from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
 
 
 class ChatAgent(Agent):
-    """One episode of a chat model: its conversation, dialogue and compaction digest."""
+    """One episode of a chat model: its conversation, dialogue and compaction digest. ``call_tool``
+    answers the tool calls of its replies (the loop's tools: camera history, geometry, depth)."""
 
-    def __init__(self, model: Model, record: EpisodeRecord, config: HarnessConfig, overdue=None, counted=None):
-        self.model, self.record, self.config = model, record, config
+    def __init__(
+        self, model: Model, record: EpisodeRecord, config: HarnessConfig, call_tool, overdue=None, counted=None
+    ):
+        self.model, self.record, self.config, self.call_tool = model, record, config, call_tool
         self.name, self.privileged = model.name, model.privileged
         self.overdue, self.counted = overdue, counted
         self.brief: Brief | None = None
@@ -36,6 +39,12 @@ class ChatAgent(Agent):
         self.digest_lines: list[tuple[int, str]] = []
         self.reason = ""  # the reason of the last decision (the digest line of its step)
         self.chain = 0
+
+    def refuses(self, task: str, arms: tuple[str, ...], seed: int, protocol: str) -> str | None:
+        return self.model.refuses(task, arms, seed, protocol)
+
+    def step_budget(self, task_budget: int) -> int:
+        return self.model.step_budget(task_budget)  # a replayed record's own budget
 
     def start(self, brief: Brief) -> None:
         """The system prompt, the conversation and its dialogue; then the model's own start."""
@@ -74,7 +83,7 @@ class ChatAgent(Agent):
         return check_chain(decision, self.chain, self.config)
 
     def _tool(self, decision: Decision):
-        return self.brief.call_tool(decision.tool, decision.args)
+        return self.call_tool(decision.tool, decision.args)
 
     def _digest_line(self, obs: Observation) -> None:
         """What compaction keeps of a step (under ``paper`` never the env's reason text)."""

@@ -101,6 +101,7 @@ class Exchange(ABC):
         if cap is not None and (self.usage.cost_usd or 0.0) >= cap:  # the episode ends as interrupted
             raise CostCapReached(CostLimit.EPISODE, self.usage.cost_usd or 0.0, cap)
         self.calls += 1
+        self._prepare(step)  # outside the agent's try: a failure to build the request is the harness's (a crash)
         started = time.perf_counter()
         try:
             answer = self._answer(step)
@@ -126,6 +127,9 @@ class Exchange(ABC):
         self._answered(step, answer, started)
         return answer
 
+    def _prepare(self, step: int) -> None:  # noqa: B027 (optional hook)
+        """What a call needs before the agent is asked (a chat model's request, built and recorded)."""
+
     @abstractmethod
     def _answer(self, step: int):
         """Ask once: a chat model's :class:`Reply`, or an agent's typed answer."""
@@ -150,7 +154,7 @@ class Dialogue(Exchange):
 
     def __init__(self, model: Model, conv: Conversation, record: EpisodeRecord, config, overdue=None, counted=None):
         super().__init__(record, config, overdue, counted)
-        self.model, self.conv = model, conv
+        self.model, self.conv, self.messages = model, conv, []
 
     def ask(self, step: int, parse, tools, until=None) -> Decision:
         return super().ask(step, lambda reply: parse(reply.text), tools, until)
@@ -168,10 +172,12 @@ class Dialogue(Exchange):
         refs = [_ref(self.record.keep(p), f"{tool} {i}") for i, p in enumerate(result.images)]
         self._say(prompts.TOOL_RESULT.format(tool=tool, text=result.text), "tool", step, refs)
 
-    def _answer(self, step: int) -> Reply:
-        messages, info = self.conv.request()
+    def _prepare(self, step: int) -> None:
+        self.messages, info = self.conv.request()
         self.record.event(Event.REQUEST, step=step, call=self.calls, **_relinfo(self.record, info))
-        return self.model.complete(messages)
+
+    def _answer(self, step: int) -> Reply:
+        return self.model.complete(self.messages)
 
     def _answered(self, step: int, reply: Reply, started: float) -> None:
         u = reply.usage
@@ -215,6 +221,7 @@ class Direct(Exchange):
         text = prompts.observation_text(obs, self.config.history_actions, b.observation, b.intervention)
         images = [self.record.rel(f.file) for f in obs.images]
         self.record.event(Event.TURN, role=USER, kind="observation", step=obs.step, text=text, images=images)
+        self.obs = dataclasses.replace(obs, images=tuple(dataclasses.replace(f, file=None) for f in obs.images))
         return self.ask(obs.step, lambda answer: parse(payload(answer)), tools)
 
     def _answer(self, step: int) -> Answer:
@@ -235,10 +242,20 @@ class Direct(Exchange):
 
     def _answer_tool(self, tool: str, result: ToolResult, step: int) -> None:
         """The result as the same step's observation; the record keeps it as the text a model reads."""
-        self.obs = dataclasses.replace(self.obs, tool_result=result)
         text = prompts.TOOL_RESULT.format(tool=tool, text=result.text)
         images = [self.record.rel(self.record.keep(p)) for p in result.images]
         self.record.event(Event.TURN, role=USER, kind="tool", step=step, text=text, images=images)
+        data = {**(result.data or {}), **({"images": [_pixels(p) for p in result.images]} if result.images else {})}
+        self.obs = dataclasses.replace(self.obs, tool_result=dataclasses.replace(result, images=[], data=data or None))
+
+
+def _pixels(path: Path):
+    """An image file as the uint8 HxWx3 array an agent that reads observations gets instead of the file."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
 
 
 def _ref(path: Path, label: str) -> ImageRef:

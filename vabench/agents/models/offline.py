@@ -20,7 +20,7 @@ import numpy as np
 
 from vabench.agents.chat.model import Model, ModelError, Reply
 from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
-from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Participant, Stop, answer_of
+from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Participant, Stop
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
 
@@ -97,9 +97,9 @@ def replay(record: Path, name: str | None = None, then_stop: bool = False) -> Pa
     """The agent that plays an earlier episode's record again: a chat model's replies through the
     chat harness (records with ``reply`` events), else an agent's recorded answers."""
     events = read_events(Path(record))
-    if any(e.get("type") == Event.REPLY for e in events):
-        return ReplayAgent(events, name, then_stop)
-    return AnswerReplay(events, name, then_stop)
+    if any(e.get("type") == Event.ANSWER for e in events):
+        return AnswerReplay(events, name, then_stop)
+    return ReplayAgent(events, name, then_stop)  # records from before the boundary: every agent's replies
 
 
 class _Replay:
@@ -132,14 +132,17 @@ class _Replay:
             raise ModelError(why, permanent=True)  # the same record never matches on a retry
         self._next = 0
 
-    def _take(self, recorded: list) -> object | None:
-        """The next recorded answer; None past the last with ``then_stop``."""
-        if self._next >= len(recorded) and self.then_stop:
+    recorded: list  # what the record's agent said, in order: a chat model's replies, another agent's answers
+    said = "replies"
+
+    def _take(self) -> object | None:
+        """The next recorded reply or answer; None past the last with ``then_stop``."""
+        if self._next >= len(self.recorded) and self.then_stop:
             return None
-        if self._next >= len(recorded):
-            raise ModelError(f"replay: the record has only {len(recorded)} replies; the episode diverged")
+        if self._next >= len(self.recorded):
+            raise ModelError(f"replay: the record has only {len(self.recorded)} {self.said}; the episode diverged")
         self._next += 1
-        return recorded[self._next - 1]
+        return self.recorded[self._next - 1]
 
 
 class ReplayAgent(_Replay, Model):
@@ -147,13 +150,13 @@ class ReplayAgent(_Replay, Model):
 
     def __init__(self, events: list[dict], name: str | None = None, then_stop: bool = False):
         super().__init__(events, name, then_stop)
-        self.replies = [e["text"] for e in events if e.get("type") == Event.REPLY]
+        self.recorded = [e["text"] for e in events if e.get("type") == Event.REPLY]
 
     def start_episode(self, ctx: Brief) -> None:
         self._begin(ctx)
 
     def complete(self, messages: list[dict]) -> Reply:
-        text = self._take(self.replies)
+        text = self._take()
         return Reply(text if text is not None else json.dumps({"stop": True, "reason": ENDS}))
 
 
@@ -162,11 +165,15 @@ class AnswerReplay(_Replay, Agent):
 
     def __init__(self, events: list[dict], name: str | None = None, then_stop: bool = False):
         super().__init__(events, name, then_stop)
-        self.answers = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
+        self.recorded = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
+        self.said = "answers"
 
     def start(self, brief: Brief) -> None:
         self._begin(brief)
 
     def act(self, obs: Observation) -> Answer:
-        obj = self._take(self.answers)
-        return answer_of(obj) if obj is not None else Stop(ENDS)
+        obj = self._take()
+        if obj is None:
+            return Stop(ENDS)
+        # as recorded, whatever it was (a stop, a tool call, a bad answer): the exchange parses it as it did then
+        return Command({k: v for k, v in obj.items() if k != "reason"}, obj.get("reason", ""))
