@@ -423,7 +423,7 @@ def test_the_replay_agent_takes_its_name_and_privilege_from_the_record(tmp_path)
     }
     record.write_text(json.dumps(start) + "\n" + json.dumps({"type": "reply", "text": '{"stop": true}'}) + "\n")
     agent = make_model(ModelConfig(id="replay", extra={"record": str(record)}))
-    assert (agent.name, agent.privileged, agent.replies) == ("replay:oracle", True, ['{"stop": true}'])
+    assert (agent.name, agent.privileged, agent.recorded) == ("replay:oracle", True, ['{"stop": true}'])
     with pytest.raises(ValueError, match="extra.record"):
         make_model(ModelConfig(id="replay"))
 
