@@ -36,7 +36,7 @@ from vabench.agents.chat.agent import ChatAgent, check_chain
 from vabench.agents.chat.dialogue import Dialogue, Direct, EpisodeEnd, Exchange
 from vabench.agents.chat.harness_config import HarnessConfig
 from vabench.agents.chat.model import Model, ModelError, Usage
-from vabench.agents.chat.protocol import STOP, Decision, decision_of
+from vabench.agents.chat.protocol import Decision, decision_of
 from vabench.agents.chat.tools import EpisodeTools
 from vabench.agents.summaries.summary_store import Summary, summary_identity
 from vabench.core.boundary import (
@@ -47,7 +47,6 @@ from vabench.core.boundary import (
     Observation,
     Participant,
     Stop,
-    answer_of,
     observation_of,
 )
 from vabench.core.condition import LOOK, Condition
@@ -280,7 +279,7 @@ class _Episode:
             return check_chain(decision_of(obj, self.brief.arms, camera, self.tools.names), self.chain, self.config)
 
         decision = self.exchange.ask_about(obs, parse, lambda d: self.tools.call(d.tool, d.args))
-        return answer_of(decision.obj) if decision.kind == STOP else Command(decision.obj, decision.reason)
+        return decision.answer()
 
     def _act(self, answer: Command):
         """Dispatch one command to the env, count and record it; the next env observation."""

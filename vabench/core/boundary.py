@@ -83,10 +83,10 @@ class Observation:
     protocol: str
     images: tuple[Frame, ...]  # the protocol's images in the order sent, then a view intervention's
     arms: Mapping[str, ArmProprio]  # per controlled arm, left before right
-    executed: tuple[str, ...]  # the labels of the actions executed so far
-    camera_chain: int  # consecutive camera actions just executed (the C.6 rule counts them)
-    actions: tuple[str, ...]  # the command and camera action names this episode accepts
-    tools: tuple[str, ...]  # the tools callable now
+    executed: tuple[str, ...] = ()  # the labels of the actions executed so far
+    camera_chain: int = 0  # consecutive camera actions just executed (the C.6 rule counts them)
+    actions: tuple[str, ...] = ()  # the command and camera action names this episode accepts
+    tools: tuple[str, ...] = ()  # the tools callable now
     feedback: Feedback | None = None  # None before the first action
     summary: str | None = None  # the demonstration summary, where the condition has one
     budget: int | None = None  # the step budget and what is left of it: observation=explained only
@@ -107,7 +107,7 @@ def observation_of(obs, frames: tuple[Frame, ...] | None = None, *, explained: b
         text = obs.feedback if explained else None
         feedback = Feedback(obs.last_action, bool(obs.action_valid), bool(obs.planner_success), text)
     return Observation(
-        **{"executed": (), "camera_chain": 0, "actions": (), "tools": (), **shown},
+        **shown,
         step=obs.step,
         instruction=obs.instruction,
         protocol=obs.protocol,

@@ -12,7 +12,7 @@ decisions, tool results, compactions) are written here, in the order they happen
 from __future__ import annotations
 
 from vabench.agents.chat.model import Model
-from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Stop
+from vabench.core.boundary import Agent, Answer, Brief, Observation
 from vabench.core.vocab import ObservationProfile, protocol_named
 from vabench.results.recordfile import Event
 from vabench.results.records import EpisodeRecord
@@ -21,7 +21,7 @@ from . import prompts
 from .dialogue import Dialogue, record_paths
 from .harness_config import HarnessConfig
 from .history import USER, Conversation, ImageRef
-from .protocol import CAMERA, STOP, Decision, ProtocolError, parse_decision
+from .protocol import CAMERA, Decision, ProtocolError, parse_decision
 
 
 class ChatAgent(Agent):
@@ -75,7 +75,7 @@ class ChatAgent(Agent):
             self.record.event(Event.COMPACTION, step=obs.step, text=digest, turns_kept=len(self.dialogue.conv.turns))
         decision = self.dialogue.ask(obs.step, self._parse, self._tool)
         self.reason = decision.reason
-        return Stop(decision.reason) if decision.kind == STOP else Command(decision.obj, decision.reason)
+        return decision.answer()
 
     def _parse(self, text: str) -> Decision:
         camera = protocol_named(self.brief.protocol).camera_actions

@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from vabench.core.boundary import Command, Stop
 from vabench.core.errors import VabenchError
 from vabench.envs import ActionError, parse_action
 
@@ -45,6 +46,10 @@ class Decision:
     label: str = ""  # canonical action label, or the tool name
     tool: str | None = None
     args: dict = field(default_factory=dict)
+
+    def answer(self) -> Stop | Command:
+        """A stop or command decision as the agent boundary's answer (the object as it was sent)."""
+        return Stop(self.reason) if self.kind == STOP else Command(self.obj, self.reason)
 
 
 def _show(value) -> str:
