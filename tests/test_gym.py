@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import vabench.gym
+import vabench.gym.env  # the module, as well as the package (registers the ids)
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.offline import OracleAgent
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
