@@ -64,13 +64,13 @@ def replies(protocol: str, arm: str, delay: float) -> Slow:
     return Slow(PromptCache(OPENAI, policy, output_tokens=None), delay)
 
 
-def launch(server: ScriptedServer, results: Path, run_id: str, seeds: int, *extra: str) -> tuple[int, float, str]:
+def launch(server: ScriptedServer, results: Path, run_id: str, seeds, *extra: str, tasks: str = TASKS):
     args = [
         "model=openai",
         "model.id=openai/gpt-4o",
         f"model.api_base={server.url}",
         f"model.api_key_env={KEY}",
-        f"tasks={TASKS}",
+        f"tasks={tasks}",
         f"seeds={seeds}",
         "render=paper",
         "ray.address=none",
@@ -89,19 +89,20 @@ def billed(run: Path) -> float:
     return sum(json.loads(p.read_text()).get("cost_usd") or 0.0 for p in (run / "_cache").rglob("*.json"))
 
 
-def planned(seeds: int, server: ScriptedServer, protocol: str, calibrate: Path | None = None):
+def planned(seeds, server: ScriptedServer, protocol: str, calibrate: Path | None = None, tasks: str = TASKS):
     """The plan's episodes of the benchmark's config in ``protocol`` (``calibrate``: from that run)."""
     from tests.test_launch import composed
     from vabench.agents.models.llm import prices
+    from vabench.plan.calibrate import calibration
     from vabench.plan.estimate import in_flight, wall_time
-    from vabench.plan.report import _episodes, calibration
+    from vabench.plan.report import _episodes
     from vabench.run.config.run import from_config
 
     cfg = composed(
         "model=openai",
         "model.id=openai/gpt-4o",
         f"model.api_base={server.url}",
-        f"tasks={TASKS}",
+        f"tasks={tasks}",
         f"seeds={seeds}",
         f"protocol={protocol}",
         "render=paper",

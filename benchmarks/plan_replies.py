@@ -54,23 +54,26 @@ def reason(n: int, axis: str = "x") -> str:
 class Failing:
     """A model that never completes the task and uses its whole budget (module docstring)."""
 
-    def __init__(self, arms: tuple[str, ...], active: bool):
+    def __init__(self, arms: tuple[str, ...], active: bool, look_every=LOOK_EVERY, repair_every=REPAIR_EVERY, words=1):
+        """``look_every``, ``repair_every`` and ``words`` (each reason said that many times) make other
+        models than the priors' (benchmarks/calibration.py)."""
         self.arms, self.active = arms, active
+        self.look_every, self.repair_every, self.words = look_every, repair_every, words
 
     def __call__(self, body: dict) -> str:
         n = _calls(body)
         axis, sign = MOVES[n % 3], "+-"[(n // 3) % 2]
         decision: dict = {"action": "gripper.move_world", "axis": axis, "sign": sign, "distance_mm": 20}
-        if n % REPAIR_EVERY == 0:
+        if n % self.repair_every == 0:
             decision["distance_mm"] = 250  # out of range (1-100 mm): the harness asks again
-        elif self.active and n % LOOK_EVERY == 1:
-            view = SEMANTIC_VIEWS[(n // LOOK_EVERY) % len(SEMANTIC_VIEWS)]
+        elif self.active and n % self.look_every == 1:
+            view = SEMANTIC_VIEWS[(n // self.look_every) % len(SEMANTIC_VIEWS)]
             decision = {"action": f"camera.view_{'both_' if len(self.arms) == 2 else ''}{view}"}
         elif n % 9 in (4, 5):
             decision = {"action": "gripper.close" if n % 9 == 4 else "gripper.open"}
         if len(self.arms) == 2 and decision["action"].startswith("gripper."):
             decision["arm"] = self.arms[n % 2]
-        decision["reason"] = reason(n, axis)
+        decision["reason"] = " ".join([reason(n, axis)] * self.words)
         return json.dumps(decision)
 
 

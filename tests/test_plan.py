@@ -186,3 +186,26 @@ def test_a_misspelt_or_out_of_range_plan_key_is_one_line_naming_the_fix(tmp_path
     assert misspelt(["plan.diference=0.1"]) == "unknown config key 'plan.diference'; did you mean 'plan.difference'?"
     with pytest.raises(ValueError, match=r"'plan.difference' must be in \[-1, 1\], got 3.0"):
         _run(tmp_path, "plan.enabled=true", "plan.difference=3")
+
+
+def test_a_pilot_carries_over_to_tasks_it_never_played(tmp_path):
+    """A pilot that always failed, on one task, with more calls per step than the priors: another
+    task's plan takes the pilot's strength (no success) and its calls over the priors' prediction."""
+    from vabench.plan.priors import cell
+
+    folder = tmp_path / "pilot"
+    for seed in (1, 2):
+        row = OutcomeRow(
+            run_id="pilot", task="grasp_single_cube", protocol="active", seed=seed, model_calls=60, steps=50,
+            budget=50, camera_actions=12, repairs=6, prompt_tokens=600_000, completion_tokens=6000, wall_s=60.0,
+            success=False, status=Status.OK, end_reason=EndReason.BUDGET,
+        )  # fmt: skip
+        write_row(folder / "outcomes" / f"seed{seed}.parquet", row)
+    run = _run(tmp_path, "model=openai", "tasks=[click_bell_right]", "seeds=2", "ray.address=none")
+    text = plan_text(run, PlanConfig(enabled=True, calibrate=str(folder)))
+    assert "expected figures from: calibrated by protocol" in text
+    assert "success 0.00 x the paper's rate" in text  # the paper expects successes on grasp; the pilot had none
+    assert "looks 0.24 per step, repairs 0.10 per call" in text
+    pilot_arm, target_arm = cell("grasp_single_cube", "active").failure, cell("click_bell_right", "active").failure
+    expected = 50 * target_arm.calls_per_step * 60 / (50 * pilot_arm.calls_per_step)
+    assert f"model calls per episode: expected {expected:,.1f}" in text

@@ -4,105 +4,18 @@ the estimates themselves are :mod:`vabench.plan.estimate`'s."""
 from __future__ import annotations
 
 import math
-import time
-from pathlib import Path
 
 import pandas as pd
 
 from vabench.agents.models.kinds import is_offline
 from vabench.agents.models.policy import DEFAULT_NAME as POLICY
-from vabench.core.vocab import SEEDS_PER_TASK, PromptCache, Status
+from vabench.core.vocab import SEEDS_PER_TASK
 from vabench.envs.tasks import task_class
+from vabench.plan.calibrate import calibration, episode, pilots
 from vabench.plan.cost import cost_lines
-from vabench.plan.estimate import (
-    PRIORS,
-    Estimate,
-    cache_kind,
-    episode_counts,
-    in_flight,
-    learning,
-    prior_episode,
-    wall_time,
-)
-from vabench.plan.free import offline_episode
+from vabench.plan.estimate import PRIORS, Estimate, episode_counts, in_flight, learning, wall_time
 from vabench.plan.priors import cell, made
-from vabench.results.layout import OUTCOMES, RunInfo
-from vabench.results.outcometable import load
-from vabench.run.config.run import PlanConfig, RunConfig, from_config
-
-_MEASURED = ("input", "cached", "written", "output", "reasoning")
-_COLUMNS = {"input": "prompt_tokens", "cached": "cached_tokens", "written": "cache_write_tokens"}
-_COLUMNS |= {"output": "completion_tokens", "reasoning": "reasoning_tokens"}
-
-
-def calibration(folder: str | None) -> pd.DataFrame | None:
-    """The judged rows of a previous run folder (every job of a sweep folder), or None. Their
-    ``attrs["overhead"]`` scales an episode's ``wall_s`` to the time its slot was really held
-    (writing its video and record, handing it over), measured over one launch (see :func:`_overhead`)."""
-    if folder is None:
-        return None
-    rows = load(Path(folder))
-    rows = rows[rows["status"] == Status.OK]
-    rows.attrs["overhead"] = _overhead(Path(folder), rows)
-    return rows
-
-
-def _overhead(folder: Path, rows: pd.DataFrame) -> float:
-    """Slot time per episode over its ``wall_s``: from the driver's start (``RunInfo.written_at``) to the
-    last outcome file, times the episodes in flight, over the episodes' summed ``wall_s``. 1 when
-    the folder is a sweep or its rows came from several launches (a span that long is not work)."""
-    try:
-        info = RunInfo.read(folder)
-        began = time.mktime(time.strptime(info.written_at[:19], "%Y-%m-%dT%H:%M:%S"))
-        run = from_config(info.config, folder, log=lambda *_: None)  # as verify reads a run folder
-    except (OSError, ValueError, KeyError):  # ConfigError and UnreadableRunInfo are ValueErrors
-        return 1.0
-    flight = max(1, min(in_flight(run), len(rows)))
-    last = max((p.stat().st_mtime for p in (folder / OUTCOMES).rglob("*.parquet")), default=began)
-    work = float(rows["wall_s"].sum())
-    factor = (last - began) * flight / work if work > 0 else 1.0
-    return factor if 1.0 <= factor <= 2.0 else 1.0
-
-
-def _measured(prior: Estimate, rows: pd.DataFrame, overhead: float) -> Estimate:
-    """An episode as ``rows`` measured it: calls (cache hits included), tokens per call (a resumed
-    run's cache hits carried no tokens: scaled up to every call), wall time, success."""
-    answered = rows["model_calls"].fillna(0)
-    calls = answered + rows["cache_hits"].fillna(0)
-    per_call = max(1.0, float(calls.mean())) / max(1.0, float(answered.mean()))
-    wall_s = float(rows["wall_s"].mean()) * overhead
-    est = Estimate(1, float(calls.mean()), prior.calls_max, wall_s=wall_s)
-    for key in _MEASURED:
-        setattr(est, key, float(rows[_COLUMNS[key]].fillna(0).mean()) * per_call)
-    est.image = prior.image / max(prior.calls, 1e-9) * est.calls
-    est.success = float(rows["success"].astype(float).mean())
-    return est
-
-
-def episode(run: RunConfig, task: str, protocol: str, rows: pd.DataFrame | None) -> tuple[Estimate, str]:
-    """The expected episode of ``task`` in ``protocol`` and where it comes from."""
-    if is_offline(run.model.id):
-        return offline_episode(run, task, protocol)
-    prior = prior_episode(run, task, protocol)
-    if rows is None or rows.empty:
-        return prior, "priors"
-    overhead = rows.attrs.get("overhead", 1.0)
-    same = rows[(rows["task"] == task) & (rows["protocol"] == protocol)]
-    if not same.empty:
-        return _uncached(run, _measured(prior, same, overhead)), f"calibrated ({len(same)} episodes)"
-    same = rows[rows["protocol"] == protocol]
-    if not same.empty:  # another task: its per-step figures, scaled to this task's budget
-        est = _measured(prior, same, overhead)
-        scale = prior.calls / max(est.calls, 1e-9)
-        return _uncached(run, est.scaled(scale)), f"calibrated by protocol ({len(same)} episodes, scaled to the budget)"
-    return prior, "priors (the calibration run has no such protocol)"
-
-
-def _uncached(run: RunConfig, est: Estimate) -> Estimate:
-    """A calibrated episode as this run's prompt cache reads it: none read or written without one."""
-    if cache_kind(run) == PromptCache.NONE:
-        est.cached = est.written = 0.0
-    return est
+from vabench.run.config.run import PlanConfig, RunConfig
 
 
 def _usd(value: float | None) -> str:
@@ -156,12 +69,15 @@ def _condition_line(condition: str, est: Estimate, price, free: bool) -> str:
 
 def _from_line(run: RunConfig, plan: PlanConfig, rows, sources: list[str]) -> str:
     line = f"expected figures from: {', '.join(sources)}" + (f" ({plan.calibrate})" if rows is not None else "")
+    if rows is not None and not rows.empty:
+        line += "; the pilot, from its rows: " + "; ".join(p.describe(k) for k, p in pilots(run, rows).items())
     if "priors" in sources:
         line += f"; priors measured by {made()}, a failing and a successful episode mixed at the paper's success rate"
         pairs = {(task, protocol) for _, task, protocol in episode_counts(run)}
         lent = sorted({f"{p} {t} from {c.borrowed}" for t, p in pairs if (c := cell(t, p)).borrowed})
         if lent:
             line += f" (not measured, so borrowed: {', '.join(lent)})"
+        line += "; their looks (one step in six, active) and repairs (one call in twenty) are synthetic"
     return line
 
 
