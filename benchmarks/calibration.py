@@ -1,9 +1,9 @@
 """Calibration, checked: the plan calibrated on a pilot of 2 tasks x 3 seeds against the rest of a
 recorded study, beside the uncalibrated plan (docs/plan.md, "Calibration, checked").
 
-The study's model is not the one the priors assume (``benchmarks/plan_replies.py``). Per episode (a
-hash of its first request, so of its scene), with probability ``--succeed`` it answers as the servo
-agent does, else as a failing model that looks every third step, repairs every eighth call and writes
+The study's model is not the one the priors assume (``benchmarks/plan_replies.py``). Per one-arm
+episode (a hash of its first request, so of its scene), with probability ``--succeed`` it answers as
+the servo agent does (which has no two-arm skill), else as a failing model that looks every third step, repairs every eighth call and writes
 its reasons twice over. Real harness, real SAPIEN at ``render=paper``, real HTTP through LiteLLM to
 the fake OpenAI endpoint priced as ``openai/gpt-4o``, which bills with the real tokenizer and caches
 prompts as OpenAI documents. The pilot is the study's first two tasks; the rest is its other four
@@ -50,10 +50,10 @@ class StudyModel:
         self.failing = {arms: Failing(arms, active, 3, 8, 2) for arms in (("right",), ("left", "right"))}
 
     def __call__(self, body: dict) -> str:
+        two = "left arm:" in json.dumps(body["messages"][-1])  # the servo has no two-arm skill: always failing
         first = next(m for m in body["messages"] if m.get("role") == "user")
-        if zlib.crc32(json.dumps(first, sort_keys=True).encode()) % 1000 < self.succeed * 1000:
+        if not two and zlib.crc32(json.dumps(first, sort_keys=True).encode()) % 1000 < self.succeed * 1000:
             return self.servo(body)
-        two = "left arm:" in json.dumps(body["messages"][-1])
         return self.failing[("left", "right") if two else ("right",)](body)
 
 
