@@ -3,13 +3,13 @@ recorded study, beside the uncalibrated plan (docs/plan.md, "Calibration, checke
 
 The study's model is not the one the priors assume (``benchmarks/plan_replies.py``). Per one-arm
 episode (a hash of its first request, so of its scene), with probability ``--succeed`` it answers as
-the servo agent does (which has no two-arm skill), else as a failing model that looks every third step, repairs every eighth call and writes
-its reasons twice over. Real harness, real SAPIEN at ``render=paper``, real HTTP through LiteLLM to
-the fake OpenAI endpoint priced as ``openai/gpt-4o``, which bills with the real tokenizer and caches
-prompts as OpenAI documents. The pilot is the study's first two tasks; the rest is its other four
-(other budgets, a two-arm task), on the same three seeds. The plan of the rest's config, from the
-shipped priors and calibrated on the pilot's run folder (``plan.calibrate=PILOT``), is compared with
-the rest's rows.
+the servo agent does (which has no two-arm skill), else as a failing model that looks every third
+step, repairs every eighth call and writes its reasons twice over. Real harness, real SAPIEN at
+``render=paper``, real HTTP through LiteLLM to the fake OpenAI endpoint priced as ``openai/gpt-4o``,
+which bills with the real tokenizer and caches prompts as OpenAI documents. The pilot is the study's
+first two tasks; the rest is its other four (other budgets, a two-arm task), on the same three
+seeds. The plan of the rest's config, from the shipped priors and calibrated on the pilot's run
+folder (``plan.calibrate=PILOT``), is compared with the rest's rows.
 
     python benchmarks/calibration.py --out /tmp/calibration    # resumable: a rerun plays what is missing
 """
