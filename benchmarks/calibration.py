@@ -7,7 +7,7 @@ the servo agent does (which has no two-arm skill), else as a failing model that 
 step, repairs every eighth call and writes its reasons twice over. Real harness, real SAPIEN at
 ``render=paper``, real HTTP through LiteLLM to the fake OpenAI endpoint priced as ``openai/gpt-4o``,
 which bills with the real tokenizer and caches prompts as OpenAI documents. The pilot is the study's
-first two tasks; the rest is its other four (other budgets, a two-arm task), on the same three
+first two tasks; the rest is its other four (one-arm tasks too, some of 100 steps), on the same three
 seeds. The plan of the rest's config, from the shipped priors and calibrated on the pilot's run
 folder (``plan.calibrate=PILOT``), is compared with the rest's rows.
 
@@ -35,7 +35,7 @@ from vabench.core.vocab import ACTIVE, PROTOCOLS  # noqa: E402
 from vabench.results.outcometable import load  # noqa: E402
 
 PILOT = "[grasp_single_cube,place_cube_in_bowl]"
-REST = "[click_bell_right,lift_pot,place_single_cube,beat_block_hammer_right]"
+REST = "[click_bell_right,grasp_single_bottle,place_single_cube,beat_block_hammer_right]"
 SEEDS = 3
 
 
