@@ -43,6 +43,8 @@ class OpenpiServer:
             self._serve(websocket, session)
         except websockets.exceptions.ConnectionClosedError:
             self.dropped += 1
+        except websockets.exceptions.ConnectionClosedOK:  # the client closed while the policy was answering
+            pass
         finally:
             with self._ended:
                 self._open -= 1

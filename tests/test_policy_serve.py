@@ -1,27 +1,22 @@
 """Issue 49's server side of model=policy: a connection per episode (a server that keeps state per
 connection sees each episode alone), episodes in flight per worker each on their own connection,
-serve_policy's batching window, a policy's bad answers as plain per-episode outcomes, and the
-training-seed overlap the launcher warns of (issue 48; the launcher's line: tests/test_policy.py)."""
+serve_policy's batching window, and the training-seed overlap the launcher warns of (issue 48; the
+launcher's line: tests/test_policy.py). A policy's bad answers: tests/test_policy_bad.py."""
 
 from __future__ import annotations
 
 import threading
 
 import numpy as np
-import pytest
 import requests
 from openpi_client import base_policy
 
 from tests.openpi_server import OpenpiServer
 from tests.test_launch import composed
-from tests.test_policy import TASK, policy, small_env
-from vabench.agents.chat.model import ModelConfig
-from vabench.agents.episode import Episode, run_episode
+from tests.test_policy import TASK
+from vabench.agents.episode import Episode
 from vabench.agents.models import policy_wire
-from vabench.agents.models.kinds import make_model
-from vabench.agents.models.offline import replay
 from vabench.agents.models.policy import trained_overlap
-from vabench.envs.seeds import eval_seeds
 from vabench.results.recordfile import read_events
 from vabench.run.actors.worker import EpisodeWorker
 from vabench.run.actors.workerconfig import WorkerConfig
@@ -159,128 +154,3 @@ def test_a_lone_client_never_waits_for_the_window():
         client.close()
         server.shutdown()
     assert reply["server_timing"]["batch_size"] == 1 and latency < 30  # not the minute's window
-
-
-# -- bad answers -----------------------------------------------------------------------------------------------
-
-
-class Chunk(base_policy.BasePolicy):
-    """The same chunk every time."""
-
-    def __init__(self, chunk, **more):
-        self.chunk, self.more = chunk, more
-
-    def infer(self, obs: dict) -> dict:
-        return {"actions": self.chunk, **self.more}
-
-
-class Hang(base_policy.BasePolicy):
-    """Never answers until released (the test releases it)."""
-
-    def __init__(self):
-        self.release = threading.Event()
-
-    def infer(self, obs: dict) -> dict:
-        self.release.wait()
-        return {"actions": np.zeros((1, 7), np.float32)}
-
-
-class NanOnce(base_policy.BasePolicy):
-    """NaN on its first inference, then holding still."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def infer(self, obs: dict) -> dict:
-        self.calls += 1
-        return {"actions": np.full((1, 7), np.nan if self.calls == 1 else 0.0, np.float32)}
-
-
-@pytest.fixture(scope="module")
-def env():
-    built = small_env()
-    yield built
-    built.close()
-
-
-def play(env, server: OpenpiServer, out, **extra):
-    agent = make_model(policy(server.url, **extra))
-    return run_episode(env, agent, Episode.of(TASK, eval_seeds(TASK)[0], env=env, budget_scale=0.04), out)
-
-
-NAN = np.full((2, 7), np.nan, np.float32)
-INF = np.array([[0.0, 0.0, np.inf, 0, 0, 0, 0]], np.float32)
-
-
-@pytest.mark.parametrize(
-    "chunk,why",
-    [
-        (NAN, "'actions' holds 14 NaN or infinite number(s) of 14"),
-        (INF, "'actions' holds 1 NaN or infinite number(s) of 7"),
-        (np.zeros((4, 5), np.float32), "'actions' has shape (4, 5); this task needs (horizon, 7) finite numbers"),
-        (np.zeros((0, 7), np.float32), "'actions' is an empty chunk (shape (0, 7))"),
-    ],
-)
-def test_bad_numbers_or_shapes_are_refused_answers_with_the_reason_as_feedback(env, tmp_path, chunk, why):
-    """As a model's invalid reply: refused with the reason (a rejected event), asked again, and at
-    the repair limit a judged failure (repairs_exhausted) naming it, never an infra error that stops
-    the run; the record keeps each refused answer, so a replay refuses it again."""
-    server = OpenpiServer(Chunk(chunk))
-    try:
-        row = play(env, server, tmp_path / "ep")
-    finally:
-        server.shutdown()
-    assert (row.status, row.end_reason, row.error_kind, row.steps) == ("ok", "repairs_exhausted", None, 0)
-    assert row.error.startswith(f"policy server: {why}") and (row.repairs, row.model_calls) == (2, 3)
-    events = read_events(tmp_path / "ep" / "events.jsonl")
-    rejected = [e["error"] for e in events if e["type"] == "rejected"]
-    assert len(rejected) == 3 and all(r == row.error for r in rejected)
-    assert [e["payload"] for e in events if e["type"] == "answer"] == [{"invalid_answer": row.error}] * 3
-    again = run_episode(env, replay(tmp_path / "ep" / "events.jsonl"), Episode.of(TASK, row.seed, env=env,
-                        budget_scale=0.04), tmp_path / "again")  # fmt: skip
-    assert (again.end_reason, again.error, again.repairs) == (row.end_reason, row.error, row.repairs)
-
-
-def test_a_policy_that_recovers_from_a_bad_chunk_plays_on(env, tmp_path):
-    server = OpenpiServer(NanOnce())
-    try:
-        row = play(env, server, tmp_path / "ep")
-    finally:
-        server.shutdown()
-    assert (row.status, row.end_reason, row.steps, row.repairs, row.model_calls) == ("ok", "budget", 2, 1, 3)
-
-
-def test_a_frame_over_the_bound_is_not_read_and_ends_the_episode_as_infra(env, tmp_path):
-    server = OpenpiServer(Chunk(np.zeros((1, 7), np.float32), blob=np.zeros(100 * 2**20, np.uint8)))  # 100 MiB
-    try:
-        row = play(env, server, tmp_path / "ep")
-    finally:
-        server.shutdown()
-    assert (row.status, row.error_kind, row.steps) == ("infra_error", "infra", 0)
-    over = "its reply is over model.extra.max_frame_mb=16 (MiB); the connection was closed"
-    assert row.error == f"model: policy server {server.url}: {over}"
-
-
-def test_no_reply_within_the_timeout_is_infra_with_the_reason(env, tmp_path):
-    hang = Hang()
-    server = OpenpiServer(hang)
-    try:
-        agent = make_model(ModelConfig(id="policy", timeout_s=0.5, extra={"url": server.url}))
-        row = run_episode(
-            env, agent, Episode.of(TASK, eval_seeds(TASK)[0], env=env, budget_scale=0.04), tmp_path / "ep"
-        )
-    finally:
-        hang.release.set()
-        server.shutdown()
-    assert (row.status, row.error_kind, row.steps) == ("infra_error", "infra", 0)
-    assert row.error == f"model: policy server {server.url}: no reply within 0.5 s (model.timeout_s)"
-
-
-def test_a_socket_closed_mid_episode_is_infra_with_the_reason(env, tmp_path):
-    server = OpenpiServer(Chunk(np.zeros((1, 7), np.float32)), close_after=1)
-    try:
-        row = play(env, server, tmp_path / "ep")
-    finally:
-        server.shutdown()
-    assert (row.status, row.error_kind, row.steps) == ("infra_error", "infra", 1)
-    assert row.error.startswith(f"model: policy server {server.url}: the connection closed")
