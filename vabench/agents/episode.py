@@ -168,6 +168,9 @@ def run_episode(
     except BaseException as e:  # Ctrl-C, or the process is told to exit: no result, nothing judged
         record.interrupted(e, time.perf_counter() - started)
         raise
+    finally:
+        with contextlib.suppress(Exception):  # the agent's end (a policy's connection closed) never costs the episode
+            agent.end()
     run.finish(time.perf_counter() - started)
     row.record_digest = record_digest(record.root)  # all but the result, which carries it
     record.event(Event.RESULT, **row.row())
