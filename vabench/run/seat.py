@@ -15,7 +15,8 @@ through the same loop, boundary, record and row as any agent.
     seats.close()
 
 ``take(model)`` names the row's model (``model``: the agent's name in every row and record; the
-run's episodes for that name). The seat claims its episode exclusively
+run's episodes for that name); ``take(model, operator="op1")`` also fills row columns the taker
+knows (a person's ``operator``). The seat claims its episode exclusively
 (:mod:`vabench.run.folder.claims`): concurrent takes in one process or in several never get the
 same episode, a seat left (or a process that ended) lets its episode go, and the next take plays
 it again as the same attempt (the stale record is set aside, as after an interrupted driver). An
@@ -134,8 +135,9 @@ class Seats:
         named = dataclasses.replace(self.run, conditions=tuple(c.but(model=model) for c in self.run.conditions))
         return todo(named, self.log)[0]
 
-    def take(self, model: str) -> Seat | None:
-        """The next unplayed episode, claimed and started (its first observation made), or None."""
+    def take(self, model: str, **row) -> Seat | None:
+        """The next unplayed episode, claimed and started (its first observation made), or None.
+        ``row``: columns of its row the taker fills (a person's ``operator``)."""
         with self._lock:
             for spec, attempt in self.pending(model):
                 held = claim(self.run.run_dir, spec.key)
@@ -144,7 +146,7 @@ class Seats:
                 if self._played(spec, attempt):
                     held.release()
                     continue
-                seat = Seat(self, spec, attempt, held, model)
+                seat = Seat(self, spec, attempt, held, model, row)
                 self.seated.append(seat)
                 break
             else:
@@ -216,10 +218,11 @@ def _no_driver(run_dir: Path) -> None:
 class Seat:
     """One episode played from outside (see the module's docstring)."""
 
-    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str):
+    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None):
         from vabench.envs.tasks import task_class
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
+        self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns
         self.agent = _Driven(model)
         self.budget = spec.condition.budget(task_class(spec.task).budget)
         self.observation: Observation | None = None
@@ -290,7 +293,7 @@ class Seat:
         try:
             set_aside(folder)  # a left attempt's record: kept aside, this one starts afresh
             env = seats.env(spec)
-            episode = Episode(spec, self.attempt, None, seats.part)
+            episode = Episode(spec, self.attempt, None, self.part)
             row = run_episode(env, self.agent, episode, folder, seats.run.harness, Runtime(seats.sim_lock))
             row.record = (rel / row.record).as_posix()
             seats.write(spec, row.row())
