@@ -21,7 +21,7 @@ from vabench.core.vocab import CacheMode
 
 from .cache import CachedModel
 from .llm import LiteLLMModel
-from .offline import OracleAgent, RandomAgent, replay
+from .offline import HUMAN, OracleAgent, Person, RandomAgent, replay
 from .policy import PolicyAgent
 from .policy import probe as policy_probe
 from .posetext import PosetextAgent
@@ -69,6 +69,11 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
                 "a policy server speaking the openpi websocket protocol (model.extra.url; docs/policy.md)",
                 ("url",),
                 policy_probe,
+            ),
+            OfflineAgent(
+                HUMAN,
+                lambda cfg: Person(cfg.name or HUMAN),
+                "people at a web page, each decision through the same boundary (human.operators=N; docs/human.md)",
             ),
             OfflineAgent(
                 "posetext",

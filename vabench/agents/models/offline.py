@@ -26,6 +26,7 @@ from vabench.results.records import read_events
 
 ORACLE_REASON = "privileged oracle: scripted expert reading simulator state"
 ENDS = "replay: the recorded replies end here"
+HUMAN = "human"  # model=human: people at a page (vabench.human); every operator's row names this model
 
 
 class OracleAgent(Agent):
@@ -47,6 +48,14 @@ class OracleAgent(Agent):
         if action is None:
             return Stop(ORACLE_REASON + ": expert finished")
         return Command(action, ORACLE_REASON)
+
+
+class Person(Participant):
+    """``model=human``: people play the run's episodes through a page (vabench.human, docs/human.md),
+    each decision through the same boundary as any agent's; the driver never asks this one."""
+
+    def __init__(self, name: str = HUMAN):
+        self.name = name
 
 
 class RandomAgent(Agent):
