@@ -39,6 +39,7 @@ LAYERS = [
     "vabench.run.actors",  # the Ray-facing workers and their backends
     "vabench.plan",  # plan=true: what a run will cost
     "vabench.run",  # the driver: a run's episodes, summaries, progress and stops
+    "vabench.human",  # model=human: people play through seats (run.seat) on the review app's access layer
     "vabench.verify",
     "vabench.site",  # reads runs as the review app does, and verify's row-against-record check
     "vabench.launch",
