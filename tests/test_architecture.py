@@ -80,8 +80,8 @@ CONFINED = {
     "ray": ("vabench.run.actors.backends",),
     "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.run.config.sections"),
     "litellm": ("vabench.agents.models.llm", "vabench.agents.chat.tokens"),  # tokens: the tokenizers
-    "fastapi": ("vabench.review.app",),
-    "uvicorn": ("vabench.review.__main__",),
+    "fastapi": ("vabench.review.app", "vabench.human.app"),
+    "uvicorn": ("vabench.review.__main__", "vabench.human.serve"),
     "imageio": ("vabench.results.media",),
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
     "websockets": ("vabench.agents.models.policy_wire", "vabench.serve_policy"),  # the policy extra

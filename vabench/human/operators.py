@@ -104,7 +104,7 @@ class Operator:
                 "refused": turn.refused,
             }
         row = {k: turn.row.get(k) for k in ROW_SHOWN} if turn.row else {}
-        end = {"reason": turn.end or "left", "text": ENDS.get(turn.end, "the episode ended"), "row": row}
+        end = {"reason": turn.end or "not finished", "text": ENDS.get(turn.end, "the episode ended"), "row": row}
         return {"phase": "over", "episode": self.taken, "end": end}
 
 

@@ -10,7 +10,6 @@ import ipaddress
 import os
 import socket
 
-from vabench.launch.exits import Exit
 from vabench.review import access
 from vabench.review.__main__ import listen
 from vabench.run.config.run import RunConfig
@@ -34,8 +33,8 @@ def urls(host: str, address: str, port: int, token: str | None, names: list[str]
     return [f"vabench human: operator {n}: {root}/{n}{query}" for n in names]
 
 
-def serve(run: RunConfig, log=print) -> int:
-    """Serve the study; the exit status: 0 once every episode has its row, 130 when interrupted."""
+def serve(run: RunConfig, log=print) -> bool:
+    """Serve the study; True once every episode has its row, False when stopped before."""
     import uvicorn
 
     human = run.human
@@ -62,10 +61,10 @@ def serve(run: RunConfig, log=print) -> int:
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:
-            return int(Exit.INTERRUPTED)
+            return False
         finally:
             seats.close()
-    return int(Exit.INTERRUPTED if seats.pending(model) else Exit.JUDGED)
+    return not seats.pending(model)
 
 
 def stop(server) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vabench.agents.chat import prompts
 from vabench.core.boundary import Brief, Observation
-from vabench.core.vocab import ACTIVE, protocol_named
+from vabench.core.vocab import ACTIVE, LEFT, RIGHT, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG
 from vabench.envs.render import RENDER_PRESETS
 
@@ -32,7 +32,7 @@ def _fields(action: str, arms: tuple[str, ...]) -> list[dict]:
         return arm
     if action == "dual_gripper.move_world":
         one = [*MOVE, _number("distance_mm", MOVE_MM, "mm")]
-        return [{**f, "name": f"{side}.{f['name']}"} for side in ("left", "right") for f in one]
+        return [{**f, "name": f"{side}.{f['name']}"} for side in (LEFT, RIGHT) for f in one]
     return []
 
 

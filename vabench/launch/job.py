@@ -81,11 +81,11 @@ def _study(run: RunConfig) -> int:
     from vabench.human.serve import serve
 
     try:
-        status = serve(run, log=_say)
+        finished = serve(run, log=_say)
     except VabenchError as e:  # a busy port, a folder a driver holds: one line
         leave(Exit.REFUSED, flat(e))
     print(f"\nrun folder: {run.run_dir}  (python -m vabench.analysis {run.run_dir})")
-    return status
+    return int(Exit.JUDGED if finished else Exit.INTERRUPTED)
 
 
 def _run(run: RunConfig) -> int:
