@@ -45,7 +45,7 @@
     const robot = $("robot");
     robot.replaceChildren();
     for (const c of controls.robot) {
-      const form = el("form", { class: "command", "data-action": c.action });
+      const form = el("form", { class: c.fields.length ? "command fields" : "command", "data-action": c.action });
       form.append(el("span", { class: "name" }, c.action));
       for (const f of c.fields) form.append(field(f));
       form.append(el("button", { class: "send", type: "submit" }, "Send"));
