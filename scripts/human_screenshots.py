@@ -26,6 +26,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from vabench.envs import EnvConfig, VABenchEnv
 
 TASK, SEED, STEPS = "grasp_single_cube", 1000, 3
+LOADED = "return [...document.images].every(i => i.complete && i.naturalWidth)"
 
 
 def oracle(n: int) -> list[dict]:
@@ -45,7 +46,8 @@ def study(results: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     words = ["model=human", "human.operators=2", "human.port=0", f"tasks=[{TASK}]", "seeds=1", "protocol=both"]
     words += ["render=small", "ray.address=none", "recording.video=false", "run_id=shots", f"results_dir={results}"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "-m", "vabench.launch", *words], stdout=subprocess.PIPE, text=True, env=env)
+    cmd = [sys.executable, "-m", "vabench.launch", *words]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     urls = {}
     for line in proc.stdout:
         if "vabench human: operator" in line:
@@ -70,8 +72,7 @@ def shoot(d, url: str, name: str, sizes: list[tuple[int, int]], out: Path) -> li
     made = []
     for w, h in sizes:
         d.set_window_size(w, h)
-        loaded = "return [...document.images].every(i => i.complete && i.naturalWidth)"
-        WebDriverWait(d, 60).until(lambda d: d.execute_script(loaded))
+        WebDriverWait(d, 60).until(lambda d: d.execute_script(LOADED))
         path = out / f"{name}-{w}x{h}.png"
         d.save_screenshot(str(path))
         made.append(path)
