@@ -115,7 +115,6 @@
   function render(s) {
     main.dataset.phase = s.phase;
     $("message").hidden = true;
-    $("summary-stage").hidden = true;
     $("episode-view").hidden = s.phase !== "playing";
     $("episode").textContent = s.episode ? `episode ${s.episode}` : "";
     if (s.phase === "playing") {
