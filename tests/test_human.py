@@ -54,20 +54,16 @@ def _actions(arms, camera):
     return action_names(arms, camera=camera)
 
 
-def test_a_bad_operator_count_is_one_line_and_exit_2(tmp_path):
-    done = _launch(tmp_path, "model=human", "human.operators=0", f"tasks=[{TASK}]", "seeds=1")
-    assert (
-        done.returncode == 2
-        and "config error: 'human.operators' must be >= 1, got 0" == done.stderr.strip().splitlines()[-1]
-    )
+def test_a_study_needs_an_operator():
+    from vabench.run.config.run import HumanConfig
+    from vabench.run.config.sections import ConfigError, build
+
+    with pytest.raises(ConfigError, match=r"^'human.operators' must be >= 1, got 0$"):  # the launcher's one line
+        build(HumanConfig, {"operators": 0}, "human")
+    assert build(HumanConfig, {}, "human") == HumanConfig(operators=1, host="127.0.0.1", port=8766)
 
 
 # -- the study -----------------------------------------------------------------------------------
-
-
-def _launch(results: Path, *words: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", *words]
-    return subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
 
 
 @contextmanager
