@@ -49,6 +49,24 @@ class OracleAgent(Agent):
         return Command(action, ORACLE_REASON)
 
 
+SEATED = "is played from outside through a seat: python -m vabench.mcp (docs/mcp.md), not the launcher"
+
+
+class Seated(Agent):
+    """``model=mcp``: an agent outside the process plays each episode through a seat
+    (vabench.run.seat); the launcher refuses it, and an episode that reaches it anyway ends as a
+    permanent error (never retried)."""
+
+    def __init__(self, name: str = "mcp"):
+        self.name = name
+
+    def start(self, brief: Brief) -> None:
+        raise ModelError(f"model={self.name} {SEATED}", permanent=True)
+
+    def act(self, obs: Observation) -> Answer:
+        raise ModelError(f"model={self.name} {SEATED}", permanent=True)
+
+
 class RandomAgent(Agent):
     def __init__(self, name: str = "random", seed: int = 0):
         self.name, self.seed = name, seed
