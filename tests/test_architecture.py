@@ -44,6 +44,7 @@ LAYERS = [
     "vabench.site",  # reads runs as the review app does, and verify's row-against-record check
     "vabench.launch",
     "vabench.judge",  # labels episodes with a model or the proxies: reads run folders, takes launch's model words
+    "vabench.mcp",  # python -m vabench.mcp: a run's episodes played by MCP clients through seats (launch's words)
 ]
 # python -m vabench.<name> needs a module at the top: the commands, above every layer.
 COMMANDS = ("vabench.tasks", "vabench.serve_policy", "vabench.bundle")
@@ -81,11 +82,12 @@ CONFINED = {
     "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.run.config.sections"),
     "litellm": ("vabench.agents.models.llm", "vabench.agents.chat.tokens"),  # tokens: the tokenizers
     "fastapi": ("vabench.review.app", "vabench.human.app"),
-    "uvicorn": ("vabench.review.__main__", "vabench.human.serve"),
+    "uvicorn": ("vabench.review.__main__", "vabench.human.serve", "vabench.mcp.__main__"),
     "imageio": ("vabench.results.media",),
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
     "websockets": ("vabench.agents.models.policy_wire", "vabench.serve_policy"),  # the policy extra
     "torch": ("vabench.learn.model", "vabench.learn.train", "vabench.learn.policy"),  # the learn extra
+    "mcp": ("vabench.mcp.server", "vabench.mcp.__main__"),  # the mcp extra
 }
 
 

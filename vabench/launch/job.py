@@ -52,6 +52,10 @@ def _validated(cfg: DictConfig, run_dir: Path) -> RunConfig:
         run = from_config(resolved, run_dir, log=_say)
     except VabenchError as e:  # ConfigError, UnknownName, a manifest or folder it names: one line
         _refuse(run_dir, f"config error: {flat(e)}")
+    from vabench.agents.models.kinds import seated
+
+    if seated(run.model.id):
+        _refuse(run_dir, f"config error: model={run.model.id}: {seated(run.model.id)}")
     if run.options.probe and not run.plan.enabled:
         from vabench.run.probe import EndpointError, probe
 

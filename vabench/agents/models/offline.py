@@ -50,12 +50,23 @@ class OracleAgent(Agent):
         return Command(action, ORACLE_REASON)
 
 
-class Person(Participant):
-    """``model=human``: people play the run's episodes through a page (vabench.human, docs/human.md),
-    each decision through the same boundary as any agent's; the driver never asks this one."""
+SEATED = "is played from outside through a seat: python -m vabench.mcp (docs/mcp.md), not the launcher"
+PEOPLE = "is played by people at a page: python -m vabench.launch model=human (docs/human.md), never by the driver"
 
-    def __init__(self, name: str = HUMAN):
-        self.name = name
+
+class Seated(Agent):
+    """``model=mcp`` and ``model=human``: an agent outside the process plays each episode through a
+    seat (vabench.run.seat); the driver never asks it, and an episode that reaches it anyway ends
+    as a permanent error (never retried). ``how``: how it is played instead."""
+
+    def __init__(self, name: str = "mcp", how: str = SEATED):
+        self.name, self.how = name, how
+
+    def start(self, brief: Brief) -> None:
+        raise ModelError(f"model={self.name} {self.how}", permanent=True)
+
+    def act(self, obs: Observation) -> Answer:
+        raise ModelError(f"model={self.name} {self.how}", permanent=True)
 
 
 class RandomAgent(Agent):
