@@ -39,10 +39,12 @@ LAYERS = [
     "vabench.run.actors",  # the Ray-facing workers and their backends
     "vabench.plan",  # plan=true: what a run will cost
     "vabench.run",  # the driver: a run's episodes, summaries, progress and stops
+    "vabench.human",  # model=human: people play through seats (run.seat) on the review app's access layer
     "vabench.verify",
     "vabench.site",  # reads runs as the review app does, and verify's row-against-record check
     "vabench.launch",
     "vabench.judge",  # labels episodes with a model or the proxies: reads run folders, takes launch's model words
+    "vabench.mcp",  # python -m vabench.mcp: a run's episodes played by MCP clients through seats (launch's words)
 ]
 # python -m vabench.<name> needs a module at the top: the commands, above every layer.
 COMMANDS = ("vabench.tasks", "vabench.serve_policy", "vabench.bundle")
@@ -79,12 +81,13 @@ CONFINED = {
     "ray": ("vabench.run.actors.backends",),
     "hydra": ("vabench.launch.job", "vabench.launch.sweep", "vabench.launch.words", "vabench.run.config.sections"),
     "litellm": ("vabench.agents.models.llm", "vabench.agents.chat.tokens"),  # tokens: the tokenizers
-    "fastapi": ("vabench.review.app",),
-    "uvicorn": ("vabench.review.__main__",),
+    "fastapi": ("vabench.review.app", "vabench.human.app"),
+    "uvicorn": ("vabench.review.__main__", "vabench.human.serve", "vabench.mcp.__main__"),
     "imageio": ("vabench.results.media",),
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
     "websockets": ("vabench.agents.models.policy_wire", "vabench.serve_policy"),  # the policy extra
     "torch": ("vabench.learn.model", "vabench.learn.train", "vabench.learn.policy"),  # the learn extra
+    "mcp": ("vabench.mcp.server", "vabench.mcp.__main__"),  # the mcp extra
 }
 
 

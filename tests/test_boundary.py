@@ -101,7 +101,9 @@ def test_every_offline_agent_reads_observations():
         agent = make_model(ModelConfig(id=name))
         assert isinstance(agent, cls) and isinstance(agent, Agent) and not isinstance(agent, Model), name
     assert issubclass(PolicyAgent, Agent) and not issubclass(PolicyAgent, Model)
-    assert set(OFFLINE_AGENTS) == {"oracle", "random", "servo", "posetext", "policy", "replay"}
+    # model=mcp and model=human: played from outside through a seat (vabench.run.seat), never a chat request
+    assert not isinstance(make_model(ModelConfig(id="human")), Model)
+    assert set(OFFLINE_AGENTS) == {"oracle", "random", "servo", "posetext", "policy", "replay", "mcp", "human"}
 
 
 def test_no_code_outside_the_chat_harness_reads_prompt_text():

@@ -406,7 +406,8 @@ def test_make_model_prefers_registered_offline_agents(monkeypatch):
 
 @pytest.mark.parametrize("bad", ["gpt-4o", "", "  ", None, 3])
 def test_a_model_id_is_an_offline_agent_or_a_provider_string(bad):
-    with pytest.raises(ValueError, match="choices: oracle, policy, posetext, random, replay, servo|non-empty"):
+    offline = "human, mcp, oracle, policy, posetext, random, replay, servo"
+    with pytest.raises(ValueError, match=f"choices: {offline}|non-empty"):
         check_model_id(bad)
     assert check_model_id("oracle") == "oracle" and check_model_id("hosted_vllm/x/y") == "hosted_vllm/x/y"
 

@@ -48,6 +48,7 @@ _STRINGS = [
     "status",
     "end_reason",
     "error",
+    "operator",
 ]
 
 
@@ -133,6 +134,7 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     p = _every_column(df)
     _fill_defaults(p, notes)
     _label_conditions(p)
+    _operators_as_runs(p, notes)
     _judge(p, notes)
     _supersede_earlier_attempts(p, notes)
     _note_episodes_of_two_experiments(p, notes)
@@ -222,6 +224,24 @@ def _label_conditions(p: pd.DataFrame) -> None:
     priv = p["privileged"]
     p.loc[priv, "model"] = p.loc[priv, "model"] + PRIVILEGED
     p.loc[priv, "condition"] = p.loc[priv, "condition"] + PRIVILEGED
+
+
+def _operators_as_runs(p: pd.DataFrame, notes: list[str]) -> None:
+    """Rows people played (model=human: an ``operator``) take their operator as their run: each
+    operator's episodes are one run of the condition, as a model's repetitions are, so every table's
+    per-run rates and spread are across operators. With ``runs`` > 1 each (operator, repetition) is
+    a run. ``run_index_played`` keeps the repetition as written."""
+    p["run_index_played"] = p["run_index"]
+    played = p["operator"].notna()
+    if not played.any():
+        return
+    names = sorted(set(p.loc[played, "operator"]))
+    order = p.loc[played, "operator"].map({n: i for i, n in enumerate(names, 1)})
+    p.loc[played, "run_index"] = (p.loc[played, "run_index"] - 1) * len(names) + order
+    notes.append(
+        f"{int(played.sum())} row(s) played by {len(names)} operator(s) ({', '.join(names)}): each operator's "
+        "episodes are one run (run_index), as a model's repetitions are."
+    )
 
 
 def _judge(p: pd.DataFrame, notes: list[str]) -> None:

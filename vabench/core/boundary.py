@@ -274,3 +274,8 @@ class Agent(Participant):
     @abstractmethod
     def act(self, obs: Observation) -> Answer:
         """The answer to one observation (after a tool call, the same step's with its result)."""
+
+    def refused(self, error: str) -> None:  # noqa: B027 (optional hook)
+        """Its last answer was refused (a wrong axis, a distance out of range, a tool not offered):
+        ``error`` is the text a chat model's repair prompt carries; :meth:`act` is asked again with
+        the same observation, and the refusal cost one of the step's repairs."""

@@ -148,6 +148,13 @@ class RunLocked(RunStopped):
     headline, resume = "", ""  # the message says which folder; waiting for the other driver is the fix
 
 
+class SeatLeft(RunStopped):
+    """The outside party playing an episode through a seat (an MCP session, a person) left before
+    it ended: the episode is interrupted, with no row, and the run's next seat plays it again."""
+
+    headline = "seat given up"
+
+
 class ClusterStarved(RunStopped):
     """No worker of the run could be placed within ``ray.starve_timeout_s``: the run stops as
     interrupted and resumes on rerun."""

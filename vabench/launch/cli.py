@@ -21,6 +21,7 @@ examples:
   python -m vabench.launch model=posetext intervention=object_poses perturbation=blur:2 robot=ur5 seeds=2
   OPENAI_API_KEY=... python -m vabench.launch model=openai model.id=openai/gpt-4o summary=own
   python -m vabench.launch model=vllm model.id=hosted_vllm/Qwen/Qwen2.5-VL-7B-Instruct model.api_base=http://host:8000/v1
+  python -m vabench.launch model=human human.operators=2 tasks=[grasp_single_cube] seeds=4   # people: one URL each
   python -m vabench.launch -m summary=own,none +experiment=summary_sources   # a sweep: one folder per job
 
 lookups:

@@ -15,6 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from vabench.agents.models.offline import HUMAN
 from vabench.core.errors import Interrupted, RunStopped, VabenchError, flat
 from vabench.launch.exits import Exit, leave
 from vabench.launch.folders import discard
@@ -51,6 +52,10 @@ def _validated(cfg: DictConfig, run_dir: Path) -> RunConfig:
         run = from_config(resolved, run_dir, log=_say)
     except VabenchError as e:  # ConfigError, UnknownName, a manifest or folder it names: one line
         _refuse(run_dir, f"config error: {flat(e)}")
+    from vabench.agents.models.kinds import seated
+
+    if seated(run.model.id):
+        _refuse(run_dir, f"config error: model={run.model.id}: {seated(run.model.id)}")
     if run.options.probe and not run.plan.enabled:
         from vabench.run.probe import EndpointError, probe, trained_warning
 
@@ -74,7 +79,20 @@ def job(cfg: DictConfig) -> int:
         discard(run_dir)
         print(plan_text(run, run.plan))
         return int(Exit.JUDGED)
+    if run.model.id == HUMAN:  # people play through a page: the study's server instead of the driver
+        return _study(run)
     return _run(run)
+
+
+def _study(run: RunConfig) -> int:
+    from vabench.human.serve import serve
+
+    try:
+        finished = serve(run, log=_say)
+    except VabenchError as e:  # a busy port, a folder a driver holds: one line
+        leave(Exit.REFUSED, flat(e))
+    print(f"\nrun folder: {run.run_dir}  (python -m vabench.analysis {run.run_dir})")
+    return int(Exit.JUDGED if finished else Exit.INTERRUPTED)
 
 
 def _run(run: RunConfig) -> int:

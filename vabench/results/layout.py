@@ -41,6 +41,7 @@ ANNOTATIONS = "_annotations"
 JUDGE = "_judge"  # <run folder>/_judge/usage.parquet, calibration.csv (vabench.judge)
 CALIBRATION = "calibration.csv"  # <run folder>/_judge/calibration.csv: the episodes people should label first
 DRIVER_LOCK = "_driver.lock"
+CLAIMS = "_claims"  # <run folder>/_claims/<episode key>.lock: an episode a seat is playing (vabench.run.seat)
 SUMMARIES = "_summaries"  # <results_dir>/_summaries/<render>/: the shared store (an old run keeps its own)
 
 

@@ -28,8 +28,8 @@ from vabench.core.vocab import EndReason, ErrorKind, Status, SummaryKind, Track
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
 # cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation;
-# 10: model_latency_s; 11: budget_scale
-SCHEMA_VERSION = 11
+# 10: model_latency_s; 11: budget_scale; 12: operator
+SCHEMA_VERSION = 12
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):
@@ -120,6 +120,7 @@ class OutcomeRow(_Conditions):
     cached_tokens: int = _col(INT, 0, "of prompt_tokens: read from the provider's prompt cache (cached rate)")
     cache_write_tokens: int = _col(INT, 0, "of prompt_tokens: written to the provider's prompt cache (Anthropic)")
     model_latency_s: float = _col(FLT, 0.0, "seconds the answered model calls took, summed (a policy: its inferences)")
+    operator: str | None = _col(STR, about="model=human: the operator who played it (human.operators); null: no person")
 
     @classmethod
     def infra(cls, error: str, kind: ErrorKind = ErrorKind.INFRA, **identity) -> OutcomeRow:

@@ -242,7 +242,8 @@ class Direct(Exchange):
         )
 
     def _repair(self, error: str, step: int) -> None:
-        """A typed agent is asked again with the same observation (it keeps its own state)."""
+        """A typed agent is told why (:meth:`Agent.refused`) and asked again with the same observation."""
+        self.agent.refused(error)
 
     def _answer_tool(self, tool: str, result: ToolResult, step: int) -> None:
         """The result as the same step's observation; the record keeps it as the text a model reads."""

@@ -21,7 +21,7 @@ from vabench.core.vocab import CacheMode
 
 from .cache import CachedModel
 from .llm import LiteLLMModel
-from .offline import OracleAgent, RandomAgent, replay
+from .offline import HUMAN, PEOPLE, OracleAgent, RandomAgent, Seated, replay
 from .policy import PolicyAgent
 from .policy import probe as policy_probe
 from .posetext import PosetextAgent
@@ -35,6 +35,7 @@ class OfflineAgent:
     about: str
     requires: tuple[str, ...] = ()  # ModelConfig.extra keys that must be set
     probe: Callable[[ModelConfig], str | None] | None = None  # an agent with an endpoint: why it cannot serve
+    seated: bool = False  # plays from outside through a seat (vabench.run.seat): the launcher refuses it
 
 
 def _replay(cfg: ModelConfig) -> Participant:
@@ -71,6 +72,17 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
                 policy_probe,
             ),
             OfflineAgent(
+                "mcp",
+                lambda cfg: Seated(cfg.name or "mcp"),
+                "an MCP client plays each episode through python -m vabench.mcp (docs/mcp.md), never the launcher",
+                seated=True,
+            ),
+            OfflineAgent(  # played through seats too, but the launcher serves its page (vabench.human)
+                HUMAN,
+                lambda cfg: Seated(cfg.name or HUMAN, PEOPLE),
+                "people at a web page, each decision through the same boundary (human.operators=N; docs/human.md)",
+            ),
+            OfflineAgent(
                 "posetext",
                 lambda cfg: PosetextAgent(cfg.name or "posetext"),
                 "a fixed procedure from the request text under intervention=object_poses (no image, no simulator)",
@@ -86,6 +98,12 @@ def agent_probe(model_id: str) -> Callable[[ModelConfig], str | None] | None:
     """The endpoint probe of an agent that is not a LiteLLM model but has an endpoint (the policy)."""
     agent = OFFLINE_AGENTS.get(model_id)
     return agent.probe if agent is not None else None
+
+
+def seated(model_id: str) -> str | None:
+    """How an agent that plays from outside through a seat is run (one line), or None: the launcher runs it."""
+    agent = OFFLINE_AGENTS.get(model_id)
+    return agent.about if agent is not None and agent.seated else None
 
 
 def is_offline(model_id: str) -> bool:

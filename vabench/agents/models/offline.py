@@ -27,6 +27,7 @@ from vabench.results.records import read_events
 
 ORACLE_REASON = "privileged oracle: scripted expert reading simulator state"
 ENDS = "replay: the recorded replies end here"
+HUMAN = "human"  # model=human: people at a page (vabench.human); every operator's row names this model
 
 
 class OracleAgent(Agent):
@@ -48,6 +49,25 @@ class OracleAgent(Agent):
         if action is None:
             return Stop(ORACLE_REASON + ": expert finished")
         return Command(action, ORACLE_REASON)
+
+
+SEATED = "is played from outside through a seat: python -m vabench.mcp (docs/mcp.md), not the launcher"
+PEOPLE = "is played by people at a page: python -m vabench.launch model=human (docs/human.md), never by the driver"
+
+
+class Seated(Agent):
+    """``model=mcp`` and ``model=human``: an agent outside the process plays each episode through a
+    seat (vabench.run.seat); the driver never asks it, and an episode that reaches it anyway ends
+    as a permanent error (never retried). ``how``: how it is played instead."""
+
+    def __init__(self, name: str = "mcp", how: str = SEATED):
+        self.name, self.how = name, how
+
+    def start(self, brief: Brief) -> None:
+        raise ModelError(f"model={self.name} {self.how}", permanent=True)
+
+    def act(self, obs: Observation) -> Answer:
+        raise ModelError(f"model={self.name} {self.how}", permanent=True)
 
 
 class RandomAgent(Agent):

@@ -108,6 +108,19 @@ class PlanConfig:
 
 
 @dataclass(frozen=True)
+class HumanConfig:
+    """``human.*``: model=human serves a page per operator (vabench.human, docs/human.md)."""
+
+    operators: int = 1  # people playing at once: one URL each (op1, op2, ...), each row names its operator
+    host: str = "127.0.0.1"  # listen address; beyond loopback a token is required (VABENCH_REVIEW_TOKEN or made)
+    port: int = 8766  # 0 picks a free one
+
+    def __post_init__(self):
+        at_least(self, "human", 1, "operators")
+        within(self, "human", 0, 65535, "port")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     experiment: str
     run_id: str
@@ -124,6 +137,7 @@ class RunConfig:
     summary_root: Path
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
     plan: PlanConfig = field(default_factory=PlanConfig)  # plan=true: print what the run will cost, run nothing
+    human: HumanConfig = field(default_factory=HumanConfig)  # model=human: the operators' page
     privileged: bool = False  # the agent reads simulator state (the oracle)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
@@ -167,6 +181,7 @@ register("harness", HarnessConfig)
 register("ray", RayConfig)
 register("recording", RecordingConfig)
 register("plan", PlanConfig)
+register("human", HumanConfig)
 # Agents whose model.extra is a typed node (model.extra.<key>=, no +); every other model's extra is free-form
 # (LiteLLM kwargs, an offline agent's settings): Hydra takes a new key there as it is.
 TYPED_EXTRA = {"policy": PolicyConfig}
@@ -252,6 +267,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         summary_root=summary_root(cfg, Path(run_dir), conds[0].render),
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         plan=build(PlanConfig, cfg.get("plan") or {}, "plan"),
+        human=build(HumanConfig, cfg.get("human") or {}, "human"),
         privileged=bool(agent.privileged),
         resolved=cfg,
     )

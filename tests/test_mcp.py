@@ -1,0 +1,179 @@
+"""python -m vabench.mcp as clients no one here wrote meet it: the official MCP SDK's own client
+over stdio and over streamable HTTP plays a whole grasp_single_cube episode by sending the
+oracle's commands as tool calls; bad calls are tool errors with the paper's text that cost
+repairs; what the tools return passes the privilege scan; the row is any agent's."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import anyio
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.test_privilege import _numbers, _object_coordinates
+from vabench.envs import EnvConfig, VABenchEnv
+from vabench.gym.oracle import expert_decisions
+from vabench.results.outcomes import read_rows
+
+ROOT = Path(__file__).parents[1]
+TASK, SEED = "grasp_single_cube", 1000  # seeds=1: the task's first verified seed
+WORDS = [f"tasks=[{TASK}]", "seeds=1", "render=small", "run_id=r"]
+CLIENT = types.Implementation(name="sdk-probe", version="1.0")
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    """The oracle's commands on the scene, and every object coordinate of it at reset."""
+    env = VABenchEnv(EnvConfig(render=False))
+    try:
+        env.reset(TASK, SEED)
+        secrets = _object_coordinates(env)
+        return expert_decisions(TASK, SEED, env), secrets
+    finally:
+        env.close()
+
+
+def call_of(decision: dict) -> tuple[str, dict]:
+    return decision["action"].replace(".", "_"), {k: v for k, v in decision.items() if k != "action"}
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+async def play(client: Client, decisions: list[dict]) -> list:
+    """The oracle's commands as tool calls, after one bad call; every result."""
+    results = [await client.call_tool("gripper_move_world", {"axis": "q", "sign": "+", "distance_mm": 5})]
+    for decision in decisions:
+        results.append(await client.call_tool(*call_of(decision)))
+    return results
+
+
+def test_the_sdk_client_over_stdio_plays_an_episode_to_success(tmp_path, oracle):
+    decisions, _ = oracle
+    args = ["-m", "vabench.mcp", *WORDS, f"results_dir={tmp_path}"]
+    server = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+
+    async def session():
+        async with Client(server, client_info=CLIENT) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            return tools, await play(client, decisions), await client.call_tool("gripper_open", {})
+
+    tools, results, after = anyio.run(session)
+    assert {"observe", "gripper_move_world", "gripper_rotate_local", "camera_view_topdown", "camera_zoom_in"} <= set(
+        tools
+    )
+    assert tools["gripper_move_world"].input_schema["properties"]["distance_mm"]["maximum"] == 100
+    bad, *moves = results
+    assert bad.is_error and "field 'axis' must be one of x, y, z" in text(bad) and text(bad).startswith("Step 0;")
+    for i, result in enumerate(moves, 1):
+        assert not result.is_error and text(result).startswith(f"Step {i}; budget: not shown under observation=paper")
+    assert "The episode is over: success" in text(moves[-1]) and "The episode is over" not in text(moves[-2])
+    assert after.is_error and "is over (success)" in text(after)
+    [row] = read_rows(tmp_path / "r").to_dict("records")
+    assert row["model"] == "mcp:sdk-probe/1.0" and row["success"] and row["steps"] == len(decisions)
+    assert row["repairs"] == 1 and row["end_reason"] == "success" and not row["privileged"]
+
+
+@contextlib.contextmanager
+def served(tmp_path: Path, *extra: str):
+    """``python -m vabench.mcp --http --port 0`` on this run: (its URL, its stderr lines so far)."""
+    cmd = [sys.executable, "-m", "vabench.mcp", "--http", "--port", "0", *extra, *WORDS, f"results_dir={tmp_path}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    url = None
+    for line in proc.stderr:
+        lines.append(line)
+        if found := re.search(r"at (http://\S+/mcp)", line):
+            url = found.group(1)
+            break
+    drain = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    drain.start()
+    try:
+        assert url, "".join(lines)
+        yield url, lines
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        drain.join(timeout=10)
+
+
+def test_the_sdk_client_over_http_plays_to_success_and_a_left_session_frees_its_episode(tmp_path, oracle):
+    decisions, secrets = oracle
+    with served(tmp_path) as (url, log):
+
+        async def sessions():
+            async with Client(url, client_info=CLIENT) as client:  # leaves after looking: no row
+                seen = [await client.call_tool("observe", {}), await client.call_tool("camera_view_topdown", {})]
+                seen.append(await client.call_tool("camera_warp_drive", {}))  # no such action: refused
+            async with Client(url, client_info=CLIENT) as client:
+                first = await client.call_tool("observe", {})
+                return client.protocol_version, seen, first, await play(client, decisions)
+
+        era, seen, first, results = anyio.run(sessions)
+        rows = read_rows(tmp_path / "r").to_dict("records")
+        refused = httpx.post(url, json={}, headers={"Host": "evil.example"})
+    assert era == "2025-11-25"  # the handshake era: a session carries the episode
+    observe, camera, unknown = seen
+    assert [c.type for c in observe.content] == ["text", "image"] and [c.type for c in camera.content] == [
+        "text",
+        "image",
+    ]
+    assert (
+        text(camera).startswith("Step 1;")
+        and unknown.is_error
+        and "unknown action 'camera_warp_drive'" in text(unknown)
+    )
+    assert text(first).startswith("Step 0;")  # the left episode, played again from its start
+    assert "The episode is over: success" in text(results[-1])
+    for result in (observe, camera, unknown, first):  # the privilege scan over what the tools returned
+        values: list[float] = []
+        _numbers(text(result), values)
+        assert values and all(abs(v - s) > 5e-4 for v in values for s in secrets)
+    [row] = rows
+    assert row["success"] and row["model"] == "mcp:sdk-probe/1.0" and row["steps"] == len(decisions)
+    assert any("ended before its episode did" in line for line in log)
+    assert refused.status_code == 400
+
+
+def test_bad_calls_cost_repairs_until_the_episode_ends_and_the_row_is_kept(tmp_path):
+    with served(tmp_path, "--token", "a-long-enough-token-123") as (url, _):
+        assert httpx.post(url, json={}).status_code == 401  # a token was set: none given
+        headers = {"Authorization": "Bearer a-long-enough-token-123"}
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def session():
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300))
+            async with Client(streamable_http_client(url, http_client=http), client_info=CLIENT) as client:
+                calls = [("gripper_move_world", {"axis": "x", "sign": "+", "distance_mm": 500}), ("gripper_open", {})]
+                calls += [("gripper_rotate_local", {"axis": "rq"}), ("gripper_close", {"arm": "left"}), ("fly", {})]
+                return [await client.call_tool(name, args) for name, args in calls]
+
+        out_of_range, fine, bad_axis, bad_arm, ended = anyio.run(session)
+        rows = read_rows(tmp_path / "r").to_dict("records")
+    assert out_of_range.is_error and "outside the allowed range [1, 100]" in text(out_of_range)
+    assert not fine.is_error and text(fine).startswith("Step 1;")
+    assert bad_axis.is_error and text(bad_axis).startswith("Step 1;")
+    assert ended.is_error and "The episode is over: repairs_exhausted" in text(ended)  # harness.max_repairs=2
+    [row] = rows
+    assert bad_arm.is_error and "Refused" in text(bad_arm) and "The episode is over" not in text(bad_arm)
+    assert row["end_reason"] == "repairs_exhausted" and row["steps"] == 1 and row["repairs"] == 3
+
+
+def test_the_launcher_refuses_model_mcp_and_the_server_refuses_bad_words_in_one_line(tmp_path):
+    launch = [sys.executable, "-m", "vabench.launch", "model=mcp", f"results_dir={tmp_path}", *WORDS]
+    done = subprocess.run(launch, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "python -m vabench.mcp" in done.stderr and not (tmp_path / "r").exists()
+    server = [sys.executable, "-m", "vabench.mcp", "tasks=[grasp_singel_cube]", f"results_dir={tmp_path}"]
+    done = subprocess.run(server, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "grasp_single_cube" in done.stderr
