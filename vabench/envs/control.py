@@ -60,8 +60,26 @@ GRIPPER_CLOSED_AT = 0.5  # the proprioception's gripper_closed from this target 
 # control steps it takes at the limits above (a move ceil(d / 2 cm), a turn ceil(a / 0.1 rad), a
 # gripper command GRIPPER_STEPS periods), per command, rounded up.
 GRIPPER_STEPS = 5  # the periods a gripper command takes at 10 Hz (the paper's takes 0.4 s)
-BUDGET_FACTOR: dict[str, int] = {}
-DEFAULT_BUDGET_FACTOR = 4  # a family not measured (a new task)
+# Measured 2026-12-07 at commit 570341e (python benchmarks/control_budget.py, one seed per family):
+# 4.3-7.2 control steps per oracle command.
+BUDGET_FACTOR: dict[str, int] = {
+    "beat_block_hammer_right": 5,
+    "click_bell_right": 5,
+    "grasp_pen_leaning_cube": 6,
+    "grasp_single_bottle": 6,
+    "grasp_single_bottle_upright": 6,
+    "grasp_single_cube": 6,
+    "grasp_single_pen": 5,
+    "handover_horizontal_block": 6,
+    "lift_pot": 8,
+    "place_cube_in_bowl": 5,
+    "place_cube_on_cube": 5,
+    "place_shoe": 6,
+    "place_single_bottle_upright": 5,
+    "place_single_cube": 5,
+    "put_everything_in_basket": 5,
+}
+DEFAULT_BUDGET_FACTOR = 8  # a family not measured (a new task): the largest measured
 
 
 def control_budget(task_budget: int, family: str) -> int:
