@@ -1,6 +1,6 @@
 """Policies at control rate (issue 49): ms per env step under ``control=ee_delta`` at the ``small``
 and ``paper`` render presets and without rendering, beside the same env's paper command step (a
-1 cm ``gripper.move_world``), in one run.
+1 cm ``gripper.move_world``), in one run; under ee_delta with and without the wrist view.
 
 Each cell is an env built for it (vabench.envs.EnvConfig), reset on manifest seeds of
 grasp_single_cube; a control step is a 1 cm end-effector delta on a changing axis (the gripper
@@ -24,20 +24,23 @@ import logging
 import statistics
 import time
 
-from vabench.envs import EnvConfig, VABenchEnv
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.render import RENDER_PRESETS
 from vabench.envs.seeds import eval_seeds
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASK = "grasp_single_cube"
-# (label, control, render preset or None: no rendering)
+NO_RECORDING = RecordingConfig(enabled=False, video=False)  # the evaluator's view is the harness's, not the step's
+# (label, control, render preset or None: no rendering, the wrist view under ee_delta)
 CELLS = (
-    ("ee_delta, small", "ee_delta", "small"),
-    ("ee_delta, paper", "ee_delta", "paper"),
-    ("ee_delta, no render", "ee_delta", None),
-    ("commands, small", "commands", "small"),
-    ("commands, paper", "commands", "paper"),
-    ("commands, no render", "commands", None),
+    ("ee_delta, small", "ee_delta", "small", False),
+    ("ee_delta, small, wrist", "ee_delta", "small", True),
+    ("ee_delta, paper", "ee_delta", "paper", False),
+    ("ee_delta, paper, wrist", "ee_delta", "paper", True),
+    ("ee_delta, no render", "ee_delta", None, False),
+    ("commands, small", "commands", "small", False),
+    ("commands, paper", "commands", "paper", False),
+    ("commands, no render", "commands", None, False),
 )
 # Issue 49's ManiSkill3 PickCube-v1 figures (CPU backend, this machine, one sitting): the stand-in
 # until maniskill3() measures them in the same run.
@@ -46,10 +49,10 @@ GOAL_RGB, GOAL_STATE = 0.5, 1.5
 AXES = ((0.01, 0, 0), (0, 0.01, 0), (0, 0, 0.01), (-0.01, 0, 0), (0, -0.01, 0), (0, 0, -0.01))
 
 
-def env_for(control: str, render: str | None) -> VABenchEnv:
+def env_for(control: str, render: str | None, wrist: bool) -> VABenchEnv:
     if render is None:
         return VABenchEnv(EnvConfig(render=False, control=control))
-    return VABenchEnv(EnvConfig(preset=RENDER_PRESETS[render], control=control))
+    return VABenchEnv(EnvConfig(preset=RENDER_PRESETS[render], control=control, wrist=wrist, recording=NO_RECORDING))
 
 
 def action(control: str, k: int) -> dict:
@@ -97,15 +100,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2, help="manifest seeds per round")
     ap.add_argument("--steps", type=int, default=20, help="steps per seed")
     args = ap.parse_args()
-    envs = {label: env_for(control, render) for label, control, render in CELLS}
+    envs = {label: env_for(control, render, wrist) for label, control, render, wrist in CELLS}
     seeds = eval_seeds(TASK)[: args.seeds]
     for env in envs.values():
         env.reset(TASK, seeds[0])  # the shader compile, once per process
-    rounds: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in CELLS}
+    rounds: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in CELLS}
     for _ in range(args.rounds):
-        cell: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in CELLS}
+        cell: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in CELLS}
         for seed in seeds:
-            for label, control, _ in CELLS:
+            for label, control, *_ in CELLS:
                 cell[label] += steps(envs[label], control, seed, args.steps)
         for label, times in cell.items():
             rounds[label].append(tuple(statistics.median(t[i] for t in times) * 1000 for i in (0, 1)))

@@ -151,6 +151,7 @@ def test_the_gym_env_takes_a_box_passes_check_env_and_moves_by_the_commanded_amo
     env = gym.make(vabench.gym.gym_id(TASK), control="ee_delta", render="small", max_episode_steps=-1)
     try:
         assert env.action_space.shape == (7,) and env.action_space.dtype == np.float32
+        assert sorted(env.observation_space["pixels"]) == ["active", "wrist"]  # the wrist view: ee_delta only
         check_env(env.unwrapped)
         obs, info = env.reset(seed=0)
         start = obs["agent_pos"][:3].copy()  # the EE position (no rotation: every point moves alike)
@@ -195,3 +196,21 @@ def test_a_chat_model_is_refused_under_ee_delta(physics_env, tmp_path):
     with pytest.raises(ValueError, match="a chat model acts through the paper's commands"):
         run_episode(env, model, Episode.of(TASK, SEED, env=env), tmp_path)
     assert CHAT_CONTROL.count("\n") == 0
+
+
+def test_a_wrist_view_per_arm_is_offered_under_ee_delta_only():
+    small = RENDER_PRESETS["small"]
+    for control, one, two in (("ee_delta", ["active", "wrist"], ["active", "wrist_left", "wrist_right"]),
+                              ("commands", ["active"], ["active"])):  # fmt: skip
+        env = VABenchEnv(EnvConfig(preset=small, recording=NO_RECORDING, control=control))
+        try:
+            obs = env.reset(TASK, SEED)
+            assert list(obs.images) == one and obs.images[one[-1]].shape == (240, 320, 3)
+            assert list(env.reset("lift_pot", eval_seeds("lift_pot")[0]).images) == two
+            passive = env.reset(TASK, SEED, "passive").images
+            assert ("wrist" in passive) == (control == "ee_delta") and len(passive) == 5 + (control == "ee_delta")
+        finally:
+            env.close()
+    env = VABenchEnv(EnvConfig(preset=small, recording=NO_RECORDING, control="ee_delta", wrist=False))
+    assert list(env.reset(TASK, SEED).images) == ["active"]
+    env.close()

@@ -54,6 +54,7 @@ class EnvConfig:
     robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
     control: str = default("control")  # the action interface (vabench.envs.control)
+    wrist: bool = True  # under control=ee_delta: a wrist camera's view per controlled arm beside the protocol's
 
     def __post_init__(self):
         CONTROLS.check(self.control)  # UnknownName names the control modes

@@ -274,6 +274,8 @@ class VABenchEnv:
             else:
                 images = self.camera.passive_bundle(self._ees(), self.controlled)
                 assert tuple(images) == PASSIVE_ORDER
+            if self.config.control == ControlMode.EE_DELTA and self.config.wrist:
+                images.update(self.camera.wrist_views({a: self.world.arms[a].hand_matrix() for a in self.controlled}))
             p = self.config.perturbation
             images = {view: perturb_image(p, rgb, self.seed, self.steps, view) for view, rgb in images.items()}
         return Observation(

@@ -43,6 +43,8 @@ class VABenchGymEnv(gym.Env):
         unverified_seeds: play a seed outside the manifest as given (warned) instead of mapping it.
         control: ``commands`` (the paper's command table, a ``Dict`` action) or ``ee_delta`` (a ``Box``
             of 7 numbers per arm, one control step at 10 Hz: vabench.envs.control).
+        wrist: under ``ee_delta``, a wrist camera's view per arm among the pixels (``wrist``, or
+            ``wrist_left`` and ``wrist_right``); False leaves it out (one picture less per step).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -57,6 +59,7 @@ class VABenchGymEnv(gym.Env):
         render_mode: str | None = None,
         unverified_seeds: bool = False,
         control: str = default("control"),
+        wrist: bool = True,
     ):
         cls = task_class(task)  # UnknownName names the closest registered task
         proto = protocol_named(protocol)  # UnknownName names the protocols
@@ -69,7 +72,7 @@ class VABenchGymEnv(gym.Env):
             raise ValueError(f"{task} has no verified seeds on {self.robot} (its manifest declares it); pick another")
         self.unverified_seeds = bool(unverified_seeds)
         look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation, control=control)
-        config = EnvConfig.of(look, recording=NO_RECORDING)  # UnknownName names a wrong preset or kind
+        config = EnvConfig.of(look, recording=NO_RECORDING, wrist=bool(wrist))  # UnknownName: a wrong preset or kind
         preset = config.preset
         self.api = VABenchEnv(config)  # the env API under the Gymnasium interface
         self.arms: tuple[str, ...] = tuple(cls.arms)
@@ -81,7 +84,7 @@ class VABenchGymEnv(gym.Env):
         self.action_space = (
             sp.control_space(self.arms) if self.control else sp.action_space(self.arms, proto.camera_actions)
         )
-        self.observation_space = sp.observation_space(preset, self.protocol, self.arms)
+        self.observation_space = sp.observation_space(preset, self.protocol, self.arms, self.control and config.wrist)
         self.scene_seed: int | None = None
 
     def scene_seed_for(self, seed: int | None) -> int:

@@ -42,7 +42,7 @@ from vabench.envs.actions import (
 )
 from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, PER_ARM
 from vabench.envs.render import RenderPreset
-from vabench.envs.sim.camera import PASSIVE_ORDER
+from vabench.envs.sim.camera import PASSIVE_ORDER, WRIST
 from vabench.envs.state import state_bounds
 
 MOVE_AXES, ROTATE_AXES, SIGNS = ("x", "y", "z"), ("rx", "ry", "rz"), ("+", "-")
@@ -93,18 +93,26 @@ def control_decision(action, arms: tuple[str, ...]) -> dict:
     return {EE_DELTA: {arm: v[PER_ARM * k : PER_ARM * (k + 1)].tolist() for k, arm in enumerate(arms)}}
 
 
-def image_sizes(preset: RenderPreset, protocol: str) -> dict[str, tuple[int, int]]:
-    """(height, width) of each image the protocol gives, by view name."""
-    if protocol == ACTIVE.name:
-        return {ACTIVE.name: (preset.active.height, preset.active.width)}
+def image_sizes(preset: RenderPreset, protocol: str, wrists: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:
+    """(height, width) of each image the protocol gives, by view name, then the wrist views
+    (``wrists``, control=ee_delta only; at the observer's size)."""
     width, height = preset.observer_size
-    return {view: (height, width) for view in PASSIVE_ORDER}
+    wrist = {view: (height, width) for view in wrists}
+    if protocol == ACTIVE.name:
+        return {ACTIVE.name: (preset.active.height, preset.active.width), **wrist}
+    return {**{view: (height, width) for view in PASSIVE_ORDER}, **wrist}
 
 
-def observation_space(preset: RenderPreset, protocol: str, arms: tuple[str, ...]) -> spaces.Dict:
-    """``pixels``: the protocol's images (uint8 HxWx3, by view); ``agent_pos``: the named state
-    (vabench.envs.state), as LeRobot's Gym envs name them."""
-    pixels = {v: spaces.Box(0, 255, (h, w, 3), np.uint8) for v, (h, w) in image_sizes(preset, protocol).items()}
+def wrist_views(arms: tuple[str, ...]) -> tuple[str, ...]:
+    """The wrist views' names of a task controlling ``arms`` (vabench.envs.sim.camera.wrist_views)."""
+    return (WRIST,) if len(arms) == 1 else tuple(f"{WRIST}_{arm}" for arm in arms)
+
+
+def observation_space(preset: RenderPreset, protocol: str, arms: tuple[str, ...], wrist: bool = False) -> spaces.Dict:
+    """``pixels``: the protocol's images (uint8 HxWx3, by view), and under ``wrist`` the wrist
+    views; ``agent_pos``: the named state (vabench.envs.state), as LeRobot's Gym envs name them."""
+    sizes = image_sizes(preset, protocol, wrist_views(arms) if wrist else ())
+    pixels = {v: spaces.Box(0, 255, (h, w, 3), np.uint8) for v, (h, w) in sizes.items()}
     low, high = state_bounds(arms)
     return spaces.Dict({"pixels": spaces.Dict(pixels), "agent_pos": spaces.Box(low, high, dtype=np.float32)})
 
