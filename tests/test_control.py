@@ -20,6 +20,7 @@ from tests.test_launch import validate
 from vabench.agents.chat.model import ModelConfig
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.kinds import make_model
+from vabench.agents.models.offline import replay
 from vabench.analysis.load import load_runs, prepare
 from vabench.analysis.tables import success_matrix
 from vabench.core.boundary import Control, answer_of, payload
@@ -174,6 +175,7 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
         budget = 6 / control_budget(task_class(TASK).budget, TASK)  # six control steps
         episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
         row = run_episode(env, agent, episode, tmp_path / "ep")
+        again = run_episode(env, replay(tmp_path / "ep" / "events.jsonl"), episode, tmp_path / "again")
     finally:
         agent.close()
         server.shutdown()
@@ -185,6 +187,8 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
     actions = [e for e in events if e["type"] == "action"]
     assert [a["payload"] for a in actions] == [{"ee_delta": {"right": list(map(float, v))}} for v in vectors]
     assert "control ee_delta" in row.condition
+    replayed = [e["payload"] for e in read_events(tmp_path / "again" / "events.jsonl") if e["type"] == "action"]
+    assert replayed == [a["payload"] for a in actions] and again.steps == 6  # replay (and verify) send them again
 
 
 def test_a_chat_model_is_refused_under_ee_delta(physics_env, tmp_path):
