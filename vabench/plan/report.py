@@ -28,6 +28,8 @@ def _hours(seconds: float) -> str:
 
 def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list[str]]:
     """The run's expected episodes summed, per condition, and where their figures come from."""
+    from vabench.envs.control import task_budget as control_budget  # the task's under the control mode
+
     total, per_condition, sources = Estimate(), {}, set()
     for (condition, task, protocol), n in sorted(episode_counts(run).items()):
         est, source = episode(run, task, protocol, rows)
@@ -35,7 +37,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list
         total = total + est.scaled(n)
         per_condition[condition] = per_condition.get(condition, Estimate()) + est.scaled(n)
         budgets = total.per.setdefault("budgets", {})
-        budget = run.condition.budget(task_class(task).budget)  # the task's x budget_scale
+        budget = run.condition.budget(control_budget(task_class(task), run.condition.control))  # x budget_scale
         budgets[budget] = budgets.get(budget, Estimate()) + est.scaled(n)
         if est.success is not None:
             total.per.setdefault("success", []).append((est.success, n))
