@@ -6,6 +6,9 @@ repairs; what the tools return passes the privilege scan; the row is any agent's
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import json
+import os
 import re
 import subprocess
 import sys
@@ -41,6 +44,18 @@ def oracle():
         env.close()
 
 
+def test_tools_are_named_as_the_paper_names_its_actions_and_tools():
+    from vabench.agents.chat.tools import EpisodeTools
+    from vabench.mcp.tools import every_action, tool_name
+
+    names = every_action()
+    assert names["gripper_move_world"] == "gripper.move_world" and names["camera_view_topdown"] == "camera.view_topdown"
+    assert {"left_gripper_open", "right_gripper_close", "dual_gripper_move_world", "dual_gripper_open"} <= set(names)
+    assert {"dual_gripper_close", "camera_view_side", "camera_yaw_left", "camera_zoom_in"} <= set(names)
+    paper_tools = {tool_name(t) for t in (*EpisodeTools.NAMES, EpisodeTools.DEPTH)}
+    assert paper_tools == {"camera_history", "geometry_verify", "perception_depth_point"}
+
+
 def call_of(decision: dict) -> tuple[str, dict]:
     return decision["action"].replace(".", "_"), {k: v for k, v in decision.items() if k != "action"}
 
@@ -71,7 +86,7 @@ def test_the_sdk_client_over_stdio_plays_an_episode_to_success(tmp_path, oracle)
     assert {"observe", "gripper_move_world", "gripper_rotate_local", "camera_view_topdown", "camera_zoom_in"} <= set(
         tools
     )
-    assert tools["gripper_move_world"].input_schema["properties"]["distance_mm"]["maximum"] == 100
+    assert "stop" in tools and tools["gripper_move_world"].input_schema["properties"]["distance_mm"]["maximum"] == 100
     bad, *moves = results
     assert bad.is_error and "field 'axis' must be one of x, y, z" in text(bad) and text(bad).startswith("Step 0;")
     for i, result in enumerate(moves, 1):
@@ -177,3 +192,27 @@ def test_the_launcher_refuses_model_mcp_and_the_server_refuses_bad_words_in_one_
     done = subprocess.run(server, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "grasp_single_cube" in done.stderr
+
+
+@pytest.mark.slow
+def test_inspect_ai_plays_an_episode_and_its_score_is_the_rows(tmp_path, oracle):
+    """inspect_ai with its own MCP support (mcp_server_stdio) and mockllm/model scripted to call the
+    tools: the eval log's score (the server's verdict, vabench's checker) is the row's outcome. In
+    a venv of its own (tests/inspect_venv.py: built once, minutes)."""
+    from tests.inspect_venv import inspect_venv
+
+    venv = inspect_venv()
+    decisions, _ = oracle
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps([["observe", {}], *(list(call_of(d)) for d in decisions)]))
+    litellm = Path(importlib.util.find_spec("litellm").submodule_search_locations[0])
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(litellm / "litellm_core_utils" / "tokenizers")}  # offline
+    script = [str(venv / "bin" / "python"), str(ROOT / "tests" / "inspect_eval.py"), str(calls), str(tmp_path / "logs")]
+    script += [sys.executable, str(ROOT), "--", *WORDS, f"results_dir={tmp_path}"]
+    done = subprocess.run(script, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = json.loads(done.stdout.strip().splitlines()[-1])
+    [row] = read_rows(tmp_path / "r").to_dict("records")
+    assert log["status"] == "success" and log["tool_calls"] == len(decisions) + 1
+    assert log["score"] == "C" and log["answer"] == row["end_reason"] == "success" and row["success"]
+    assert row["model"].startswith("mcp:") and row["steps"] == len(decisions)
