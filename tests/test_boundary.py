@@ -19,7 +19,7 @@ from vabench.agents.chat.harness_config import HarnessConfig
 from vabench.agents.chat.model import Model, ModelConfig, Reply
 from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.kinds import OFFLINE_AGENTS, make_model
-from vabench.agents.models.offline import OracleAgent, RandomAgent, replay
+from vabench.agents.models.offline import OracleAgent, RandomAgent, Seated, replay
 from vabench.agents.models.policy import PolicyAgent
 from vabench.agents.models.posetext import PosetextAgent
 from vabench.agents.models.servo import ServoAgent
@@ -104,6 +104,7 @@ def test_every_offline_agent_reads_observations():
     # model=mcp and model=human: played from outside through a seat (vabench.run.seat), never a chat request
     assert not isinstance(make_model(ModelConfig(id="human")), Model)
     assert set(OFFLINE_AGENTS) == {"oracle", "random", "servo", "posetext", "policy", "replay", "mcp", "human"}
+    assert isinstance(make_model(ModelConfig(id="mcp")), Seated)  # played through a seat (python -m vabench.mcp)
 
 
 def test_no_code_outside_the_chat_harness_reads_prompt_text():

@@ -5,8 +5,8 @@ the paper names it with the dot as an underscore (``gripper.move_world`` is ``gr
 ``camera.view_topdown`` is ``camera_view_topdown``), its arguments the paper's fields with their
 ranges as a JSON schema; one per tool the episode offers (``camera.history``,
 ``geometry.verify``, under ``intervention=depth_point`` ``perception.depth_point``), named the
-same way; and ``observe``. Every action tool takes an optional ``reason``, kept in the record as a
-model's is.
+same way; ``observe``; and ``stop``, the paper's stop decision. Every action tool takes an
+optional ``reason``, kept in the record as a model's is.
 
 The texts are the paper's: an observation is :func:`vabench.agents.chat.prompts.observation_text`
 under the episode's condition (so ``observation=paper`` shows no budget and no feedback text,
@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vabench.agents.chat import prompts
-from vabench.core.boundary import Answer, Command, Observation, ToolCall
+from vabench.core.boundary import Answer, Command, Observation, Stop, ToolCall
 from vabench.core.vocab import LEFT, RIGHT, EndReason, ObservationProfile, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG, action_names
 from vabench.envs.render import render_preset
 from vabench.run.seat import Seat, Turn
 
 OBSERVE = "observe"
+STOP = "stop"  # the paper's stop decision ({"stop": true}): the episode ends, judged as it stands
 REASON = {"reason": {"type": "string", "description": "why (kept in the episode record, as a model's reason is)"}}
 SIGN = {"type": "string", "enum": ["+", "-"]}
 MOVE = {
@@ -95,6 +96,7 @@ def tools_of(seat: Seat) -> list[Tool]:
         out.append(Tool(tool_name(action), about, _schema(action, brief.arms)))
     for name in brief.tools:
         out.append(Tool(tool_name(name), f"The paper's tool {name}; advances nothing.", {"type": "object"}))
+    out.append(Tool(STOP, "End the episode now (the paper's stop decision), judged as it stands.", _schema("", ())))
     return [Tool(t.name, t.description, t.schema or {"type": "object", "properties": {}}) for t in out]
 
 
@@ -104,6 +106,8 @@ def answer_of(name: str, args: Mapping, seat: Seat) -> Answer:
     reason = args.pop("reason", "")
     reason = reason if isinstance(reason, str) else str(reason)
     paper_tools = {tool_name(t): t for t in seat.brief.tools}
+    if name == STOP:
+        return Stop(reason)
     if name in paper_tools:
         return ToolCall(paper_tools[name], args, reason)
     action = every_action().get(name, name)  # an unknown name: the loop refuses it as an unknown action
