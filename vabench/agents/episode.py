@@ -39,16 +39,7 @@ from vabench.agents.chat.model import Model, ModelError, Usage
 from vabench.agents.chat.protocol import Decision, decision_of
 from vabench.agents.chat.tools import EpisodeTools
 from vabench.agents.summaries.summary_store import Summary, summary_identity
-from vabench.core.boundary import (
-    Answer,
-    Brief,
-    Frame,
-    Observation,
-    Participant,
-    Stop,
-    observation_of,
-    payload,
-)
+from vabench.core.boundary import Answer, Brief, Frame, Observation, Participant, Stop, observation_of, payload
 from vabench.core.condition import LOOK, Condition
 from vabench.core.errors import RunStopped
 from vabench.core.interventions import manifest
