@@ -1,13 +1,18 @@
 """A Gymnasium env over the one env, :class:`~vabench.envs.VABenchEnv`: the same scenes, physics,
 executor and checker as the launcher, seeds from the verified manifests (docs/gym.md).
 
+``split="eval"`` (the default) plays the evaluation manifests, the scenes runs are scored on;
+``split="train"`` plays the training split's screened seeds, a pool disjoint from every evaluation
+manifest (vabench.envs.seeds). Train with ``split="train"``, evaluate with the default.
+
 It exposes only what an Observation holds (the env API is the privilege boundary): the protocol's
 images and the named robot state as the observation; the validity, planner outcome and feedback
 of the last action in ``info``, with ``is_success`` from the checker. ``reset(seed=s)`` plays
 manifest seed ``s`` when the manifest holds it, and otherwise the manifest's seed number
 ``s % len(manifest)`` (seeds 0..19 enumerate the manifest), so every Gym seed is a verified scene;
-``unverified_seeds=True`` plays any other seed as given, with a warning. ``info["scene_seed"]``
-is the seed played.
+``unverified_seeds=True`` plays any other seed as given, with a warning (under ``train``,
+never an evaluation or demonstration seed). ``info["scene_seed"]`` is the seed played,
+``info["split"]`` its split.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import gymnasium as gym
 import numpy as np
 
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
-from vabench.core.vocab import ACTIVE, protocol_named
+from vabench.core.vocab import ACTIVE, Split, protocol_named
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.seeds import eval_seeds
+from vabench.envs.seeds import demo_seed, eval_seeds, split_seeds
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.state import state_names, state_vector
 from vabench.envs.tasks import task_class
@@ -41,6 +46,7 @@ class VABenchGymEnv(gym.Env):
         perturbation: ``none`` or ``<kind>:<level>`` (the look only; vabench.envs.perturb).
         render_mode: ``rgb_array`` (``render()`` returns the active camera's view) or None.
         unverified_seeds: play a seed outside the manifest as given (warned) instead of mapping it.
+        split: ``eval`` (the evaluation manifests, the default) or ``train`` (the training split's seeds).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -54,6 +60,7 @@ class VABenchGymEnv(gym.Env):
         perturbation: str = default("perturbation"),
         render_mode: str | None = None,
         unverified_seeds: bool = False,
+        split: str = Split.EVAL,
     ):
         cls = task_class(task)  # UnknownName names the closest registered task
         proto = protocol_named(protocol)  # UnknownName names the protocols
@@ -61,7 +68,10 @@ class VABenchGymEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.task, self.protocol, self.robot, self.render_mode = task, proto.name, str(robot), render_mode
-        self.seeds = tuple(eval_seeds(task, self.robot))
+        if split not in tuple(Split):
+            raise ValueError(f"split must be one of {[str(s) for s in Split]}, got {split!r}")
+        self.split = str(split)
+        self.seeds = tuple(split_seeds(task, self.robot, self.split))
         if not self.seeds:
             raise ValueError(f"{task} has no verified seeds on {self.robot} (its manifest declares it); pick another")
         self.unverified_seeds = bool(unverified_seeds)
@@ -85,6 +95,9 @@ class VABenchGymEnv(gym.Env):
         if seed in self.seeds:
             return int(seed)
         if self.unverified_seeds:
+            held = (*eval_seeds(self.task, self.robot), demo_seed(self.task))
+            if self.split == Split.TRAIN and seed in held:
+                raise ValueError(f"{self.task}: seed {seed} is an evaluation or demonstration scene, not for training")
             warnings.warn(f"{self.task}: seed {seed} is not in the verified manifest; played unverified", stacklevel=3)
             return int(seed)
         return self.seeds[int(seed) % len(self.seeds)]
@@ -128,6 +141,7 @@ class VABenchGymEnv(gym.Env):
         return {
             "is_success": success,
             "scene_seed": self.scene_seed,
+            "split": self.split,
             "step": obs.step,
             "budget_left": obs.budget_left,
             "last_action": obs.last_action,
