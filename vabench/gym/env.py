@@ -47,6 +47,8 @@ class VABenchGymEnv(gym.Env):
         render_mode: ``rgb_array`` (``render()`` returns the active camera's view) or None.
         unverified_seeds: play a seed outside the manifest as given (warned) instead of mapping it.
         split: ``eval`` (the evaluation manifests, the default) or ``train`` (the training split's seeds).
+        warm_reset: restore each seed's kept settled state instead of settling (vabench.envs.settle_cache:
+            faster, a start of its own; the launcher's episodes use the cold reset).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -61,6 +63,7 @@ class VABenchGymEnv(gym.Env):
         render_mode: str | None = None,
         unverified_seeds: bool = False,
         split: str = Split.EVAL,
+        warm_reset: bool = False,
     ):
         cls = task_class(task)  # UnknownName names the closest registered task
         proto = protocol_named(protocol)  # UnknownName names the protocols
@@ -76,7 +79,7 @@ class VABenchGymEnv(gym.Env):
             raise ValueError(f"{task} has no verified seeds on {self.robot} (its manifest declares it); pick another")
         self.unverified_seeds = bool(unverified_seeds)
         look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation)
-        config = EnvConfig.of(look, recording=NO_RECORDING)  # UnknownName names a wrong preset or kind
+        config = EnvConfig.of(look, recording=NO_RECORDING, warm_reset=bool(warm_reset))  # UnknownName: a bad preset
         preset = config.preset
         self.api = VABenchEnv(config)  # the env API under the Gymnasium interface
         self.arms: tuple[str, ...] = tuple(cls.arms)
