@@ -133,11 +133,10 @@ def manifest_path(task: str, robot: str = Robot.PANDA, split: str = Split.EVAL) 
 def load_manifest(task: str, robot: str = Robot.PANDA, split: str = Split.EVAL) -> dict:
     path = manifest_path(task, robot, split)
     if not path.exists():
-        how = ("" if robot == Robot.PANDA else f" --robot {robot}") + (
-            "" if split == Split.EVAL else f" --split {split}"
-        )
+        on, how = ("", "") if robot == Robot.PANDA else (f" on {robot}", f" --robot {robot}")
+        kind, how = ("", how) if split == Split.EVAL else (f"{split} ", f"{how} --split {split}")
         raise NotFound(
-            f"no {split} seed manifest for {task!r}{'' if robot == Robot.PANDA else ' on ' + robot}; run "
+            f"no {kind}seed manifest for {task!r}{on}; run "
             f"`python -m vabench.envs.cli.seeds --task {task}{how} --write`"
         )
     data = json.loads(path.read_text())
