@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vabench.core.vocab import Robot, Track
+from vabench.core.vocab import Robot, Split, Track
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds, load_manifest, manifest_path
 from vabench.envs.sim.embodiments import EMBODIMENTS, embodiment
@@ -77,8 +77,9 @@ def test_config_names_the_robot(monkeypatch):
     assert _playable_on(Robot.UR5, Track.TRANSFER) == set(tasks_of_track(Track.TRANSFER))  # all screened
     real = seeds.manifest_path  # a listed task not yet screened for the robot is refused, naming the command
 
-    def unscreened(task, robot=Robot.PANDA):
-        return real(task, robot).with_suffix(".missing") if robot == Robot.UR5 else real(task, robot)
+    def unscreened(task, robot=Robot.PANDA, split=Split.EVAL):
+        path = real(task, robot, split)
+        return path.with_suffix(".missing") if robot == Robot.UR5 else path
 
     monkeypatch.setattr(seeds, "manifest_path", unscreened)
     with pytest.raises(ValueError, match="no seed manifest for 'grasp_single_cube_heldout' on ur5; run"):

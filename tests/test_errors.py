@@ -115,7 +115,7 @@ def test_the_task_list_a_corrupt_seed_manifest(capsys, monkeypatch, tmp_path):
     from vabench.envs.cli.tasks import main
 
     (tmp_path / "bad.json").write_text('{"format": "something else"}')
-    monkeypatch.setattr(seeds, "manifest_path", lambda task, robot="panda": tmp_path / "bad.json")
+    monkeypatch.setattr(seeds, "manifest_path", lambda task, robot="panda", split="eval": tmp_path / "bad.json")
     assert "bad.json" in refused(capsys, main, ["--track", "base"])
 
 

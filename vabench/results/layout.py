@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vabench.core.errors import VabenchError
+from vabench.core.vocab import Split
 
 RUN_INFO = "_run.json"
 OUTCOMES = "outcomes"
@@ -68,6 +69,12 @@ class RunInfo:
     provenance_digest: str | None = None
     rescored_from: str | None = None  # the run folder a rescore re-simulated (absent otherwise)
     other: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def split(self) -> str:
+        """Whose seeds the run played: ``eval`` (the evaluation manifests; every run before the
+        training split) or ``train`` (vabench.envs.seeds' training split), as its config says."""
+        return str(self.config.get("split") or Split.EVAL)
 
     @property
     def fps(self) -> float | None:

@@ -1,0 +1,143 @@
+"""The training split (issue 49): seeds screened like the evaluation manifests, from a pool that
+shares no seed with any of them, drawn by Gym (``split="train"``), the launcher (``split=train``)
+and the export of the expert's episodes, each of which records the split."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import vabench.gym.env
+from tests.test_launch import validate
+from tests.test_verify import run_folder
+from vabench.core.vocab import TRAIN_SEEDS_PER_TASK, Robot, Split
+from vabench.envs import EnvConfig, VABenchEnv
+from vabench.envs.seeds import (
+    DEMO_POOL,
+    EVAL_POOL,
+    TRAIN_POOL,
+    demo_seed,
+    eval_seeds,
+    load_manifest,
+    manifest_path,
+    probe,
+    split_seeds,
+    train_seeds,
+)
+from vabench.envs.tasks import TASKS
+from vabench.export.__main__ import export, export_oracle, main
+from vabench.results.layout import RunInfo
+from vabench.results.outcomes import read_rows
+from vabench.run.config.run import ConfigError
+from vabench.run.config.specs import expand
+from vabench.verify import verify
+
+TASK = "click_bell_right"  # the expert's shortest episode
+
+
+def _held_out(task: str) -> set[int]:
+    """Every seed an evaluation manifest of ``task`` holds (every robot's), and its demo seed."""
+    held = {demo_seed(task)}
+    for robot in Robot:
+        if manifest_path(task, robot).exists():
+            held |= set(eval_seeds(task, robot))
+    return held
+
+
+def test_the_pools_share_no_seed():
+    train = set(range(TRAIN_POOL[0], TRAIN_POOL[1] + 1))
+    assert not train & set(range(EVAL_POOL[0], EVAL_POOL[1] + 1))
+    assert not train & set(range(DEMO_POOL[0], DEMO_POOL[1] + 1))
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_tasks_train_seeds_are_screened_and_disjoint_from_every_evaluation_manifest(task):
+    data = load_manifest(task, Robot.PANDA, Split.TRAIN)
+    seeds = train_seeds(task)
+    assert data["split"] == Split.TRAIN and data["candidate_pool"] == list(TRAIN_POOL)
+    assert len(seeds) == len(set(seeds)) == TRAIN_SEEDS_PER_TASK
+    assert all(TRAIN_POOL[0] <= s <= TRAIN_POOL[1] for s in seeds)
+    assert not set(seeds) & _held_out(task), f"{task}: a train seed is an evaluation or demonstration seed"
+    tried = {*seeds, *(r["seed"] for r in data["rejected"])}
+    assert tried == set(range(TRAIN_POOL[0], TRAIN_POOL[0] + len(tried))), "candidates are visited in order"
+    assert split_seeds(task, Robot.PANDA, Split.TRAIN) == seeds and split_seeds(task) == eval_seeds(task)
+
+
+def test_a_train_seed_is_solved_by_the_expert_as_the_screening_said():
+    env = VABenchEnv(EnvConfig(render=False))
+    try:
+        verdict = probe(env, TASK, train_seeds(TASK)[-1])
+    finally:
+        env.close()
+    assert verdict.ok, verdict.reason
+
+
+def test_a_missing_train_manifest_names_the_command_that_makes_it():
+    with pytest.raises(FileNotFoundError, match="--robot ur5 --split train --write"):
+        train_seeds(TASK, Robot.UR5)
+
+
+def test_gym_trains_on_the_train_split_and_evaluates_on_the_manifests():
+    train = vabench.gym.env.VABenchGymEnv(TASK, render="small", split="train")
+    evaluation = vabench.gym.env.VABenchGymEnv(TASK, render="small")
+    assert train.seeds == tuple(train_seeds(TASK)) and evaluation.seeds == tuple(eval_seeds(TASK))
+    assert [train.scene_seed_for(i) for i in range(2)] == train_seeds(TASK)[:2]
+    assert train.scene_seed_for(eval_seeds(TASK)[0]) in train.seeds  # an evaluation seed maps into the pool
+    try:
+        _, info = train.reset(seed=3)
+        assert (info["scene_seed"], info["split"]) == (train_seeds(TASK)[3], "train")
+    finally:
+        train.close()
+    train.unverified_seeds = True  # as unverified_seeds=True makes it
+    with pytest.raises(ValueError, match="evaluation or demonstration scene"):
+        train.scene_seed_for(eval_seeds(TASK)[0])
+    with pytest.warns(UserWarning, match="not in the verified manifest"):
+        assert train.scene_seed_for(TRAIN_POOL[1]) == TRAIN_POOL[1]
+    with pytest.raises(ValueError, match="split must be one of"):
+        vabench.gym.env.VABenchGymEnv(TASK, render="small", split="test")
+
+
+def test_the_launcher_plays_the_splits_seeds_and_refuses_an_evaluation_seed_under_train():
+    run = validate("tasks=[click_bell_right]", "seeds=3", "split=train")
+    assert run.split == "train" and [s.seed for s in expand(run)] == train_seeds(TASK)[:3]
+    default = validate("tasks=[click_bell_right]", "seeds=3")
+    assert default.split == "eval" and [s.seed for s in expand(default)] == eval_seeds(TASK)[:3]
+    with pytest.raises(ConfigError, match="'split' must be one of eval, train, got 'test'"):
+        validate("tasks=[click_bell_right]", "split=test")
+    with pytest.raises(ConfigError, match=f"{eval_seeds(TASK)[0]} of {TASK} is an evaluation or demonstration seed"):
+        validate("tasks=[click_bell_right]", f"seeds=[{eval_seeds(TASK)[0]}]", "split=train")
+
+
+@pytest.fixture(scope="module")
+def train_run(tmp_path_factory):
+    return run_folder(tmp_path_factory.mktemp("results"), "t", f"[{TASK}]", "split=train")
+
+
+def test_a_train_split_run_records_its_split_plays_a_train_seed_and_verifies(train_run):
+    info = RunInfo.read(train_run)
+    rows = read_rows(train_run / "outcomes")
+    assert info.split == "train" and list(rows["seed"]) == train_seeds(TASK)[:1] and rows["success"].all()
+    digest = info.provenance["inputs"]["seed_manifests"][TASK]
+    assert digest and verify(train_run).ok
+
+
+def test_an_export_records_the_split_of_a_run_and_of_the_experts_train_episodes(train_run, tmp_path):
+    export(train_run, tmp_path / "run", progress=False)
+    done = export_oracle(tmp_path / "oracle", (TASK,), Split.TRAIN, seeds=1, progress=False)
+    assert done["episodes"] == 1
+    for name in ("run", "oracle"):
+        info = json.loads((tmp_path / name / "meta" / "info.json").read_text())
+        episodes = pd.read_parquet(tmp_path / name / "meta" / "episodes")
+        assert info["vabench"]["split"] == "train" and list(episodes["split"]) == ["train"]
+        assert list(episodes["seed"]) == train_seeds(TASK)[:1] and episodes["success"].all()
+    oracle = pd.read_parquet(tmp_path / "oracle" / "meta" / "episodes").iloc[0]
+    assert (oracle["condition"], oracle["record"]) == ("oracle", f"small/{TASK}/{train_seeds(TASK)[0]}")
+
+
+def test_the_oracle_export_command_says_what_to_fix_in_one_line(tmp_path, capsys):
+    assert main(["lerobot", "--oracle", "--out", str(tmp_path / "x")]) == 2
+    assert main(["lerobot", "--out", str(tmp_path / "y")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "--oracle needs --tasks" in lines[0] and "or --oracle with --tasks" in lines[1]
