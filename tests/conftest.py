@@ -73,17 +73,18 @@ def demo_root(tmp_path):
 
 # -- the interop checks (marker ``interop``): listed at the end of every run, and never skipped ----------
 
-INTEROP: dict[str, tuple[str, float]] = {}  # node id -> (outcome, seconds of its call)
+INTEROP: dict[str, tuple[str, float]] = {}  # node id -> (outcome, seconds of its setup, call and teardown)
 
 
 def pytest_runtest_logreport(report):
-    """Each interop check's outcome: its call's, or its setup's or teardown's when that did not pass."""
+    """Each interop check's outcome (its call's, or its setup's or teardown's when that did not
+    pass) and its time, the fixtures it was first to need included."""
     if "interop" not in report.keywords:
         return
-    if report.when == "call" or report.outcome != "passed":
+    outcome, seconds = INTEROP.get(report.nodeid, ("passed", 0.0))
+    if outcome == "passed" and (report.when == "call" or report.outcome != "passed"):
         outcome = "error" if report.failed and report.when != "call" else report.outcome
-        before = INTEROP.get(report.nodeid, ("passed", 0.0))
-        INTEROP[report.nodeid] = (outcome if before[0] == "passed" else before[0], before[1] + report.duration)
+    INTEROP[report.nodeid] = (outcome, seconds + report.duration)
 
 
 def pytest_sessionfinish(session, exitstatus):
