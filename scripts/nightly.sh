@@ -49,6 +49,7 @@ for entry in "${BENCHMARKS[@]}"; do
   bench_rows+=("$name|$args|$rc|$(($(date +%s) - t0))")
 done
 
-.venv/bin/python scripts/nightly_summary.py "$summary" "$out" "$tests_rc" "$tests_s" "${pytest_args[*]}" "${bench_rows[@]}"
+quoted=$( ((${#pytest_args[@]})) && printf '%q ' "${pytest_args[@]}")
+.venv/bin/python scripts/nightly_summary.py "$summary" "$out" "$tests_rc" "$tests_s" "${quoted% }" "${bench_rows[@]}"
 echo "nightly: wrote $summary"
 exit "$failed"
