@@ -39,6 +39,14 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
 fi
 
+# The interop checks repack a bundle by hand (tests/test_verify.py): the system's zip and tar.
+if ! command -v zip >/dev/null; then
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  echo "[setup] installing zip (the verify interop check)"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends zip
+fi
+
 if [[ ! -x "$VENV/bin/python" ]]; then
   echo "[setup] creating virtualenv $VENV"
   "$PY" -m venv "$VENV"

@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# The LeRobot interop check's venv (tests/lerobot_venv.py: torch's CPU build, about 1.5 GB), built once
+# and cached: here rather than inside the test, so a cold build is not counted against its timeout.
+.venv/bin/python -m tests.lerobot_venv --quiet
 args=()
 for a in "$@"; do
   if [[ "$a" == "--nightly" ]]; then args+=(-m "slow or not slow"); else args+=("$a"); fi

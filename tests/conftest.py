@@ -69,3 +69,38 @@ def demo_root(tmp_path):
         }
         (d / "demo.json").write_text(json.dumps(meta))
     return root
+
+
+# -- the interop checks (marker ``interop``): listed at the end of every run, and never skipped ----------
+
+INTEROP: dict[str, tuple[str, float]] = {}  # node id -> (outcome, seconds of its setup, call and teardown)
+
+
+def pytest_runtest_logreport(report):
+    """Each interop check's outcome (its call's, or its setup's or teardown's when that did not
+    pass) and its time, the fixtures it was first to need included."""
+    if "interop" not in report.keywords:
+        return
+    outcome, seconds = INTEROP.get(report.nodeid, ("passed", 0.0))
+    if outcome == "passed" and (report.when == "call" or report.outcome != "passed"):
+        outcome = "error" if report.failed and report.when != "call" else report.outcome
+    INTEROP[report.nodeid] = (outcome, seconds + report.duration)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A skipped interop check fails the run: CI must have run every way in and out."""
+    if exitstatus == 0 and any(outcome == "skipped" for outcome, _ in INTEROP.values()):
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not INTEROP:
+        return
+    tr = terminalreporter
+    tr.section("interop checks (pytest -m interop)")
+    for nodeid, (outcome, seconds) in sorted(INTEROP.items()):
+        tr.line(f"{outcome.upper():8} {seconds:6.1f} s  {nodeid}")
+    counts = {}
+    for outcome, _ in INTEROP.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    tr.line(", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())))

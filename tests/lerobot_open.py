@@ -16,8 +16,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from lerobot.datasets.lerobot_dataset import LeRobotDataset
 from PIL import Image
+
+NMS = "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"  # torchvision 0.24's own schema
+
+
+def import_torchvision() -> None:
+    """torchvision as LeRobot imports it. The venv's torchvision 0.24.1 is the package index's,
+    built against CUDA torch 2.9.1: its compiled operators cannot load beside torch's CPU build
+    (tests/lerobot_venv.py), and its import then fails registering a fake kernel for
+    ``torchvision::nms``, the one operator it registers without asking whether they loaded.
+    Declaring that schema lets the pure-Python package import; nothing the loader runs calls it
+    (LeRobot decodes videos with PyAV through ``torchvision.io``, and its transforms are Python)."""
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError as e:
+        if "torchvision::nms does not exist" not in str(e):
+            raise
+        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[name]
+        torch.library.define("torchvision::nms", NMS)
+        import torchvision  # noqa: F401
+
+
+import_torchvision()
+from lerobot.datasets.lerobot_dataset import LeRobotDataset  # noqa: E402
 
 
 def plain(value):

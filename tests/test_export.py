@@ -1,8 +1,8 @@
 """``python -m vabench.export lerobot``: a LeRobot dataset v3.0 of a run's episodes or of the
 demonstrations (issue 42). The default suite checks the layout, info.json, the tables, the values
 against the records and the videos with the project's own tools, on one small oracle run (two
-active episodes) and one passive episode; the ``slow`` test opens the exports with LeRobot's own
-loader in a separate venv (tests/lerobot_venv.py) and runs lerobot-doctor on them."""
+active episodes) and one passive episode, and opens the exports with LeRobot's own loader in a
+separate venv (tests/lerobot_venv.py, built when missing) and runs lerobot-doctor on them."""
 
 from __future__ import annotations
 
@@ -284,13 +284,23 @@ def test_the_command_line_selects_episodes_and_prints_how_to_open_them(run, tmp_
     assert list(episodes_of(tmp_path / "two")["task"]) == ["grasp_single_cube"]
 
 
-@pytest.mark.slow
+def lerobot(results: Path) -> Path:
+    """The LeRobot venv, built when missing (tests/lerobot_venv.py); a build that fails is one line."""
+    from tests.lerobot_venv import FIX, lerobot_venv
+
+    log = results / "lerobot-venv.log"
+    try:
+        with open(log, "w") as out:
+            return lerobot_venv(log=out)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+        pytest.fail(f"the LeRobot venv could not be built ({e}; log {log}): build it with {FIX}", pytrace=False)
+
+
+@pytest.mark.interop
 def test_lerobot_opens_the_exports_and_lerobot_doctor_finds_no_failure(run, dataset, results, demo_root):
     """As a user meets it: LeRobot 0.4's own loader (pyav) reads every frame and video back with the
     record's values, and ``lerobot-doctor check`` fails nothing, for a run and a demonstration."""
-    from tests.lerobot_venv import lerobot_venv
-
-    venv = lerobot_venv()
+    venv = lerobot(results)
     export(demo_root / "small", results / "ds_demo", "vabench/demo", progress=False)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_LEROBOT_HOME": str(results / "hf")}
     for ds, repo in ((dataset, "vabench/test"), (results / "ds_demo", "vabench/demo")):

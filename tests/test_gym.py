@@ -1,7 +1,8 @@
-"""The Gymnasium env (vabench.gym): ids from the task registry with the task's budget, the checker
-over representative tasks (every task nightly), the paper's command space round trip, manifest
-seeds, and the same physics and checker as the harness: the oracle's actions replayed through the
-Gym env succeed, and a harness rollout and a Gym rollout of the same actions agree step by step."""
+"""The Gymnasium env (vabench.gym): ids from the task registry with the task's budget, gymnasium's
+checker on every task (about 4 s of CPU each at render=small: it resets 11 times), the paper's
+command space round trip, manifest seeds, and the same physics and checker as the harness: the
+oracle's actions replayed through the Gym env succeed, and a harness rollout and a Gym rollout of
+the same actions agree step by step."""
 
 from __future__ import annotations
 
@@ -66,12 +67,7 @@ def test_make_with_the_module_prefix_imports_and_registers_vabench():
     )
 
 
-@pytest.mark.parametrize("task,protocol", [("grasp_single_cube", "active"), ("lift_pot", "passive")])
-def test_the_checker_passes_on_representative_tasks(task, protocol):
-    assert checked(task, protocol) == []
-
-
-@pytest.mark.slow
+@pytest.mark.interop
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_the_checker_passes_on_every_task(task):
     protocol = ("active", "passive")[sorted(TASKS).index(task) % 2]  # both protocols, single and dual tasks

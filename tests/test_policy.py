@@ -80,6 +80,7 @@ def served_run(tmp_path_factory):
     return results / "policy", server, seed, done.stderr
 
 
+@pytest.mark.interop
 def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
     run, server, seed, _ = served_run
     rows = read_rows(run)
@@ -163,6 +164,7 @@ def test_the_review_app_opens_the_policy_episode(served_run):
 # -- the wire: openpi's frames both ways ------------------------------------------------------------
 
 
+@pytest.mark.interop
 def test_the_frames_are_openpi_clients_byte_for_byte():
     image = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
     obs = {"observation/image": image, "observation/state": np.ones(11, np.float32), "prompt": "lift",
@@ -177,6 +179,7 @@ def test_the_frames_are_openpi_clients_byte_for_byte():
     assert msgpack_numpy.unpackb(policy_wire.pack(obs))["nested"]["a"].shape == (2, 7)
 
 
+@pytest.mark.interop
 def test_openpi_clients_own_client_reads_vabench_serve_policy():
     server = PolicyServer(ZeroPolicy(horizon=5), port=0).start()
     try:

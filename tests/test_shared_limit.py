@@ -285,9 +285,10 @@ def launcher(server, results: Path, run_id: str, *more: str) -> list[str]:
     ]
 
 
-def sweep_and_launcher(tmp_path, *more: str) -> tuple[RateLimit, AllAtOnce, list]:
-    """A 2-job joblib sweep and a second launcher at once, one key, one provider: 3 jobs."""
-    limit, gate = provider({"a", "b", "c"}, stop_after(8))
+def sweep_and_launcher(tmp_path, *more: str, moves: int = 8) -> tuple[RateLimit, AllAtOnce, list]:
+    """A 2-job joblib sweep and a second launcher at once, one key, one provider: 3 jobs of ``moves``
+    moves and a stop each."""
+    limit, gate = provider({"a", "b", "c"}, stop_after(moves))
     key = f"sk-test-{uuid.uuid4().hex}"
     with ScriptedServer(default=limit, keep_bodies=False) as server:
         swept = launcher(server, tmp_path, "sweep", "+model.extra.extra_body.job=a,b", *more)
@@ -319,10 +320,23 @@ def test_a_joblib_sweep_and_a_second_launcher_share_the_keys_limit(tmp_path):
     assert all(df["provider_retries"].sum() == 0 for df in rows)
 
 
-@pytest.mark.slow  # ~2 min: the same jobs pacing alone, as before issue 41
+def refused(limit: RateLimit, rows: list) -> bool:
+    """The provider refused requests, saw more than its limit in a window, and the jobs retried."""
+    return len(limit.rejected) > 0 and limit.most_within() > 4 and sum(df["provider_retries"].sum() for df in rows) > 0
+
+
+@pytest.mark.interop
 def test_the_same_jobs_pacing_alone_are_refused(tmp_path):
+    """The negative control, small: the same three jobs, 3 moves each, with ``model.share_limits=false``
+    (each paces alone, as before issue 41): the provider refuses some, and the jobs finish anyway."""
+    limit, _, rows = sweep_and_launcher(tmp_path, "ray.address=none", "model.share_limits=false", moves=3)
+    assert refused(limit, rows)
+
+
+@pytest.mark.slow  # ~2 min: the negative control at 8 moves a job
+def test_the_same_jobs_pacing_alone_for_longer_are_refused(tmp_path):
     limit, _, rows = sweep_and_launcher(tmp_path, "ray.address=none", "model.share_limits=false")
-    assert len(limit.rejected) > 0 and limit.most_within() > 4 and sum(df["provider_retries"].sum() for df in rows) > 0
+    assert refused(limit, rows)
 
 
 @RAY
