@@ -38,6 +38,7 @@ from .actions import (
 )
 from .config import EnvConfig
 from .control import EE_DELTA, EEDelta, parse_control, task_budget
+from .observation import Observation, StepResult
 from .perturb import perturb_image
 from .perturb import rng as perturbation_rng
 from .perturb import scene as look
@@ -49,44 +50,12 @@ from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
-from .sim.robot import ARMS, ArmProprio
+from .sim.robot import ARMS
 from .sim.scene import World
 from .tasks import Task, make_task
 
 STABILITY_TAIL = 200  # RoboTwin's stability check (config.SETTLE_STEPS): compare the last 200 poses with the final one
 STABILITY_MAX_DEG = 3.0
-
-
-@dataclass(frozen=True)
-class Observation:
-    """Everything a model may see at one decision point, and nothing else."""
-
-    task: str
-    instruction: str
-    protocol: str
-    arms: tuple[str, ...]
-    images: dict[str, np.ndarray]  # "active", or the five passive views in the paper's order
-    proprio: dict[str, ArmProprio]
-    step: int
-    budget: int
-    budget_left: int
-    last_action: str | None = None
-    action_valid: bool | None = None
-    planner_success: bool | None = None
-    feedback: str = ""
-
-
-@dataclass(frozen=True)
-class StepResult:
-    observation: Observation
-    success: bool
-    done: bool
-    action_valid: bool
-    planner_success: bool
-    feedback: str
-    step: int
-    budget_left: int
-    kind: str = ""  # camera | robot | invalid
 
 
 @dataclass
