@@ -68,7 +68,7 @@ def train_seed_keys(spec: str) -> list[str]:
 def sh(args: list[str], log: Path | None = None) -> None:
     """Run one step of the pipeline (its output to ``log`` when given); a failure stops the script."""
     print("$ " + shlex.join(args), flush=True)
-    env = {**os.environ, **ENV}
+    env = {**os.environ, **ENV, "PYTHONPATH": str(ROOT)}  # experiments/ and benchmarks/ import this checkout
     if log is None:
         done = subprocess.run(args, cwd=ROOT, env=env)
     else:
