@@ -17,7 +17,7 @@ and a small bundle (the tables, the checkpoint's metadata, the validation losses
 figures) under ``--bundle``.
 
     nice python benchmarks/bc_baseline.py [--train-seeds 100000-100029] [--hold-out 6] \\
-        [--candidates 1500,3000] [--eval-seeds all] [--results results/bc] [--bundle benchmarks/bc_baseline]
+        [--candidates 1000,1500] [--eval-seeds all] [--results results/bc] [--bundle benchmarks/bc_baseline]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python benchmarks/bc_baseline.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--train-seeds", default="100000-100029", help="FIRST-LAST of the training pool, or 'split'")
     p.add_argument("--hold-out", type=int, default=6, help="validation episodes per task (default 6)")
-    p.add_argument("--candidates", default="1500,3000", help="training steps to choose from (default 1500,3000)")
+    p.add_argument("--candidates", default="1000,1500", help="training steps to choose from (default 1000,1500)")
     p.add_argument("--eval-seeds", default="all", help="launcher seeds= of the evaluation (default all: 20)")
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--port", type=int, default=8765, help="serve_policy's port during the evaluation")
@@ -182,11 +182,30 @@ def main(argv: list[str] | None = None) -> int:
         "validation": errors(args, chosen["checkpoint"], dataset, "validation", "validation"),
         "evaluation": errors(args, chosen["checkpoint"], eval_frames, "all", "evaluation"),
     }
-    write_bundle(args, started, tried, chosen, figures)
+    write_bundle(args, started, tried, chosen, figures, runs)
     return 0
 
 
-def write_bundle(args: argparse.Namespace, started: dict, tried: list[dict], chosen: dict, figures: dict) -> None:
+def run_summary(run: Path) -> dict:
+    """Per run: judged episodes, successes per task, mean env steps, the policy's round trips."""
+    from vabench.results.outcomes import read_rows
+
+    rows = read_rows(run)
+    rows = rows[rows["status"] == "ok"]
+    tasks = {str(t): f"{int(g['success'].sum())}/{len(g)}" for t, g in rows.groupby("task")}
+    calls = float(rows["model_calls"].sum())
+    return {
+        "model": str(rows["model"].iloc[0]) if len(rows) else None,
+        "judged": len(rows),
+        "successes": tasks,
+        "mean_steps": round(float(rows["steps"].mean()), 2) if len(rows) else None,
+        "mean_round_trip_s": round(float(rows["model_latency_s"].sum()) / calls, 4) if calls else None,
+    }
+
+
+def write_bundle(
+    args: argparse.Namespace, started: dict, tried: list[dict], chosen: dict, figures: dict, runs: list[Path]
+) -> None:
     import torch
 
     meta = torch.load(chosen["checkpoint"], map_location="cpu", weights_only=True)["meta"]
@@ -198,6 +217,7 @@ def write_bundle(args: argparse.Namespace, started: dict, tried: list[dict], cho
         "eval_seeds": args.eval_seeds,
         "candidates": tried,
         "chosen_steps": chosen["steps"],
+        "runs": {run.name: run_summary(run) for run in runs},
         "errors": figures,
     }
     (args.bundle / "provenance.json").write_text(json.dumps(summary, indent=2) + "\n")
