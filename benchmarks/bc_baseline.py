@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", default="1000,1500", help="training steps to choose from (default 1000,1500)")
     p.add_argument("--eval-seeds", default="all", help="launcher seeds= of the evaluation (default all: 20)")
     p.add_argument("--tasks", default=",".join(TASKS))
-    p.add_argument("--port", type=int, default=8765, help="serve_policy's port during the evaluation")
+    p.add_argument("--port", type=int, default=0, help="serve_policy's port during the evaluation (0: a free one)")
     p.add_argument("--results", type=Path, default=ROOT / "results" / "bc", help="run folders, data, checkpoints")
     p.add_argument("--bundle", type=Path, default=ROOT / "benchmarks" / "bc_baseline", help="the committed summary")
     return p.parse_args(argv)
@@ -108,26 +109,27 @@ def candidates(args: argparse.Namespace, dataset: Path) -> list[dict]:
     return out
 
 
-def served(checkpoint: str, port: int) -> subprocess.Popen:
-    """serve_policy on the checkpoint, once it says it listens."""
+def served(checkpoint: str, port: int) -> tuple[subprocess.Popen, str]:
+    """serve_policy on the checkpoint, once it says it listens, and the address it says."""
     args = [sys.executable, "-m", "vabench.serve_policy", checkpoint, "--port", str(port)]
     print("$ " + shlex.join(args) + " &", flush=True)
     server = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **ENV}, stdout=subprocess.PIPE, text=True)
     line = server.stdout.readline()
-    if not line.startswith("serving"):
+    url = re.search(r" on (ws://\S+)", line)
+    if not line.startswith("serving") or not url:
         server.kill()
         raise SystemExit(f"serve_policy did not start: {line.strip() or 'no output'}")
     print(line.strip(), flush=True)
-    return server
+    return server, url.group(1)
 
 
 def evaluate(args: argparse.Namespace, chosen: dict) -> list[Path]:
     """The chosen checkpoint once on the evaluation seeds, then the references on the same seeds."""
     seeds = f"seeds={args.eval_seeds}"
-    server = served(chosen["checkpoint"], args.port)
+    server, url = served(chosen["checkpoint"], args.port)
     try:
-        url = f"model.extra.url=ws://127.0.0.1:{args.port}"
-        runs = [launch(args.results, "eval_bc", args.tasks, ["model=policy", url, "budget_scale=1", seeds])]
+        keys = ["model=policy", f"model.extra.url={url}", "budget_scale=1", seeds]
+        runs = [launch(args.results, "eval_bc", args.tasks, keys)]
     finally:
         server.terminate()
         server.wait()
