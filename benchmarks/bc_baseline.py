@@ -49,6 +49,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hold-out", type=int, default=6, help="validation episodes per task (default 6)")
     p.add_argument("--candidates", default="1000,1500", help="training steps to choose from (default 1000,1500)")
     p.add_argument("--eval-seeds", default="all", help="launcher seeds= of the evaluation (default all: 20)")
+    p.add_argument(
+        "--random-seeds",
+        help="launcher seeds= of the random agent (default: --eval-seeds; its episodes are the slowest)",
+    )
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--port", type=int, default=0, help="serve_policy's port during the evaluation (0: a free one)")
     p.add_argument("--results", type=Path, default=ROOT / "results" / "bc", help="run folders, data, checkpoints")
@@ -134,7 +138,8 @@ def evaluate(args: argparse.Namespace, chosen: dict) -> list[Path]:
         server.terminate()
         server.wait()
     for model in REFERENCES:
-        runs.append(launch(args.results, f"eval_{model}", args.tasks, [f"model={model}", seeds]))
+        keys = [f"model={model}", f"seeds={args.random_seeds}" if model == "random" and args.random_seeds else seeds]
+        runs.append(launch(args.results, f"eval_{model}", args.tasks, keys))
     return runs
 
 
@@ -184,8 +189,53 @@ def main(argv: list[str] | None = None) -> int:
         "validation": errors(args, chosen["checkpoint"], dataset, "validation", "validation"),
         "evaluation": errors(args, chosen["checkpoint"], eval_frames, "all", "evaluation"),
     }
+    (args.bundle / "table.md").write_text(table(runs))
+    print(table(runs), flush=True)
     write_bundle(args, started, tried, chosen, figures, runs)
     return 0
+
+
+def judged(run: Path, pairs: set[tuple[str, int]] | None = None):
+    """A run's judged rows (of the (task, seed) pairs given)."""
+    from vabench.results.outcomes import read_rows
+
+    rows = read_rows(run)
+    rows = rows[rows["status"] == "ok"]
+    if pairs is None:
+        return rows
+    return rows[[(str(t), int(s)) in pairs for t, s in zip(rows["task"], rows["seed"], strict=True)]]
+
+
+def cell(k: int, n: int) -> str:
+    from vabench.analysis.stats import wilson_interval
+
+    if n == 0:
+        return "-"
+    lo, hi = wilson_interval(k, n)
+    return f"{100 * k / n:.1f}% ({k}/{n}; {100 * lo:.1f}-{100 * hi:.1f})"
+
+
+def table(runs: list[Path]) -> str:
+    """Per task and model, success with 95% Wilson intervals on the policy's evaluation seeds (a
+    reference run may hold more seeds, or, for the slow random agent, fewer), then the macro-average,
+    subtask progress (eq. 12) and mean env steps."""
+    policy = judged(runs[0])
+    pairs = {(str(t), int(s)) for t, s in zip(policy["task"], policy["seed"], strict=True)}
+    cols = {run.name.removeprefix("eval_"): judged(run, pairs) for run in runs}
+    lines = ["| task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for task in sorted({t for t, _ in pairs}):
+        cells = [cell(int(r[r.task == task].success.sum()), int((r.task == task).sum())) for r in cols.values()]
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    tasks = {t for t, _ in pairs}
+    macro = [
+        f"{r.groupby('task').success.mean().mean() * 100:.1f}%" if set(r.task) == tasks else "-" for r in cols.values()
+    ]
+    lines.append("| macro-average | " + " | ".join(macro) + " |")
+    done = [(int(r.checkpoints_done.sum()), int(r.checkpoints_total.sum())) for r in cols.values()]
+    progress = [f"{100 * k / n:.1f}% ({k}/{n})" if n else "-" for k, n in done]
+    lines.append("| subtask progress (eq. 12) | " + " | ".join(progress) + " |")
+    lines.append("| mean env steps | " + " | ".join(f"{r.steps.mean():.1f}" for r in cols.values()) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def run_summary(run: Path) -> dict:
