@@ -54,6 +54,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="launcher seeds= of the random agent (default: --eval-seeds; its episodes are the slowest)",
     )
     p.add_argument("--tasks", default=",".join(TASKS))
+    p.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="launch and train nothing: the tables, figures and bundle from the runs and checkpoints as they are",
+    )
     p.add_argument("--port", type=int, default=0, help="serve_policy's port during the evaluation (0: a free one)")
     p.add_argument("--results", type=Path, default=ROOT / "results" / "bc", help="run folders, data, checkpoints")
     p.add_argument("--bundle", type=Path, default=ROOT / "benchmarks" / "bc_baseline", help="the committed summary")
@@ -166,32 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     args.bundle.mkdir(parents=True, exist_ok=True)
     started = provenance()
     print(f"command: {started['command']}\ncommit: {started['commit']}\ndate: {started['date']}", flush=True)
-    train_run = launch(args.results, "oracle_train", args.tasks, ["model=oracle", *train_seed_keys(args.train_seeds)])
+    train_run = args.results / "oracle_train"
+    if not args.tables_only:
+        train_run = launch(
+            args.results, "oracle_train", args.tasks, ["model=oracle", *train_seed_keys(args.train_seeds)]
+        )
     dataset = export(args.results, train_run, "ds_train")
     tried = candidates(args, dataset)
     chosen = min(tried, key=lambda c: c["validation_loss"])
     print(f"chosen on the validation split: {chosen['steps']} steps ({chosen['checkpoint']})", flush=True)
-    runs = evaluate(args, chosen)
-    sh(
-        [
-            sys.executable,
-            "-m",
-            "vabench.analysis",
-            *map(str, runs),
-            "--out",
-            str(args.bundle / "analysis"),
-            "--format",
-            "both",
-        ]
-    )
-    eval_frames = export(args.results, args.results / "eval_oracle", "ds_eval_oracle")
-    figures = {
-        "validation": errors(args, chosen["checkpoint"], dataset, "validation", "validation"),
-        "evaluation": errors(args, chosen["checkpoint"], eval_frames, "all", "evaluation"),
-    }
-    (args.bundle / "table.md").write_text(table(runs))
-    print(table(runs), flush=True)
-    write_bundle(args, started, tried, chosen, figures, runs)
+    if args.tables_only:
+        runs = [args.results / f"eval_{name}" for name in ("bc", *REFERENCES)]
+    else:
+        runs = evaluate(args, chosen)
+    report(args, started, tried, chosen, dataset, runs)
     return 0
 
 
@@ -236,6 +229,30 @@ def table(runs: list[Path]) -> str:
     lines.append("| subtask progress (eq. 12) | " + " | ".join(progress) + " |")
     lines.append("| mean env steps | " + " | ".join(f"{r.steps.mean():.1f}" for r in cols.values()) + " |")
     return "\n".join(lines) + "\n"
+
+
+def report(args: argparse.Namespace, started: dict, tried: list[dict], chosen: dict, dataset: Path, runs: list[Path]):
+    """The analysis, the table on the policy's seeds, the error figures and the bundle."""
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "vabench.analysis",
+            *map(str, runs),
+            "--out",
+            str(args.bundle / "analysis"),
+            "--format",
+            "both",
+        ]
+    )
+    eval_frames = export(args.results, args.results / "eval_oracle", "ds_eval_oracle")
+    figures = {
+        "validation": errors(args, chosen["checkpoint"], dataset, "validation", "validation"),
+        "evaluation": errors(args, chosen["checkpoint"], eval_frames, "all", "evaluation"),
+    }
+    (args.bundle / "table.md").write_text(table(runs))
+    print(table(runs), flush=True)
+    write_bundle(args, started, tried, chosen, figures, runs)
 
 
 def run_summary(run: Path) -> dict:
