@@ -2,6 +2,7 @@
 
     python experiments/train_bc.py datasets/oracle_train --out checkpoints/bc.pt
     python experiments/train_bc.py datasets/oracle_train --out checkpoints/bc.pt --tasks grasp_single_cube --steps 500
+    python experiments/train_bc.py datasets/oracle_train --out checkpoints/bc.pt --hold-out 6   # a validation split
 
 Then ``python -m vabench.serve_policy checkpoints/bc.pt`` serves it and ``model=policy`` evaluates it.
 Needs the ``learn`` extra (torch, CPU build): ``pip install 'vabench[learn]'`` (scripts/setup.sh installs it).
@@ -29,6 +30,13 @@ def parse(argv: list[str] | None):
     p.add_argument("--lr", type=float, default=train.lr, help=f"learning rate (default {train.lr})")
     p.add_argument("--horizon", type=int, default=net.horizon, help=f"vectors per predicted chunk ({net.horizon})")
     p.add_argument("--seed", type=int, default=train.seed, help=f"initialisation and sampling seed ({train.seed})")
+    p.add_argument(
+        "--hold-out",
+        type=int,
+        default=0,
+        help="successful episodes per task (the highest seeds) kept out of training as a validation split; "
+        "their loss is the checkpoint's validation_loss (default 0: train on all)",
+    )
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's, all cores)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     return p.parse_args(argv)
@@ -48,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and not args.force:
         print(f"--out {args.out} exists; pass --force to replace it", file=sys.stderr)
         return 2
-    if min(args.steps, args.batch, args.horizon) < 1:
-        print("--steps, --batch and --horizon must be at least 1", file=sys.stderr)
+    if min(args.steps, args.batch, args.horizon) < 1 or args.hold_out < 0:
+        print("--steps, --batch and --horizon must be at least 1, --hold-out at least 0", file=sys.stderr)
         return 2
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -57,7 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed)
     try:
         meta = train(
-            args.dataset, args.out, tasks, NetConfig(horizon=args.horizon), cfg, log=lambda s: print(s, flush=True)
+            args.dataset,
+            args.out,
+            tasks,
+            NetConfig(horizon=args.horizon),
+            cfg,
+            log=lambda s: print(s, flush=True),
+            hold_out=args.hold_out,
         )
     except DatasetError as e:
         print(e, file=sys.stderr)

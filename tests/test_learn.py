@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -25,8 +26,9 @@ from vabench.core.errors import VabenchError
 from vabench.envs.seeds import eval_seeds
 from vabench.export.__main__ import export
 from vabench.launch import Exit
-from vabench.learn.data import chunks, prompt_features, read_export
+from vabench.learn.data import DatasetError, chunks, held_out, prompt_features, read_export
 from vabench.learn.model import NetConfig, choices_of, decode, loss_of
+from vabench.learn.policy import LearnedPolicy
 from vabench.learn.train import FORMAT, TrainConfig, train
 from vabench.results.outcomes import read_rows
 from vabench.results.recordfile import read_events
@@ -176,6 +178,51 @@ def test_train_bc_refuses_what_is_not_an_export_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == f"{tmp_path}: not a LeRobot export (no meta/info.json); make one with " \
                   "python -m vabench.export lerobot RUN --out DIR"  # fmt: skip
+
+
+def test_the_validation_split_is_each_tasks_highest_successful_seeds():
+    episodes = pd.DataFrame(
+        {
+            "task": ["a", "a", "a", "a", "b", "b", "b"],
+            "seed": [100003, 100001, 100002, 100009, 100005, 100004, 100006],
+            "success": [True, True, True, False, True, True, True],  # a failed episode trains nothing
+        }
+    )
+    assert held_out(episodes, 1) == {("a", 100003), ("b", 100006)}
+    assert held_out(episodes, 2) == {("a", 100002), ("a", 100003), ("b", 100005), ("b", 100006)}
+    assert held_out(episodes, 0) == set()
+    with pytest.raises(DatasetError, match="a: 3 successful episode.s., none left to train on after holding out 3"):
+        held_out(episodes, 3)
+
+
+def test_a_held_out_episode_is_read_apart_and_never_trained_on(exported, tmp_path, capsys):
+    ds = exported[1]
+    pair = (TASK, eval_seeds(TASK)[0])
+    size = (TINY.width, TINY.height)
+    assert len(read_export(ds, TINY.horizon, size, only={pair})) == len(read_export(ds, TINY.horizon, size)) > 0
+    with pytest.raises(DatasetError, match="no successful episode"):
+        read_export(ds, TINY.horizon, size, without={pair})
+    assert train_bc().main([str(ds), "--out", str(tmp_path / "bc.pt"), "--hold-out", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{TASK}: 1 successful episode(s), none left to train on after holding out 1"
+    )
+
+
+def test_the_error_figures_compare_the_policys_first_command_with_the_oracles(trained, exported):
+    spec = importlib.util.spec_from_file_location("bc_errors", ROOT / "benchmarks" / "bc_errors.py")
+    bc_errors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc_errors)
+    policy = LearnedPolicy(trained[0])
+    out = bc_errors.figures(policy, exported[1], None)
+    samples = read_export(exported[1], TINY.horizon, (TINY.width, TINY.height))
+    assert out["frames"] == len(samples) and out["episodes"] == 1
+    assert 0.0 <= out["axis_choice_agreement"] <= 1.0 and 0.0 <= out["gripper_agreement"] <= 1.0
+    moves = samples.targets[:, 0, :6]
+    assert sum(row["frames"] for row in out["per_axis"].values()) == int((np.abs(moves).sum(axis=1) > 0).sum())
+    z = np.abs(moves[np.argmax(np.abs(moves) / policy.motion_scale.numpy(), axis=1) == 2, 2]).mean() * 1000
+    assert out["per_axis"]["z"]["unit"] == "mm" and np.isclose(
+        out["per_axis"]["z"]["oracle_mean_magnitude"], z, rtol=1e-3
+    )
 
 
 def test_torch_is_imported_by_the_learn_package_only():

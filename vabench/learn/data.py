@@ -136,6 +136,23 @@ class Export:
         return self._videos[where][first : first + int(episode["length"])]
 
 
+def held_out(episodes: pd.DataFrame, per_task: int) -> set[tuple[str, int]]:
+    """The validation split of an export's training episodes: per task, the ``per_task`` successful
+    episodes of the highest seeds (a fixed rule, so the split never depends on a result)."""
+    if per_task <= 0:
+        return set()
+    ok = episodes[episodes["success"].fillna(False).astype(bool)] if "success" in episodes else episodes
+    out: set[tuple[str, int]] = set()
+    for task, rows in ok.groupby("task"):
+        seeds = sorted(int(s) for s in rows["seed"])
+        if len(seeds) <= per_task:
+            raise DatasetError(
+                f"{task}: {len(seeds)} successful episode(s), none left to train on after holding out {per_task}"
+            )
+        out |= {(str(task), s) for s in seeds[-per_task:]}
+    return out
+
+
 def read_export(
     root: Path,
     horizon: int,
@@ -143,11 +160,16 @@ def read_export(
     tasks: list[str] | None = None,
     successful_only: bool = True,
     image_key: str | None = None,
+    only: set[tuple[str, int]] | None = None,
+    without: set[tuple[str, int]] = frozenset(),
 ) -> Samples:
-    """The samples of ``root``'s episodes (of ``tasks``; only successful ones unless told otherwise),
-    images at ``size`` (width, height)."""
+    """The samples of ``root``'s episodes (of ``tasks``; only successful ones unless told otherwise;
+    only the (task, seed) pairs of ``only`` when given, none of ``without``), images at ``size``
+    (width, height)."""
     export = Export(root, image_key)
     chosen = export.episodes
+    pairs = [(str(t), int(s)) for t, s in zip(chosen["task"], chosen["seed"], strict=True)]
+    chosen = chosen[[(only is None or p in only) and p not in without for p in pairs]]
     if tasks:
         unknown = sorted(set(tasks) - set(chosen["task"]))
         if unknown:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vabench.learn.data import Samples, prompt_features, read_export
+from vabench.learn.data import Export, Samples, held_out, prompt_features, read_export
 from vabench.learn.model import BCNet, NetConfig, loss_of, parameters
 
 FORMAT = "vabench.bc.v1"
@@ -63,10 +63,7 @@ def fit(samples: Samples, net_cfg: NetConfig, cfg: TrainConfig, log: Callable[[s
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     norms = norms_of(samples)
-    images = torch.from_numpy(samples.images)
-    states = (torch.from_numpy(samples.states) - torch.tensor(norms["state_mean"])) / torch.tensor(norms["state_std"])
-    prompts = torch.from_numpy(np.stack([prompt_features(p, net_cfg.text_dim) for p in samples.prompts]))
-    targets, mask = torch.from_numpy(samples.targets), torch.from_numpy(samples.mask)
+    images, states, prompts, targets, mask = tensors_of(samples, norms, net_cfg.text_dim)
     scale = torch.tensor(norms["motion_scale"], dtype=torch.float32)
     net = BCNet(net_cfg)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -86,6 +83,27 @@ def fit(samples: Samples, net_cfg: NetConfig, cfg: TrainConfig, log: Callable[[s
     return net, norms
 
 
+def tensors_of(samples: Samples, norms: dict, text_dim: int) -> tuple[torch.Tensor, ...]:
+    """images, normalised states, prompt features, targets and mask, as the network reads them."""
+    states = (torch.from_numpy(samples.states) - torch.tensor(norms["state_mean"])) / torch.tensor(norms["state_std"])
+    prompts = torch.from_numpy(np.stack([prompt_features(p, text_dim) for p in samples.prompts]))
+    return (
+        torch.from_numpy(samples.images),
+        states,
+        prompts,
+        torch.from_numpy(samples.targets),
+        torch.from_numpy(samples.mask),
+    )
+
+
+def validation_loss(net: BCNet, samples: Samples, norms: dict) -> float:
+    """The training loss on held-out samples (no augmentation): what a choice between policies reads."""
+    images, states, prompts, targets, mask = tensors_of(samples, norms, net.cfg.text_dim)
+    scale = torch.tensor(norms["motion_scale"], dtype=torch.float32)
+    with torch.no_grad():
+        return float(loss_of(net(images, states, prompts), targets, mask, scale))
+
+
 def train(
     dataset: Path,
     out: Path,
@@ -93,11 +111,16 @@ def train(
     net_cfg: NetConfig | None = None,
     cfg: TrainConfig | None = None,
     log: Callable[[str], None] = print,
+    hold_out: int = 0,
 ) -> dict:
-    """Read ``dataset``, fit, save the checkpoint at ``out``; returns what the checkpoint's ``meta`` says."""
+    """Read ``dataset``, fit, save the checkpoint at ``out``; returns what the checkpoint's ``meta`` says.
+    ``hold_out`` successful episodes per task (vabench.learn.data.held_out) are not trained on: their
+    loss is the checkpoint's ``validation_loss``."""
     net_cfg, cfg = net_cfg or NetConfig(), cfg or TrainConfig()
     started = time.perf_counter()
-    samples = read_export(Path(dataset), net_cfg.horizon, (net_cfg.width, net_cfg.height), tasks)
+    size = (net_cfg.width, net_cfg.height)
+    validation = held_out(Export(Path(dataset)).episodes, hold_out) if hold_out else set()
+    samples = read_export(Path(dataset), net_cfg.horizon, size, tasks, without=validation)
     read_s = time.perf_counter() - started
     episodes = samples.episodes
     log(f"{len(samples)} samples from {len(episodes)} episodes of {', '.join(sorted(set(episodes.task)))}")
@@ -115,6 +138,12 @@ def train(
         "parameters": parameters(net),
         "torch": str(torch.__version__),  # a plain string: weights_only loading refuses TorchVersion
     }
+    if validation:
+        held = read_export(Path(dataset), net_cfg.horizon, size, meta["tasks"], only=validation)
+        meta["validation"] = sorted([t, s] for t, s in validation if t in meta["tasks"])
+        meta["validation_samples"] = len(held)
+        meta["validation_loss"] = round(validation_loss(net, held, norms), 5)
+        log(f"validation loss {meta['validation_loss']:.4f}: {len(held)} samples, {len(meta['validation'])} episodes")
     save(Path(out), net, norms, meta)
     meta["checkpoint_mb"] = Path(out).stat().st_size / 1e6
     return meta
