@@ -49,7 +49,7 @@ COMMANDS = ("vabench.tasks", "vabench.serve_policy", "vabench.bundle")
 # Inside a layer's folder, where its modules are files: their order, lowest first (longest prefix).
 WITHIN = {
     "vabench.envs": [
-        ("vabench.envs.actions", "vabench.envs.state"),
+        ("vabench.envs.actions", "vabench.envs.control", "vabench.envs.state"),
         ("vabench.envs.sim",),
         ("vabench.envs.objects", "vabench.envs.privileged", "vabench.envs.render"),
         ("vabench.envs.tasks",),

@@ -42,18 +42,19 @@ from vabench.agents.summaries.summary_store import Summary, summary_identity
 from vabench.core.boundary import (
     Answer,
     Brief,
-    Command,
     Frame,
     Observation,
     Participant,
     Stop,
     observation_of,
+    payload,
 )
 from vabench.core.condition import LOOK, Condition
 from vabench.core.errors import RunStopped
 from vabench.core.interventions import manifest
 from vabench.core.vocab import (
     ACTIVE,
+    ControlMode,
     EndReason,
     ErrorKind,
     Intervention,
@@ -64,6 +65,7 @@ from vabench.core.vocab import (
     protocol_named,
 )
 from vabench.envs.actions import action_names
+from vabench.envs.control import CHAT_CONTROL, task_budget
 from vabench.results.episodes import EpisodeSpec
 from vabench.results.media import episode_video
 from vabench.results.outcomes import OutcomeRow
@@ -180,6 +182,8 @@ def _played_on(spec: EpisodeSpec, model: Participant, env) -> EpisodeSpec:
     """The spec, named after its agent when it names none (an episode outside a run); refused
     unless ``env`` was built for its condition's look (:meth:`vabench.envs.EnvConfig.of`)."""
     protocol_named(spec.protocol)  # UnknownName names the allowed protocols
+    if spec.condition.control == ControlMode.EE_DELTA and isinstance(model, Model):
+        raise ValueError(CHAT_CONTROL)
     if env.config.look != spec.condition.look:
         built = dict(zip(LOOK, env.config.look, strict=True))
         raise ValueError(f"the env was built for {built}, but this episode's condition is {spec.condition}")
@@ -218,7 +222,8 @@ class _Episode:
     def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
         from vabench.envs.tasks import task_class
 
-        budget = self.agent.step_budget(spec.condition.budget(task_class(spec.task).budget))  # x budget_scale
+        task = task_budget(task_class(spec.task), spec.condition.control)  # the control mode's (vabench.envs.control)
+        budget = self.agent.step_budget(spec.condition.budget(task))  # x budget_scale
         with self.sim_lock:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])
@@ -260,6 +265,7 @@ class _Episode:
         self.brief = Brief(
             obs.task, int(spec.seed), arms, spec.protocol, obs.instruction, summary_text, spec.transfer,
             self.observation, self.intervention, action_names(arms, camera=camera), self.tools.names, expert,
+            control=spec.condition.control,
         )  # fmt: skip
         self.agent.start(self.brief)
         self.exchange = (
@@ -276,14 +282,16 @@ class _Episode:
         camera = protocol_named(obs.protocol).camera_actions
 
         def parse(obj: dict) -> Decision:
-            return check_chain(decision_of(obj, self.brief.arms, camera, self.tools.names), self.chain, self.config)
+            control = self.brief.control == ControlMode.EE_DELTA
+            decision = decision_of(obj, self.brief.arms, camera, self.tools.names, control)
+            return check_chain(decision, self.chain, self.config)
 
         decision = self.exchange.ask_about(obs, parse, lambda d: self.tools.call(d.tool, d.args))
         return decision.answer()
 
-    def _act(self, answer: Command):
-        """Dispatch one command to the env, count and record it; the next env observation."""
-        fields = dict(answer.fields)
+    def _act(self, answer: Answer):
+        """Dispatch one command (or control step) to the env, count and record it; the next env observation."""
+        fields = {k: v for k, v in payload(answer).items() if k != "reason"}
         with self.sim_lock:
             step = self.env.step(fields)
             evaluation = self.env.evaluate()

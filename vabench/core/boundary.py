@@ -4,9 +4,10 @@ Every kind of agent meets the episode loop (:mod:`vabench.agents.episode`) here.
 an :class:`Observation` from the env's and the condition's rules: exactly what the paper lets a
 model see, and under an ablation or intervention exactly what that condition adds, as data
 (images as arrays, the robot state as numbers). An agent answers with a typed :class:`Answer`: one
-of the paper's commands or camera actions (:class:`Command`), a tool call (:class:`ToolCall`) or
-:class:`Stop`. The chat harness (:mod:`vabench.agents.chat.agent`) is one agent among others: it renders
-the observation into the paper's prompt, asks a chat :class:`~vabench.agents.chat.model.Model` and
+of the paper's commands or camera actions (:class:`Command`), under ``control=ee_delta`` a
+continuous end-effector step (:class:`Control`), a tool call (:class:`ToolCall`) or :class:`Stop`.
+The chat harness (:mod:`vabench.agents.chat.agent`) is one agent among others: it renders the
+observation into the paper's prompt, asks a chat :class:`~vabench.agents.chat.model.Model` and
 parses its reply into an answer; offline agents and policies read the observation directly.
 
 Nothing here imports the simulator: the servo baseline imports this module and no env code.
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Union
 
 import numpy as np
+
+from vabench.core.vocab import ControlMode
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,7 @@ class Brief:
     actions: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     expert: Callable[[], Iterator[dict]] | None = None
+    control: str = ControlMode.COMMANDS  # the action interface: under ee_delta the agent answers Control
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,20 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Control:
+    """One control step under ``control=ee_delta`` (vabench.envs.control states it whole): per
+    controlled arm seven numbers, ``dx dy dz`` (the TCP's translation, world frame, metres), ``rx ry
+    rz`` (a rotation vector, radians, about the TCP in world axes) and the gripper target (0 open ..
+    1 closed). The env clips it to its limits; a non-finite number or a wrong length is an invalid
+    action, reported as feedback."""
+
+    deltas: Mapping[str, tuple]  # arm -> 7 numbers, as the agent sent them
+    reason: str = ""
+    usage: Usage = ANSWERED
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """A call of one of the observation's tools; the answer comes back as ``tool_result`` of the
     same step's observation, the simulator untouched."""
@@ -210,7 +228,8 @@ class Stop:
     latency_s: float = 0.0
 
 
-Answer = Union[Command, ToolCall, Stop]
+Answer = Union[Command, Control, ToolCall, Stop]
+EE_DELTA = str(ControlMode.EE_DELTA)  # a Control's field in the paper-style JSON (vabench.envs.control reads it)
 
 
 def answer_of(obj: Mapping, usage: Usage = ANSWERED, latency_s: float = 0.0) -> Answer:
@@ -221,6 +240,9 @@ def answer_of(obj: Mapping, usage: Usage = ANSWERED, latency_s: float = 0.0) -> 
         return Stop(reason, usage, latency_s)
     if "tool" in obj:
         return ToolCall(str(obj["tool"]), dict(obj.get("args") or {}), reason, usage, latency_s)
+    if EE_DELTA in obj:
+        given = obj[EE_DELTA]
+        return Control(dict(given) if isinstance(given, Mapping) else {"": given}, reason, usage, latency_s)
     return Command({k: v for k, v in obj.items() if k != "reason"}, reason, usage, latency_s)
 
 
@@ -230,7 +252,18 @@ def payload(answer: Answer) -> dict:
         return {"stop": True, "reason": answer.reason}
     if isinstance(answer, ToolCall):
         return {"tool": answer.name, "args": dict(answer.args), "reason": answer.reason}
+    if isinstance(answer, Control):
+        deltas = {arm: _numbers(v) for arm, v in answer.deltas.items()}
+        return {EE_DELTA: deltas.get("", deltas), "reason": answer.reason}
     return {**answer.fields, "reason": answer.reason}
+
+
+def _numbers(value):
+    """A control vector as JSON keeps it (plain floats; anything else as it came, for the env to refuse)."""
+    try:
+        return [float(x) for x in value]
+    except (TypeError, ValueError):
+        return value if isinstance(value, str | int | float | list) else repr(value)
 
 
 class Participant(ABC):  # noqa: B024 (the hooks are optional; the answering method is each kind's own)

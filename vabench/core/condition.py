@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from vabench.core.vocab import (
     ACTIVE,
+    ControlMode,
     Intervention,
     ObservationProfile,
     Perturbation,
@@ -107,10 +108,17 @@ class Condition:
         agent=True,
         form="vabench.core.condition:BUDGET_FORM",
     )
+    control: str = key(
+        ControlMode.COMMANDS,
+        " | ".join(ControlMode) + ": the action interface (control=; commands: the paper's; vabench.envs.control)",
+        "vabench.envs.control:CONTROLS",
+        label=5,
+        look=True,
+    )
 
     @property
     def look(self) -> tuple:
-        """(render, robot, perturbation): what the env is built for (:data:`LOOK`)."""
+        """(render, robot, perturbation, control): what the env is built for (:data:`LOOK`)."""
         return tuple(getattr(self, k) for k in LOOK)
 
     @property

@@ -203,6 +203,13 @@ class Robot(StrEnum):
     UR5 = "ur5"  # Universal Robots UR5 (6 DoF) with the Panda hand
 
 
+class ControlMode(StrEnum):
+    """Action interfaces (``control=``; vabench.envs.control): what one env step carries out."""
+
+    COMMANDS = "commands"  # the paper's metric commands (Tables 26-27), each planned by mplib and run to rest
+    EE_DELTA = "ee_delta"  # a continuous end-effector delta per arm, tracked for one control period (10 Hz)
+
+
 class CacheMode(StrEnum):
     """The response cache (model.cache; vabench.agents.models.cache): replies kept per episode in the run folder."""
 

@@ -1,5 +1,5 @@
-"""What an env is built for (:class:`EnvConfig`): a condition's look (its render preset, robot and
-perturbation) and the simulator's own settings; and the evaluator's recording view
+"""What an env is built for (:class:`EnvConfig`): a condition's look (its render preset, robot,
+perturbation and action interface) and the simulator's own settings; and the evaluator's recording view
 (:class:`RecordingConfig`, ``recording.*`` in the config)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from vabench.core.checks import within
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
 from vabench.core.errors import ConfigError
 
+from .control import CONTROLS
 from .perturb import PerturbationConfig
 from .render import RENDER_PRESETS, RenderPreset, render_preset
 
@@ -52,14 +53,20 @@ class EnvConfig:
     stability_window: int = STABILITY_WINDOW
     robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)
+    control: str = default("control")  # the action interface (vabench.envs.control)
+    wrist: bool = True  # under control=ee_delta: a wrist camera's view per controlled arm beside the protocol's
+
+    def __post_init__(self):
+        CONTROLS.check(self.control)  # UnknownName names the control modes
 
     @classmethod
     def of(cls, condition: Condition, **settings) -> EnvConfig:
         """An env built for ``condition``'s look; ``settings``: the simulator's own (recording, ...)."""
-        look = {"preset": render_preset(condition.render), "robot": condition.robot}
+        look = {"preset": render_preset(condition.render), "robot": condition.robot, "control": condition.control}
         return cls(**look, perturbation=PerturbationConfig(condition.perturbation), **settings)
 
     @property
-    def look(self) -> tuple[str, str, str]:
-        """(render preset, robot, perturbation), as :attr:`vabench.core.condition.Condition.look` says them."""
-        return str(self.preset.name), str(self.robot), str(self.perturbation.label)
+    def look(self) -> tuple[str, str, str, str]:
+        """(render preset, robot, perturbation, control), as :attr:`vabench.core.condition.Condition.look`
+        says them."""
+        return str(self.preset.name), str(self.robot), str(self.perturbation.label), str(self.control)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.core.vocab import ACTIVE, LEFT, RIGHT, Protocol, StepKind, protocol_named
+from vabench.core.vocab import ACTIVE, LEFT, RIGHT, ControlMode, Protocol, StepKind, protocol_named
 
 from . import interventions
 from .actions import (
@@ -34,12 +34,14 @@ from .actions import (
     parse_action,
 )
 from .config import EnvConfig
+from .control import EE_DELTA, EEDelta, parse_control, task_budget
 from .perturb import perturb_image
 from .perturb import rng as perturbation_rng
 from .perturb import scene as look
 from .privileged import PrivilegedState
 from .sim import overlay
 from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
+from .sim.controller import Controller
 from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
@@ -107,6 +109,7 @@ class VABenchEnv:
         files, pairs = robot_files(body), ((LEFT, RIGHT), (RIGHT, LEFT))
         self.planners = {arm: ArmPlanner(files, arm, other, body) for arm, other in pairs}
         self.executor = Executor(self.planners)
+        self.controller = Controller(self.planners)  # control=ee_delta (vabench.envs.control)
         self.world: World | None = None
         self.task: Task | None = None
         self.camera: CameraRig | None = None
@@ -115,14 +118,15 @@ class VABenchEnv:
 
     # -- lifecycle -----------------------------------------------------------------------
     def reset(self, task: str | Task, seed: int, protocol: str = ACTIVE.name, budget: int | None = None) -> Observation:
-        """``budget``: env steps the episode may take, a positive int (None: the task's; a policy has its own)."""
+        """``budget``: env steps the episode may take, a positive int (None: the task's under the env's
+        control mode, vabench.envs.control.task_budget; a policy has its own)."""
         proto = protocol_named(protocol)  # ValueError names the allowed protocols
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         task = make_task(task) if isinstance(task, str) else task  # a bad name fails before anything closes
         self.close()
         try:
-            self.budget = int(budget or task.budget)
+            self.budget = int(budget or task_budget(task, self.config.control))
             self._build(task, int(seed), proto)
         except BaseException:
             self.close()  # never leave a half-built episode behind
@@ -131,7 +135,8 @@ class VABenchEnv:
 
     def _build(self, task: Task, seed: int, protocol: Protocol) -> None:
         self.task, self.seed, self.protocol, self._protocol = task, seed, protocol.name, protocol
-        self.world = World(render=self.config.render, robot=self.config.robot)
+        compensate = self.config.control != ControlMode.EE_DELTA  # ee_delta: PhysX leaves the arms' gravity off
+        self.world = World(render=self.config.render, robot=self.config.robot, compensate=compensate)
         self.controlled = tuple(task.arms)
         for arm in ARMS:
             if arm not in self.controlled:
@@ -143,6 +148,7 @@ class VABenchEnv:
         self.stability = self._settle()
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
+        self.controller.bind(self.world)
         if self.config.render:
             p = self.config.perturbation  # render state only, after the settle: the physics is untouched
             look.apply(self.world, p.kind, p.level, perturbation_rng(p, seed), task.instruction, self.controlled)
@@ -189,7 +195,7 @@ class VABenchEnv:
             raise RuntimeError("the episode is over (success or budget); call reset()")
         self.steps += 1
         try:
-            act = parse_action(action, self.controlled, camera=self._protocol.camera_actions)
+            act = self._parse(action)
         except ActionError as e:
             return self._finish("<invalid>", False, False, f"invalid action: {e}", StepKind.INVALID)
         if isinstance(act, CameraAction):
@@ -200,6 +206,16 @@ class VABenchEnv:
         self.robot_actions += 1
         out = self._dispatch(act)
         return self._finish(act.label, True, out.planner_success, out.feedback, StepKind.ROBOT)
+
+    def _parse(self, action) -> Action | EEDelta:
+        """The typed action of a decision under the env's control mode (ActionError: invalid)."""
+        if self.config.control == ControlMode.EE_DELTA:
+            if isinstance(action, dict) and str(action.get("action", "")).startswith("camera."):
+                return parse_action(action, self.controlled, camera=self._protocol.camera_actions)
+            return parse_control(action, self.controlled)
+        if isinstance(action, dict) and EE_DELTA in action:
+            raise ActionError(f"'{EE_DELTA}' steps need control=ee_delta; this episode takes the paper's commands")
+        return parse_action(action, self.controlled, camera=self._protocol.camera_actions)
 
     def expert(self) -> Iterator[dict]:
         """The task's scripted expert as protocol decisions, computed lazily from live state
@@ -226,6 +242,8 @@ class VABenchEnv:
             return ex.dual_move_world(act, seed)
         if isinstance(act, DualGripper):
             return ex.dual_gripper(act)
+        if isinstance(act, EEDelta):
+            return self.controller.step(act)
         raise TypeError(f"not an action: {act!r}")
 
     def _finish(self, label: str, valid: bool, planned: bool, feedback: str, kind: str) -> StepResult:
@@ -256,6 +274,8 @@ class VABenchEnv:
             else:
                 images = self.camera.passive_bundle(self._ees(), self.controlled)
                 assert tuple(images) == PASSIVE_ORDER
+            if self.config.control == ControlMode.EE_DELTA and self.config.wrist:
+                images.update(self.camera.wrist_views({a: self.world.arms[a].hand_matrix() for a in self.controlled}))
             p = self.config.perturbation
             images = {view: perturb_image(p, rgb, self.seed, self.steps, view) for view, rgb in images.items()}
         return Observation(

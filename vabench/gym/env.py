@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
-from vabench.core.vocab import ACTIVE, protocol_named
+from vabench.core.vocab import ACTIVE, ControlMode, protocol_named
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.sim.embodiments import EMBODIMENTS
@@ -41,6 +41,10 @@ class VABenchGymEnv(gym.Env):
         perturbation: ``none`` or ``<kind>:<level>`` (the look only; vabench.envs.perturb).
         render_mode: ``rgb_array`` (``render()`` returns the active camera's view) or None.
         unverified_seeds: play a seed outside the manifest as given (warned) instead of mapping it.
+        control: ``commands`` (the paper's command table, a ``Dict`` action) or ``ee_delta`` (a ``Box``
+            of 7 numbers per arm, one control step at 10 Hz: vabench.envs.control).
+        wrist: under ``ee_delta``, a wrist camera's view per arm among the pixels (``wrist``, or
+            ``wrist_left`` and ``wrist_right``); False leaves it out (one picture less per step).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -54,6 +58,8 @@ class VABenchGymEnv(gym.Env):
         perturbation: str = default("perturbation"),
         render_mode: str | None = None,
         unverified_seeds: bool = False,
+        control: str = default("control"),
+        wrist: bool = True,
     ):
         cls = task_class(task)  # UnknownName names the closest registered task
         proto = protocol_named(protocol)  # UnknownName names the protocols
@@ -65,8 +71,8 @@ class VABenchGymEnv(gym.Env):
         if not self.seeds:
             raise ValueError(f"{task} has no verified seeds on {self.robot} (its manifest declares it); pick another")
         self.unverified_seeds = bool(unverified_seeds)
-        look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation)
-        config = EnvConfig.of(look, recording=NO_RECORDING)  # UnknownName names a wrong preset or kind
+        look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation, control=control)
+        config = EnvConfig.of(look, recording=NO_RECORDING, wrist=bool(wrist))  # UnknownName: a wrong preset or kind
         preset = config.preset
         self.api = VABenchEnv(config)  # the env API under the Gymnasium interface
         self.arms: tuple[str, ...] = tuple(cls.arms)
@@ -74,8 +80,11 @@ class VABenchGymEnv(gym.Env):
         self.command_labels = sp.command_labels(self.commands)
         self.state_names = state_names(self.arms)
         self.task_description = cls.instruction  # LeRobot's env.call("task_description")
-        self.action_space = sp.action_space(self.arms, proto.camera_actions)
-        self.observation_space = sp.observation_space(preset, self.protocol, self.arms)
+        self.control = config.control == ControlMode.EE_DELTA
+        self.action_space = (
+            sp.control_space(self.arms) if self.control else sp.action_space(self.arms, proto.camera_actions)
+        )
+        self.observation_space = sp.observation_space(preset, self.protocol, self.arms, self.control and config.wrist)
         self.scene_seed: int | None = None
 
     def scene_seed_for(self, seed: int | None) -> int:
@@ -98,13 +107,15 @@ class VABenchGymEnv(gym.Env):
     def step(self, action: dict):
         if action not in self.action_space:
             raise ValueError(f"the action {action!r} is not in the action space {self.action_space}")
-        result = self.api.step(sp.decision(action, self.commands, self.arms))
+        result = self.api.step(self.decision(action))
         success = bool(result.success)
         info = self._info(result.observation, success)
         return self._observation(result.observation), float(success), success, bool(result.done and not success), info
 
     def decision(self, action: dict) -> dict:
-        """The protocol decision (a model's JSON) an action stands for."""
+        """The protocol decision (a model's JSON, or a control step's) an action stands for."""
+        if self.control:
+            return sp.control_decision(action, self.arms)
         return sp.decision(action, self.commands, self.arms)
 
     def encode(self, decision: dict) -> dict:

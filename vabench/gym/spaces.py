@@ -14,6 +14,10 @@ An action is one paper command, exactly what a model's decision names:
 
 Every action of the space is a valid command (the planner may still refuse its target). Distances
 and angles are float64, so a decision survives ``encode`` then ``decision`` bit for bit.
+
+Under ``control="ee_delta"`` the action is a ``Box`` of 7 numbers per controlled arm (left before
+right; vabench.envs.control states the frame and units): bounded by the per-step limits (metres,
+radians) and the gripper's 0..1, so every action of the space is taken as it is, unclipped.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from vabench.core.boundary import EE_DELTA
 from vabench.core.vocab import ACTIVE
 from vabench.envs.actions import (
     MOVE_MM,
@@ -35,8 +40,9 @@ from vabench.envs.actions import (
     camera_action_names,
     parse_action,
 )
+from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, PER_ARM
 from vabench.envs.render import RenderPreset
-from vabench.envs.sim.camera import PASSIVE_ORDER
+from vabench.envs.sim.camera import PASSIVE_ORDER, WRIST
 from vabench.envs.state import state_bounds
 
 MOVE_AXES, ROTATE_AXES, SIGNS = ("x", "y", "z"), ("rx", "ry", "rz"), ("+", "-")
@@ -74,18 +80,39 @@ def action_space(arms: tuple[str, ...], camera: bool) -> spaces.Dict:
     )
 
 
-def image_sizes(preset: RenderPreset, protocol: str) -> dict[str, tuple[int, int]]:
-    """(height, width) of each image the protocol gives, by view name."""
-    if protocol == ACTIVE.name:
-        return {ACTIVE.name: (preset.active.height, preset.active.width)}
+def control_space(arms: tuple[str, ...]) -> spaces.Box:
+    """The ee_delta action: per arm dx dy dz (within +-MAX_STEP_M), rx ry rz (+-MAX_STEP_RAD), gripper 0..1."""
+    low = np.array([-MAX_STEP_M] * 3 + [-MAX_STEP_RAD] * 3 + [0.0], dtype=np.float32)
+    high = np.array([MAX_STEP_M] * 3 + [MAX_STEP_RAD] * 3 + [1.0], dtype=np.float32)
+    return spaces.Box(np.tile(low, len(arms)), np.tile(high, len(arms)), dtype=np.float32)
+
+
+def control_decision(action, arms: tuple[str, ...]) -> dict:
+    """The control step a Box action stands for: ``{"ee_delta": {arm: [7 numbers]}}``."""
+    v = np.asarray(action, dtype=float).reshape(-1)
+    return {EE_DELTA: {arm: v[PER_ARM * k : PER_ARM * (k + 1)].tolist() for k, arm in enumerate(arms)}}
+
+
+def image_sizes(preset: RenderPreset, protocol: str, wrists: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:
+    """(height, width) of each image the protocol gives, by view name, then the wrist views
+    (``wrists``, control=ee_delta only; at the observer's size)."""
     width, height = preset.observer_size
-    return {view: (height, width) for view in PASSIVE_ORDER}
+    wrist = {view: (height, width) for view in wrists}
+    if protocol == ACTIVE.name:
+        return {ACTIVE.name: (preset.active.height, preset.active.width), **wrist}
+    return {**{view: (height, width) for view in PASSIVE_ORDER}, **wrist}
 
 
-def observation_space(preset: RenderPreset, protocol: str, arms: tuple[str, ...]) -> spaces.Dict:
-    """``pixels``: the protocol's images (uint8 HxWx3, by view); ``agent_pos``: the named state
-    (vabench.envs.state), as LeRobot's Gym envs name them."""
-    pixels = {v: spaces.Box(0, 255, (h, w, 3), np.uint8) for v, (h, w) in image_sizes(preset, protocol).items()}
+def wrist_views(arms: tuple[str, ...]) -> tuple[str, ...]:
+    """The wrist views' names of a task controlling ``arms`` (vabench.envs.sim.camera.wrist_views)."""
+    return (WRIST,) if len(arms) == 1 else tuple(f"{WRIST}_{arm}" for arm in arms)
+
+
+def observation_space(preset: RenderPreset, protocol: str, arms: tuple[str, ...], wrist: bool = False) -> spaces.Dict:
+    """``pixels``: the protocol's images (uint8 HxWx3, by view), and under ``wrist`` the wrist
+    views; ``agent_pos``: the named state (vabench.envs.state), as LeRobot's Gym envs name them."""
+    sizes = image_sizes(preset, protocol, wrist_views(arms) if wrist else ())
+    pixels = {v: spaces.Box(0, 255, (h, w, 3), np.uint8) for v, (h, w) in sizes.items()}
     low, high = state_bounds(arms)
     return spaces.Dict({"pixels": spaces.Dict(pixels), "agent_pos": spaces.Box(low, high, dtype=np.float32)})
 

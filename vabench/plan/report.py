@@ -10,6 +10,7 @@ import pandas as pd
 from vabench.agents.models.kinds import is_offline
 from vabench.agents.models.policy import DEFAULT_NAME as POLICY
 from vabench.core.vocab import SEEDS_PER_TASK
+from vabench.envs.control import task_budget
 from vabench.envs.tasks import task_class
 from vabench.plan.calibrate import calibration, episode, pilots
 from vabench.plan.cost import cost_lines
@@ -35,7 +36,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list
         total = total + est.scaled(n)
         per_condition[condition] = per_condition.get(condition, Estimate()) + est.scaled(n)
         budgets = total.per.setdefault("budgets", {})
-        budget = run.condition.budget(task_class(task).budget)  # the task's x budget_scale
+        budget = run.condition.budget(task_budget(task_class(task), run.condition.control))  # the task's x budget_scale
         budgets[budget] = budgets.get(budget, Estimate()) + est.scaled(n)
         if est.success is not None:
             total.per.setdefault("success", []).append((est.success, n))

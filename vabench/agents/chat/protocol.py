@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from vabench.core.boundary import Command, Stop
+from vabench.core.boundary import EE_DELTA, Command, Control, Stop, answer_of
 from vabench.core.errors import VabenchError
 from vabench.envs import ActionError, parse_action
 
@@ -47,9 +47,11 @@ class Decision:
     tool: str | None = None
     args: dict = field(default_factory=dict)
 
-    def answer(self) -> Stop | Command:
-        """A stop or command decision as the agent boundary's answer (the object as it was sent)."""
-        return Stop(self.reason) if self.kind == STOP else Command(self.obj, self.reason)
+    def answer(self) -> Stop | Command | Control:
+        """A stop, command or control decision as the agent boundary's answer (the object as it was sent)."""
+        if self.kind == STOP:
+            return Stop(self.reason)
+        return answer_of(self.obj) if EE_DELTA in self.obj else Command(self.obj, self.reason)
 
 
 def _show(value) -> str:
@@ -116,8 +118,12 @@ def parse_decision(text, arms: tuple[str, ...], camera: bool, tools: tuple[str, 
     return decision_of(extract_json(text), arms, camera, tools)
 
 
-def decision_of(obj: dict, arms: tuple[str, ...], camera: bool, tools: tuple[str, ...]) -> Decision:
-    """Validate one decision object (a parsed reply, or a typed agent's answer as the paper's JSON)."""
+def decision_of(
+    obj: dict, arms: tuple[str, ...], camera: bool, tools: tuple[str, ...], control: bool = False
+) -> Decision:
+    """Validate one decision object (a parsed reply, or a typed agent's answer as the paper's JSON);
+    ``control``: the episode runs under control=ee_delta, whose steps the env validates (a bad one
+    is an invalid action with feedback, a wasted step, as a policy cannot be repaired)."""
     reason = obj.get("reason", "")
     if reason is None:
         reason = ""
@@ -133,6 +139,10 @@ def decision_of(obj: dict, arms: tuple[str, ...], camera: bool, tools: tuple[str
         name = action
     if name is not None:
         return _tool(obj, name, reason, tools)
+    if action is None and EE_DELTA in obj:
+        if not control:
+            raise ProtocolError(f"'{EE_DELTA}' steps need control=ee_delta; this episode takes the paper's commands")
+        return Decision(ACTION, obj, reason, EE_DELTA)
     if action is None:
         raise ProtocolError('JSON must contain "action", "tool", or true "stop"')
     try:

@@ -6,12 +6,15 @@ its images (uint8 HxWx3, as rendered), its robot state (as the named vector of v
 and the instruction. It sends them as one map (``image_keys``, ``state_key``, ``prompt_key``),
 executes the reply's ``actions`` chunk one vector at a time (the first ``chunk_steps`` of it, then
 asks again) and answers each observation with one of the paper's commands the vector becomes
-(vabench.agents.models.policy_actions). So rows, records, replay, verify and review treat it as any
-agent, and it sees nothing a model does not.
+(vabench.agents.models.policy_actions). Under ``control=ee_delta`` (vabench.envs.control) nothing is
+converted: each vector of the chunk is one :class:`~vabench.core.boundary.Control` answer, one
+control step at 10 Hz, its seven numbers per arm passed to the env's controller as they are. So
+rows, records, replay, verify and review treat it as any agent, and it sees nothing a model does not.
 
 A policy acts in small steps, so its episodes' default step budget is the task's times 10: it
 declares :attr:`PolicyAgent.budget_scale`, the condition key's default for a policy (``budget_scale=``
-sets another; the row's ``budget`` and ``budget_scale`` columns record it).
+sets another; the row's ``budget`` and ``budget_scale`` columns record it). Under ``control=ee_delta`` the
+control mode's budget already counts control steps, and the policy's default is the paper's 1.
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vabench.agents.chat.model import ModelConfig, ModelError
-from vabench.core.boundary import Agent, Answer, Brief, Observation, Usage, answer_of
+from vabench.core.boundary import Agent, Answer, Brief, Control, Observation, Usage, answer_of
 from vabench.core.errors import ConfigError
-from vabench.core.vocab import ACTIVE
+from vabench.core.vocab import ACTIVE, ControlMode
 from vabench.envs.state import state_vector
 
-from .policy_actions import FRAMES, ActionMapping, CommandMaker
+from .policy_actions import FRAMES, PER_ARM, ActionMapping, CommandMaker
 
 if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is reached
     from .policy_wire import PolicyClient
@@ -114,12 +117,14 @@ class PolicyAgent(Agent):
         self.timeout_s, self.api_key_env = cfg.timeout_s, cfg.api_key_env
         self.client: PolicyClient | None = None
         self.maker: CommandMaker | None = None
+        self.control = False  # the episode runs under control=ee_delta (set by start)
         self.chunk: deque = deque()  # vectors of the current chunk not yet executed
         self.pending: deque = deque()  # commands of the current vector not yet sent
         self.inferences = 0
 
     def start(self, brief: Brief) -> None:
         self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))
+        self.control = brief.control == ControlMode.EE_DELTA  # each vector a Control answer
         self.chunk.clear()
         self.pending.clear()
         self.inferences = 0
@@ -138,12 +143,21 @@ class PolicyAgent(Agent):
                 self.chunk.extend(actions[: self.config.chunk_steps])
                 usage = Usage(model_calls=1, provider_attempts=1)
             vector = self.chunk.popleft()
+            if self.control:
+                return self._control(vector, usage, latency)
             commands = self.maker.commands(vector, obs.arms)
             why = f"policy: inference {self.inferences}, vector {json.dumps([round(float(x), 5) for x in vector])}"
             self.pending.extend(
                 {**c, "reason": f"{why}, command {i + 1} of {len(commands)}"} for i, c in enumerate(commands)
             )
         return answer_of(self.pending.popleft(), usage, latency)
+
+    def _control(self, vector: np.ndarray, usage: Usage, latency: float) -> Control:
+        """One vector as one control step: seven numbers per arm, as the server sent them."""
+        arms = self.maker.arms
+        deltas = {arm: tuple(float(x) for x in vector[PER_ARM * k : PER_ARM * (k + 1)]) for k, arm in enumerate(arms)}
+        why = f"policy: inference {self.inferences}, {len(self.chunk)} left of its chunk"
+        return Control(deltas, why, usage, latency)
 
     def _observation(self, obs: Observation) -> dict:
         """The server's observation: the images as rendered, the named state vector, the instruction."""

@@ -61,6 +61,14 @@ OBSERVER_OFFSETS = {  # from the control EE, right-arm side (x times s = -1 for 
 OBSERVER_TARGET_DROP = 0.02  # looks at EE - 2 cm in z
 OBSERVER_TOPDOWN = ((0.0, -0.12, 1.72), (0.0, -0.08, 0.80), (0.0, -1.0, 0.0))  # eye, target, up: the whole table
 
+# The wrist camera (control=ee_delta only; policy layouts such as openpi's LIBERO and DROID expect
+# one): fixed to the hand, in the hand frame (z: the approach, out between the fingers; x: across
+# the palm, normal to the closing axis), beside the palm, looking past the fingertips.
+WRIST = "wrist"  # the view's name; on a two-arm task wrist_left and wrist_right
+WRIST_FOVY_DEG = 70.0
+WRIST_EYE = (0.07, 0.0, 0.02)  # metres from the hand's origin, hand frame
+WRIST_TARGET = (0.0, 0.0, 0.16)  # what it looks at: 6 cm beyond the TCP (0.1034 m out on z)
+
 
 @dataclass(frozen=True)
 class CameraConfig:
@@ -126,6 +134,13 @@ def observer_pose(view: str, ees: dict[str, np.ndarray], controlled: tuple[str, 
     return _pose(eye, look_at(eye, ee - (0.0, 0.0, OBSERVER_TARGET_DROP), (0.0, 0.0, 1.0)))
 
 
+def wrist_pose(hand: np.ndarray) -> np.ndarray:
+    """The wrist camera's world pose on a hand at ``hand`` (4x4)."""
+    rot, origin = hand[:3, :3], hand[:3, 3]
+    eye, target = origin + rot @ WRIST_EYE, origin + rot @ WRIST_TARGET
+    return _pose(eye, look_at(eye, target, rot[:, 0]))
+
+
 def initial_pose(gcs: dict[str, np.ndarray], controlled: tuple[str, ...]) -> np.ndarray:
     """The reference's ``center_high`` pose for a task's controlled arms (GC positions ``gcs``)."""
     if len(controlled) == 1:
@@ -172,8 +187,10 @@ class CameraRig:
             return add_camera(
                 self.scene, "recording", w, h, np.deg2rad(OBSERVER_FOVY_DEG), OBSERVER_NEAR, OBSERVER_FAR, c.shader
             )
-        # the passive bundle's lens at the preset's observer size (C.7 fixes the lens, not the resolution)
         w, h = self.observer_size
+        if kind == WRIST:  # the observer's size: the preset's smaller images
+            return add_camera(self.scene, WRIST, w, h, np.deg2rad(WRIST_FOVY_DEG), 0.01, 10.0, c.shader)
+        # the passive bundle's lens at the preset's observer size (C.7 fixes the lens, not the resolution)
         fovy = np.deg2rad(OBSERVER_FOVY_DEG)
         return add_camera(self.scene, "observer", w, h, fovy, OBSERVER_NEAR, OBSERVER_FAR, c.shader)
 
@@ -241,6 +258,15 @@ class CameraRig:
         pose = observer_pose("gripper_follow", ees, controlled)
         with self.lens("recording") as camera:
             return self._picture(camera, pose), pose
+
+    def wrist_views(self, hands: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The wrist camera's view per arm (``hands``: arm -> its hand's 4x4 world pose), named
+        ``wrist`` for one arm, ``wrist_<arm>`` for two (control=ee_delta only)."""
+        with self.lens(WRIST) as camera:
+            return {
+                WRIST if len(hands) == 1 else f"{WRIST}_{arm}": self._picture(camera, wrist_pose(hand))
+                for arm, hand in hands.items()
+            }
 
     def passive_bundle(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> dict[str, np.ndarray]:
         """The five observer views (C.7) in the paper's order, anchored on the control EE positions ``ees``."""

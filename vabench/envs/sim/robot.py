@@ -86,6 +86,7 @@ class Arm:
         self.tcp = self.links["panda_hand_tcp"]
         self.fingers = (self.links["panda_leftfinger"], self.links["panda_rightfinger"])
         self.closed = False  # the commanded gripper state, as RoboTwin reports it
+        self.compensated = True  # gravity is cancelled by set_qf before every step (else the links feel none)
         self.set_qpos(body.home, closed=False)
 
     # -- state -------------------------------------------------------------------------
@@ -115,6 +116,13 @@ class Arm:
 
     def finger_target(self) -> float:
         return float(np.asarray(self.joints[self.dof].get_drive_target()).reshape(-1)[0])
+
+    def without_gravity(self) -> None:
+        """Let PhysX leave gravity off this arm's links instead of cancelling it from Python before
+        every step (control=ee_delta: one control period costs no per-step passive-force call)."""
+        for link in self.robot.get_links():
+            link.disable_gravity = True
+        self.compensated = False
 
     def apply_gravity_compensation(self) -> None:
         # set_qf persists across steps, so it is refreshed before every step.

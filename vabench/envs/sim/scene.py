@@ -115,7 +115,9 @@ def _render_material(color) -> sapien.render.RenderMaterial:
 class World:
     """One episode's scene. ``arms`` maps arm name to :class:`Arm`; ``bodies`` the task bodies."""
 
-    def __init__(self, render: bool = True, robot: str = Robot.PANDA):
+    def __init__(self, render: bool = True, robot: str = Robot.PANDA, compensate: bool = True):
+        """``compensate``: cancel gravity on the arms from Python before every step (the paper's
+        commands, as always); False: the arms' links feel no gravity (control=ee_delta)."""
         _process_setup()
         self.scene = sapien.Scene()
         self.scene.set_timestep(TIMESTEP)
@@ -130,6 +132,8 @@ class World:
             self._build_lights()
         urdf = str(robot_files(body).urdf)
         self.arms = {name: Arm(self.scene, urdf, name, i + 1, body) for i, name in enumerate(ARMS)}
+        for arm in self.arms.values() if not compensate else ():
+            arm.without_gravity()
 
     # -- construction ------------------------------------------------------------------
     def _static_box(self, name: str, center, half, color) -> None:
@@ -215,7 +219,8 @@ class World:
     def step(self, n: int = 1) -> None:
         for _ in range(n):
             for arm in self.arms.values():
-                arm.apply_gravity_compensation()
+                if arm.compensated:
+                    arm.apply_gravity_compensation()
             self.scene.step()
             self.step_count += 1
             for hook in self.step_hooks:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from vabench.core.boundary import Participant
+from vabench.core.boundary import Agent, Participant
 from vabench.core.checks import bound
 from vabench.core.condition import KEYS, Condition, check, config_default, default, rule
 from vabench.core.errors import ConfigError, UnknownName
 from vabench.core.interventions import MANIFESTS, check_composes
 from vabench.core.registry import Registry
-from vabench.core.vocab import Intervention, ObservationProfile, SummaryKind, SummaryMode
+from vabench.core.vocab import ControlMode, Intervention, ObservationProfile, SummaryKind, SummaryMode
 from vabench.results.layout import SUMMARIES
 from vabench.run.config.sections import typed
 
@@ -71,6 +71,8 @@ def condition_keys(cfg: dict, agent: Participant | None = None) -> dict:
             out[k] = check(k, value)
         except ValueError as e:  # UnknownName, a bad level, not a number: one line with the choices
             raise ConfigError(f"'{k}': {e}") from None
+    if out["control"] == ControlMode.EE_DELTA and cfg.get("budget_scale") is None:  # its budget counts control steps
+        out["budget_scale"] = default("budget_scale")
     return out
 
 
@@ -79,6 +81,10 @@ def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summar
     ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
     summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
     keys = condition_keys(cfg, agent)
+    if keys["control"] == ControlMode.EE_DELTA and not isinstance(agent, Agent):  # a chat model
+        from vabench.envs.control import CHAT_CONTROL
+
+        raise ConfigError(CHAT_CONTROL)
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
     kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)
