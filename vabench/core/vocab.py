@@ -234,7 +234,15 @@ class CostLimit(StrEnum):
     EPISODE = "harness.max_episode_cost_usd"  # one episode (one attempt)
 
 
+class Split(StrEnum):
+    """Which scenes a seed comes from (``split=NAME``; vabench.envs.seeds): the two pools never share a seed."""
+
+    EVAL = "eval"  # the evaluation manifests (the paper's verified seeds): what runs and Gym evaluate on
+    TRAIN = "train"  # the training pool: screened the same way, disjoint from every evaluation manifest
+
+
 SEEDS_PER_TASK = 20  # verified seeds per task (paper 5.1; the seed manifests)
+TRAIN_SEEDS_PER_TASK = 10  # screened training seeds per task (the train manifests; --count screens more)
 
 
 def counted(n: int, word: str, plural: str | None = None) -> str:

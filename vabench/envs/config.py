@@ -50,6 +50,7 @@ class EnvConfig:
     render: bool = True  # False: no images at all (physics-only screening and tests)
     hold_cameras: bool = True  # False: no render targets kept between renders (many scenes per process; sim.camera)
     settle_steps: int = SETTLE_STEPS
+    warm_reset: bool = False  # keep and restore the settled start (vabench.envs.settle_cache): a start of its own
     stability_window: int = STABILITY_WINDOW
     robot: str = default("robot")  # the embodiment (vabench.envs.sim.embodiments)
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)  # the look (vabench.envs.perturb)

@@ -13,6 +13,7 @@ and leaves the world untouched. ``step`` always validates the decision (a dict, 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 
 from vabench.core.vocab import ACTIVE, LEFT, RIGHT, ControlMode, Protocol, StepKind, protocol_named
 
-from . import interventions
+from . import interventions, settle_cache
 from .actions import (
     Action,
     ActionError,
@@ -115,6 +116,7 @@ class VABenchEnv:
         self.camera: CameraRig | None = None
         self._state: PrivilegedState | None = None
         self.stability: Stability | None = None
+        self.settled = settle_cache.SettleCache() if self.config.warm_reset else None
 
     # -- lifecycle -----------------------------------------------------------------------
     def reset(self, task: str | Task, seed: int, protocol: str = ACTIVE.name, budget: int | None = None) -> Observation:
@@ -135,17 +137,13 @@ class VABenchEnv:
 
     def _build(self, task: Task, seed: int, protocol: Protocol) -> None:
         self.task, self.seed, self.protocol, self._protocol = task, seed, protocol.name, protocol
-        compensate = self.config.control != ControlMode.EE_DELTA  # ee_delta: PhysX leaves the arms' gravity off
-        self.world = World(render=self.config.render, robot=self.config.robot, compensate=compensate)
-        self.controlled = tuple(task.arms)
-        for arm in ARMS:
-            if arm not in self.controlled:
-                self.world.arms[arm].set_qpos(self.world.arms[arm].body.park, closed=False)
-                if self.config.render:
-                    _hide(self.world.arms[arm])
-        task.build(self.world, np.random.default_rng(seed))
-        self._state = PrivilegedState(self.world, self.controlled)
-        self.stability = self._settle()
+        start = None if self.settled is None else self._kept_start(task, seed)
+        self._scene(task, seed)
+        if start is None:
+            self.stability = self._settle()
+        else:  # the warm reset: the kept settled state instead of the settle
+            settle_cache.restore(self.world, start)
+            self.stability = Stability(start.drift_deg, start.worst_body)
         self._state.record_start()
         self.executor.bind(self.world, task.labels)
         self.controller.bind(self.world)
@@ -180,6 +178,33 @@ class VABenchEnv:
             if d > drift:
                 worst, drift = b.name, d
         return Stability(drift, worst)
+
+    def _scene(self, task: Task, seed: int) -> None:
+        """A new world with the robot (a parked arm folded away) and the task's bodies, unsettled."""
+        compensate = self.config.control != ControlMode.EE_DELTA  # ee_delta: PhysX leaves the arms' gravity off
+        self.world = World(render=self.config.render, robot=self.config.robot, compensate=compensate)
+        self.controlled = tuple(task.arms)
+        for arm in ARMS:
+            if arm not in self.controlled:
+                self.world.arms[arm].set_qpos(self.world.arms[arm].body.park, closed=False)
+                if self.config.render:
+                    _hide(self.world.arms[arm])
+        task.build(self.world, np.random.default_rng(seed))
+        self._state = PrivilegedState(self.world, self.controlled)
+
+    def _kept_start(self, task: Task, seed: int) -> settle_cache.Settled:
+        """The settled state kept for this scene (settle_cache). On a miss a scratch scene of the same
+        construction settles first: the episode's scene is then restored on a hit and on a miss alike
+        (restoring into a scene that has just settled keeps contact data a fresh one lacks)."""
+        key = settle_cache.key(task, seed, self.config)
+        start = self.settled.get(key)
+        if start is None:
+            self._scene(copy.deepcopy(task), seed)
+            stability = self._settle()
+            start = settle_cache.capture(self.world, stability.max_drift_deg, stability.worst_body)
+            self.world.close()
+            self.settled.put(key, start)
+        return start
 
     def close(self) -> None:
         if self.world is not None:

@@ -15,7 +15,16 @@ never shows an evaluation scene.
 
 Every embodiment (vabench.envs.sim.embodiments) has its own manifests, ``seed_manifests/<robot>/``
 (the Panda's are ``seed_manifests/`` itself), screened by the same criteria from the same pool with
-the robot's own expert run. A task the robot cannot do is declared: when no seed of the first
+the robot's own expert run.
+
+The training split (``split=train``) has manifests of its own, ``seed_manifests/train/`` (another
+robot's under ``train/<robot>/``), screened by the same criteria from :data:`TRAIN_POOL`, a range
+that shares no seed with the evaluation and demonstration pools; tests/test_seeds_split.py checks
+every task's train seeds against every evaluation manifest. Train on these, evaluate on the others:
+
+    python -m vabench.envs.cli.seeds --split train --write [--count 20]   # screen the train pool
+
+A task the robot cannot do is declared: when no seed of the first
 :data:`GIVE_UP_AFTER` candidates is accepted (or the pool runs out first), its manifest keeps the
 seeds it accepted and says why in ``declared``, from the rejections. ``max_tries`` caps the
 candidates one screening visits (a task with a low acceptance rate cannot eat a session); a task
@@ -36,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from vabench.core.errors import BadFile, ConfigError, NotFound
-from vabench.core.vocab import SEEDS_PER_TASK, Robot
+from vabench.core.vocab import SEEDS_PER_TASK, TRAIN_SEEDS_PER_TASK, Robot, Split
 
 from .env import VABenchEnv
 from .tasks import task_class
@@ -45,6 +54,7 @@ MANIFEST_DIR = Path(__file__).with_name("seed_manifests")
 FORMAT = "vabench.seed_manifest.v1"
 EVAL_POOL = (1000, 1199)
 DEMO_POOL = (0, 999)
+TRAIN_POOL = (100_000, 199_999)  # the training split's candidates: no evaluation or demonstration seed
 GIVE_UP_AFTER = 30  # another robot: no seed accepted among this many candidates declares the task
 
 
@@ -115,26 +125,39 @@ def screen(
     return accepted, rejected
 
 
-def manifest_path(task: str, robot: str = Robot.PANDA) -> Path:
-    return MANIFEST_DIR / f"{task}.json" if robot == Robot.PANDA else MANIFEST_DIR / robot / f"{task}.json"
+def manifest_path(task: str, robot: str = Robot.PANDA, split: str = Split.EVAL) -> Path:
+    folder = MANIFEST_DIR if split == Split.EVAL else MANIFEST_DIR / Split(split)
+    return folder / f"{task}.json" if robot == Robot.PANDA else folder / robot / f"{task}.json"
 
 
-def load_manifest(task: str, robot: str = Robot.PANDA) -> dict:
-    path = manifest_path(task, robot)
+def load_manifest(task: str, robot: str = Robot.PANDA, split: str = Split.EVAL) -> dict:
+    path = manifest_path(task, robot, split)
     if not path.exists():
-        how = "" if robot == Robot.PANDA else f" --robot {robot}"
+        how = ("" if robot == Robot.PANDA else f" --robot {robot}") + (
+            "" if split == Split.EVAL else f" --split {split}"
+        )
         raise NotFound(
-            f"no seed manifest for {task!r}{'' if robot == Robot.PANDA else ' on ' + robot}; run "
+            f"no {split} seed manifest for {task!r}{'' if robot == Robot.PANDA else ' on ' + robot}; run "
             f"`python -m vabench.envs.cli.seeds --task {task}{how} --write`"
         )
     data = json.loads(path.read_text())
-    if data.get("format") != FORMAT or data.get("task") != task:
-        raise BadFile(f"{path} is not a {FORMAT} manifest for {task!r}")
+    if data.get("format") != FORMAT or data.get("task") != task or data.get("split", Split.EVAL) != split:
+        raise BadFile(f"{path} is not a {FORMAT} {split} manifest for {task!r}")
     return data
 
 
 def eval_seeds(task: str, robot: str = Robot.PANDA) -> list[int]:
     return list(load_manifest(task, robot)["accepted"])
+
+
+def train_seeds(task: str, robot: str = Robot.PANDA) -> list[int]:
+    """The training split's screened seeds (disjoint from :func:`eval_seeds` and the demo seed)."""
+    return list(load_manifest(task, robot, Split.TRAIN)["accepted"])
+
+
+def split_seeds(task: str, robot: str = Robot.PANDA, split: str = Split.EVAL) -> list[int]:
+    """The seeds of ``split`` (``eval``: the evaluation manifest; ``train``: the training pool's)."""
+    return train_seeds(task, robot) if Split(split) == Split.TRAIN else eval_seeds(task, robot)
 
 
 def demo_seed(task: str) -> int:
@@ -177,6 +200,31 @@ def write_manifest(env: VABenchEnv, task: str, log=print, max_tries: int | None 
     }
     MANIFEST_DIR.mkdir(parents=True, exist_ok=True)
     manifest_path(task).write_text(json.dumps(data, indent=2) + "\n")
+    return data
+
+
+def write_train_manifest(env: VABenchEnv, task: str, count: int = TRAIN_SEEDS_PER_TASK, log=print) -> dict:
+    """Screen :data:`TRAIN_POOL` for ``task`` on the env's robot until ``count`` seeds pass (more
+    than the manifest holds: it continues after its last candidate) and write the train manifest."""
+    robot, path = env.config.robot, manifest_path(task, env.config.robot, Split.TRAIN)
+    prior = ((), ())
+    if path.exists():
+        old = load_manifest(task, robot, Split.TRAIN)
+        prior = (old["accepted"], old["rejected"])
+    accepted, rejected = screen(env, task, pool=TRAIN_POOL, n_accept=count, log=log, prior=prior)
+    data = {
+        "format": FORMAT,
+        "task": task,
+        "split": Split.TRAIN.value,
+        "robot": robot,
+        "criteria": "as the evaluation manifests'",
+        "candidate_pool": list(TRAIN_POOL),
+        "accepted": accepted,
+        "rejected": rejected,
+        "versions": _versions(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
     return data
 
 
@@ -223,12 +271,16 @@ def _why_short(accepted: list[int], rejected: list[dict], max_tries: int | None 
     return f"{len(accepted)} of {tried} candidates accepted; rejected: {top or 'none'}{stop}"
 
 
-def check_manifest(env: VABenchEnv, task: str, limit: int | None = None, log=print) -> list[Verdict]:
+def check_manifest(
+    env: VABenchEnv, task: str, limit: int | None = None, log=print, split: str = Split.EVAL
+) -> list[Verdict]:
     """Re-run the expert on the manifest's accepted seeds (and the demo seed); return failures."""
-    data = load_manifest(task, env.config.robot)
+    data = load_manifest(task, env.config.robot, split)
     seeds = data["accepted"][:limit] if limit else data["accepted"]
     failures = []
-    demo = [data["demo_seed"]] if env.config.robot == Robot.PANDA else []  # a robot's demos are the Panda's
+    demo = (
+        [data["demo_seed"]] if "demo_seed" in data and env.config.robot == Robot.PANDA else []
+    )  # a robot's: the Panda's
     for seed in [*seeds, *demo]:
         v = probe(env, task, seed)
         log(f"[{task}] seed {seed}: {'ok' if v.ok else 'FAILED: ' + v.reason}")

@@ -19,7 +19,8 @@ from vabench.core.vocab import ACTIVE, EndReason, Intervention, Perturbation, Ro
 from vabench.envs.demo_recorder import DEMO_FORMAT
 from vabench.envs.env import EnvConfig, VABenchEnv
 from vabench.envs.render import render_preset
-from vabench.envs.seeds import demo_seed
+from vabench.envs.seeds import demo_seed, split_seeds
+from vabench.envs.sim.camera import INITIAL_VIEW
 
 from .clips import Clip, ExportError, columns
 from .features import NO_ACTION
@@ -27,6 +28,8 @@ from .features import NO_ACTION
 MANIFEST = "demo.json"
 DEMO_MODEL = "scripted_expert"  # the model column of a demonstration's episode
 DEMO_CONDITION = "demonstration"
+ORACLE_CONDITION = "oracle"  # the expert's episodes on a split's seeds (python -m vabench.export lerobot --oracle)
+DEMO_SPLIT = "demo"  # a demonstration's seed: the demonstration pool, neither split's (vabench.envs.seeds)
 
 
 def is_demos(path: Path) -> bool:
@@ -46,8 +49,32 @@ def demo_clip(folder: Path, scratch: Path) -> Clip:
     meta = json.loads((Path(folder) / MANIFEST).read_text())
     if meta.get("format") != DEMO_FORMAT:
         raise ExportError(f"{folder}/{MANIFEST} is not a vabench demonstration ({DEMO_FORMAT})")
-    task, preset, seed = meta["task"], render_preset(meta["render"]), demo_seed(meta["task"])
+    task, preset = meta["task"], render_preset(meta["render"])
     out = Path(scratch) / preset.name / task
+    clip = expert_clip(task, demo_seed(task), preset, out, f"the demonstration of {task} ({preset.name})")
+    clip.meta.update(condition=DEMO_CONDITION, record=f"{preset.name}/{task}", split=DEMO_SPLIT)
+    return clip
+
+
+def oracle_clips(tasks: Iterable[str], split: str, seeds: int | None, render: str, scratch: Path, bar=iter) -> list:
+    """The expert's episodes on the first ``seeds`` (None: every) seeds of ``split`` of each task,
+    at ``render``'s preset, filmed from the demonstrations' view: data to learn from, e.g. BC on
+    ``split=train`` (the evaluation manifests stay unseen)."""
+    preset, todo = render_preset(render), []
+    for task in tasks:
+        chosen = split_seeds(task, Robot.PANDA, split)
+        todo += [(task, seed) for seed in (chosen if seeds is None else chosen[:seeds])]
+    clips = []
+    for task, seed in bar(todo):
+        clip = expert_clip(task, seed, preset, Path(scratch) / preset.name / task / str(seed), f"{task} seed {seed}")
+        clip.meta.update(condition=ORACLE_CONDITION, record=f"{preset.name}/{task}/{seed}", split=str(split))
+        clips.append(clip)
+    return clips
+
+
+def expert_clip(task: str, seed: int, preset, out: Path, where: str) -> Clip:
+    """The scripted expert on ``task`` at ``seed``: one frame per expert action from the active
+    camera's first view (the demonstrations'), the robot state and the action, as a record holds them."""
     out.mkdir(parents=True, exist_ok=True)
     env = VABenchEnv(EnvConfig(preset=preset))
     try:
@@ -71,10 +98,9 @@ def demo_clip(folder: Path, scratch: Path) -> Clip:
             if step.done:
                 break
             frames.append(_save(out, step.observation, preset.demo_encoding))
-        success, steps = bool(env.success), env.steps
+        success, steps, instruction = bool(env.success), env.steps, env.task.instruction
     finally:
         env.close()
-    where = f"the demonstration of {task} ({preset.name})"
     table, dof = columns(states, actions, len(frames), NO_ACTION, arms, where)
     row = {
         "run_id": None,
@@ -95,9 +121,10 @@ def demo_clip(folder: Path, scratch: Path) -> Clip:
         "steps": steps,
         "privileged": True,
         "outcome_key": None,
-        "record": f"{preset.name}/{task}",
+        "record": None,
+        "split": None,
     }
-    return Clip(meta["instruction"], {meta["view"]: frames}, table, row, dof, Robot.PANDA)
+    return Clip(instruction, {INITIAL_VIEW: frames}, table, row, dof, Robot.PANDA)
 
 
 def _save(folder: Path, obs, encoding) -> Path:

@@ -230,7 +230,8 @@ def _episodes(root, clips, placed, rows, episode_stats, tasks) -> None:
 def _meta(root: Path, layout: Layout, clips: list[Clip], tasks: list[str], episode_stats, repo_id: str) -> None:
     """meta/info.json, meta/stats.json, meta/tasks.parquet and the dataset card."""
     frames = sum(c.length for c in clips)
-    info = layout.info(len(clips), frames, len(tasks), vocabularies())
+    splits = sorted({str(c.meta.get("split") or "eval") for c in clips})  # whose seeds: eval, train or demo
+    info = layout.info(len(clips), frames, len(tasks), {**vocabularies(), "split": "+".join(splits)})
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4) + "\n")
     pooled = {f.key: stats.pooled([s[f.key] for s in episode_stats]) for f in layout.features}
     (root / "meta" / "stats.json").write_text(json.dumps(stats.as_json(pooled), indent=4) + "\n")

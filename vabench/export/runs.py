@@ -47,6 +47,12 @@ def run_fps(run: Path) -> float | None:
     return info.fps if info else None
 
 
+def run_split(run: Path) -> str:
+    """Whose seeds the run played (``eval`` or ``train``; vabench.envs.seeds), as its run info says."""
+    info = read_run_info(run)
+    return info.split if info else "eval"
+
+
 def attempts(run: Path) -> list[Path]:
     """Every attempt's record folder, in key order (an interrupted attempt's, set aside, is not one)."""
     root = Path(run) / RECORDS
@@ -81,7 +87,7 @@ def record_clip(run: Path, folder: Path, events: list[dict], row: dict) -> Clip:
     ending = EndReason.STOP if row.get("end_reason") == EndReason.STOP else NO_ACTION
     table, dof = columns(states, actions, steps, ending, tuple(start["arms"]), where)
     key = folder.parent.relative_to(Path(run) / RECORDS).as_posix()
-    meta = {**{c: row.get(c) for c in ROW_COLUMNS}, "outcome_key": key, "record": f"{where}/{EVENTS}"}
+    meta = {**{c: row.get(c) for c in ROW_COLUMNS}, "outcome_key": key, "record": f"{where}/{EVENTS}", "split": None}
     return Clip(start["instruction"], images, table, meta, dof, row.get("robot") or "")
 
 

@@ -1,13 +1,18 @@
 """A Gymnasium env over the one env, :class:`~vabench.envs.VABenchEnv`: the same scenes, physics,
 executor and checker as the launcher, seeds from the verified manifests (docs/gym.md).
 
+``split="eval"`` (the default) plays the evaluation manifests, the scenes runs are scored on;
+``split="train"`` plays the training split's screened seeds, a pool disjoint from every evaluation
+manifest (vabench.envs.seeds). Train with ``split="train"``, evaluate with the default.
+
 It exposes only what an Observation holds (the env API is the privilege boundary): the protocol's
 images and the named robot state as the observation; the validity, planner outcome and feedback
 of the last action in ``info``, with ``is_success`` from the checker. ``reset(seed=s)`` plays
 manifest seed ``s`` when the manifest holds it, and otherwise the manifest's seed number
 ``s % len(manifest)`` (seeds 0..19 enumerate the manifest), so every Gym seed is a verified scene;
-``unverified_seeds=True`` plays any other seed as given, with a warning. ``info["scene_seed"]``
-is the seed played.
+``unverified_seeds=True`` plays any other seed as given, with a warning (under ``train``,
+never an evaluation or demonstration seed). ``info["scene_seed"]`` is the seed played,
+``info["split"]`` its split.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import gymnasium as gym
 import numpy as np
 
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
-from vabench.core.vocab import ACTIVE, ControlMode, protocol_named
+from vabench.core.vocab import ACTIVE, ControlMode, Split, protocol_named
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.seeds import eval_seeds
+from vabench.envs.seeds import demo_seed, eval_seeds, split_seeds
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.state import state_names, state_vector
 from vabench.envs.tasks import task_class
@@ -45,6 +50,9 @@ class VABenchGymEnv(gym.Env):
             of 7 numbers per arm, one control step at 10 Hz: vabench.envs.control).
         wrist: under ``ee_delta``, a wrist camera's view per arm among the pixels (``wrist``, or
             ``wrist_left`` and ``wrist_right``); False leaves it out (one picture less per step).
+        split: ``eval`` (the evaluation manifests, the default) or ``train`` (the training split's seeds).
+        warm_reset: restore each seed's kept settled state instead of settling (vabench.envs.settle_cache:
+            faster, a start of its own; the launcher's episodes use the cold reset).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -60,6 +68,8 @@ class VABenchGymEnv(gym.Env):
         unverified_seeds: bool = False,
         control: str = default("control"),
         wrist: bool = True,
+        split: str = Split.EVAL,
+        warm_reset: bool = False,
     ):
         cls = task_class(task)  # UnknownName names the closest registered task
         proto = protocol_named(protocol)  # UnknownName names the protocols
@@ -67,12 +77,15 @@ class VABenchGymEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.task, self.protocol, self.robot, self.render_mode = task, proto.name, str(robot), render_mode
-        self.seeds = tuple(eval_seeds(task, self.robot))
+        if split not in tuple(Split):
+            raise ValueError(f"split must be one of {[str(s) for s in Split]}, got {split!r}")
+        self.split = str(split)
+        self.seeds = tuple(split_seeds(task, self.robot, self.split))
         if not self.seeds:
             raise ValueError(f"{task} has no verified seeds on {self.robot} (its manifest declares it); pick another")
         self.unverified_seeds = bool(unverified_seeds)
         look = Condition("gym", proto.name, render=render, robot=self.robot, perturbation=perturbation, control=control)
-        config = EnvConfig.of(look, recording=NO_RECORDING, wrist=bool(wrist))  # UnknownName: a wrong preset or kind
+        config = EnvConfig.of(look, recording=NO_RECORDING, wrist=bool(wrist), warm_reset=bool(warm_reset))
         preset = config.preset
         self.api = VABenchEnv(config)  # the env API under the Gymnasium interface
         self.arms: tuple[str, ...] = tuple(cls.arms)
@@ -94,6 +107,9 @@ class VABenchGymEnv(gym.Env):
         if seed in self.seeds:
             return int(seed)
         if self.unverified_seeds:
+            held = (*eval_seeds(self.task, self.robot), demo_seed(self.task))
+            if self.split == Split.TRAIN and seed in held:
+                raise ValueError(f"{self.task}: seed {seed} is an evaluation or demonstration scene, not for training")
             warnings.warn(f"{self.task}: seed {seed} is not in the verified manifest; played unverified", stacklevel=3)
             return int(seed)
         return self.seeds[int(seed) % len(self.seeds)]
@@ -139,6 +155,7 @@ class VABenchGymEnv(gym.Env):
         return {
             "is_success": success,
             "scene_seed": self.scene_seed,
+            "split": self.split,
             "step": obs.step,
             "budget_left": obs.budget_left,
             "last_action": obs.last_action,

@@ -69,6 +69,12 @@ class RunInfo:
     other: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def split(self) -> str:
+        """Whose seeds the run played: ``eval`` (the evaluation manifests; every run before the
+        training split) or ``train`` (vabench.envs.seeds' training split), as its config says."""
+        return str(self.config.get("split") or "eval")
+
+    @property
     def fps(self) -> float | None:
         """The run's ``recording.fps`` (its episode videos' frame rate), None where the config has none."""
         try:

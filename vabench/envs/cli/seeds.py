@@ -6,6 +6,7 @@ The acceptance criteria, the pools and the manifest format: :mod:`vabench.envs.s
     python -m vabench.envs.cli.seeds --check        # re-verify the committed manifests
     python -m vabench.envs.cli.seeds --task grasp_single_cube --check --limit 5
     python -m vabench.envs.cli.seeds --robot ur5 --write --max-tries 30 [--resume]
+    python -m vabench.envs.cli.seeds --split train --write [--count 20]   # the training split's seeds
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import argparse
 import sys
 
 from vabench.core.errors import command
-from vabench.core.vocab import Robot
+from vabench.core.vocab import TRAIN_SEEDS_PER_TASK, Robot, Split
 
 from ..env import EnvConfig, VABenchEnv
-from ..seeds import check_manifest, write_manifest
+from ..seeds import check_manifest, write_manifest, write_train_manifest
 from ..tasks import TASKS
 
 
@@ -37,17 +38,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--resume", action="store_true", help="another robot: continue after the manifest's last candidate")
     ap.add_argument("--robot", default=Robot.PANDA, choices=list(Robot), help="the embodiment (default panda)")
+    ap.add_argument(
+        "--split", default=Split.EVAL, choices=list(Split), help="the manifests of this split (default eval)"
+    )
+    ap.add_argument("--count", type=int, default=TRAIN_SEEDS_PER_TASK, help="--split train --write: seeds per task")
     args = ap.parse_args(argv)
     env = VABenchEnv(EnvConfig(render=False, robot=args.robot))
     bad = 0
     for task in args.task or sorted(TASKS):
-        if args.write:
+        if args.write and args.split == Split.TRAIN:
+            data = write_train_manifest(env, task, args.count)
+            print(f"{task}: train seeds accepted {len(data['accepted'])}, rejected {len(data['rejected'])}", flush=True)
+        elif args.write:
             data = write_manifest(env, task, max_tries=args.max_tries, resume=args.resume)
             n_ok, n_bad = len(data["accepted"]), len(data["rejected"])
             why = f" (declared: {data['declared']})" if data.get("declared") else ""
             print(f"{task}: accepted {n_ok}, rejected {n_bad}, demo seed {data['demo_seed']}{why}", flush=True)
         else:
-            failures = check_manifest(env, task, args.limit)
+            failures = check_manifest(env, task, args.limit, split=args.split)
             bad += len(failures)
             print(f"{task}: {'all seeds verified' if not failures else f'{len(failures)} seed(s) FAILED'}")
     env.close()

@@ -13,7 +13,7 @@ from vabench.core.condition import KEYS, Condition, check, config_default, defau
 from vabench.core.errors import ConfigError, UnknownName
 from vabench.core.interventions import MANIFESTS, check_composes
 from vabench.core.registry import Registry
-from vabench.core.vocab import ControlMode, Intervention, ObservationProfile, SummaryKind, SummaryMode
+from vabench.core.vocab import ControlMode, Intervention, ObservationProfile, Split, SummaryKind, SummaryMode
 from vabench.results.layout import SUMMARIES
 from vabench.run.config.sections import typed
 
@@ -122,17 +122,27 @@ def tasks_of(raw, track: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def playable(agent: Participant, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str):
+def split_of(raw) -> str:
+    """The run's ``split`` (``eval``: the evaluation manifests; ``train``: the training split's seeds)."""
+    if raw not in tuple(Split):
+        raise ConfigError(f"'split' must be one of {', '.join(Split)}, got {raw!r}")
+    return str(raw)
+
+
+def playable(
+    agent: Participant, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str, split: str = Split.EVAL
+):
     """The tasks the agent can play: with ``tasks: all``, those it cannot (a two-arm task for a
     one-arm agent) are left out with one line; listed ones are refused, naming why. Explicit seeds
-    outside a task's manifest are played with a warning: their scenes were never screened."""
-    from vabench.envs.seeds import eval_seeds
+    outside a task's manifest are played with a warning: their scenes were never screened; under
+    ``split=train`` an evaluation or demonstration seed is refused."""
+    from vabench.envs.seeds import MANIFEST_DIR, manifest_path, split_seeds
     from vabench.envs.tasks import task_class
 
     keep = []
     for task in tasks:
         try:
-            verified = eval_seeds(task, robot)
+            verified = split_seeds(task, robot, split)
         except FileNotFoundError as e:
             if not every:
                 raise ConfigError(f"'robot' = {robot}: {e}") from None
@@ -145,6 +155,8 @@ def playable(agent: Participant, tasks: tuple[str, ...], every: bool, seeds, pro
             log(f"tasks=all: {task} left out ({why})")
             continue
         chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
+        if split == Split.TRAIN:
+            _no_eval_seeds(task, robot, chosen)
         arms = tuple(task_class(task).arms)
         refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
         if refused and every and len(refused) == len(chosen) * len(protocols):
@@ -154,15 +166,24 @@ def playable(agent: Participant, tasks: tuple[str, ...], every: bool, seeds, pro
             raise ConfigError(f"'model' = {agent.name}: {refused[0]}")
         outside = sorted(set(chosen) - set(verified))
         if outside:
+            where = manifest_path(task, robot, split).relative_to(MANIFEST_DIR)
             log(
                 f"warning: seeds {', '.join(map(str, outside))} of {task} are not among its {len(verified)} verified "
-                f"seeds (vabench/envs/seed_manifests/{task}.json): their scenes were never screened; rows of them "
+                f"seeds (vabench/envs/seed_manifests/{where}): their scenes were never screened; rows of them "
                 "do not compare with the paper's"
             )
         keep.append(task)
     if not keep:
         raise ConfigError(f"'tasks': {agent.name} can play none of the tasks of this track")
     return tuple(keep)
+
+
+def _no_eval_seeds(task: str, robot: str, chosen: list[int]) -> None:
+    from vabench.envs.seeds import demo_seed, eval_seeds
+
+    held = sorted(set(chosen) & {*eval_seeds(task, robot), demo_seed(task)})
+    if held:
+        raise ConfigError(f"'seeds': {held[0]} of {task} is an evaluation or demonstration seed; not with split=train")
 
 
 def seeds_of(raw) -> int | tuple[int, ...] | None:

@@ -23,7 +23,7 @@ from vabench.agents.models.kinds import check_model_id, is_offline, make_model
 from vabench.agents.models.policy import PolicyConfig
 from vabench.core.checks import at_least, within
 from vabench.core.condition import Condition, config_default
-from vabench.core.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
+from vabench.core.vocab import PROTOCOLS, TRACKS, Split, SummaryMode, summary_mode
 from vabench.envs import RecordingConfig
 from vabench.results.layout import OUTCOMES
 from vabench.run.config.choices import (
@@ -33,6 +33,7 @@ from vabench.run.config.choices import (
     need,
     playable,
     seeds_of,
+    split_of,
     summary_root,
     tasks_of,
 )
@@ -125,6 +126,7 @@ class RunConfig:
     demo_root: Path | None  # None: the cache ($VABENCH_CACHE/demos)
     plan: PlanConfig = field(default_factory=PlanConfig)  # plan=true: print what the run will cost, run nothing
     privileged: bool = False  # the agent reads simulator state (the oracle)
+    split: str = Split.EVAL  # whose seeds it plays: the evaluation manifests, or the training split's (seeds.py)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
     @property
@@ -231,11 +233,10 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
-    seeds = seeds_of(need(cfg, "seeds"))
+    seeds, split = seeds_of(need(cfg, "seeds")), split_of(cfg.get("split", Split.EVAL))  # older runs: eval
     every = need(cfg, "tasks") == "all"
-    tasks = playable(
-        agent, tasks_of(cfg["tasks"], track), every, seeds, [c.protocol for c in conds], notes.append, conds[0].robot
-    )
+    protos = [c.protocol for c in conds]
+    tasks = playable(agent, tasks_of(cfg["tasks"], track), every, seeds, protos, notes.append, conds[0].robot, split)
     run = RunConfig(
         experiment=str(need(cfg, "experiment")),
         run_id=run_id,
@@ -253,6 +254,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         demo_root=Path(cfg["demo_root"]) if cfg.get("demo_root") else None,
         plan=build(PlanConfig, cfg.get("plan") or {}, "plan"),
         privileged=bool(agent.privileged),
+        split=split,
         resolved=cfg,
     )
     for note in notes:

@@ -8,12 +8,13 @@ from vabench.run.config.run import RunConfig
 
 
 def seeds_for(run: RunConfig, task: str) -> list[int]:
-    """The seeds ``run`` plays of ``task``: its verified seeds, the first N of them, or those named."""
-    from vabench.envs.seeds import eval_seeds
+    """The seeds ``run`` plays of ``task``: its split's verified seeds (the evaluation manifest's, or
+    under ``split=train`` the training split's), the first N of them, or those named."""
+    from vabench.envs.seeds import split_seeds
 
     if isinstance(run.seeds, tuple):
         return list(run.seeds)
-    verified = eval_seeds(task, run.condition.robot)
+    verified = split_seeds(task, run.condition.robot, run.split)
     return verified if run.seeds is None else verified[: run.seeds]
 
 

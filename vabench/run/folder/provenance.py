@@ -79,9 +79,16 @@ def code() -> dict:
     return {"git_commit": commit, "git_dirty": dirty, "source_digest": digest_files(files, SOURCE)}
 
 
-def inputs(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool, robot: str = Robot.PANDA) -> dict:
+def inputs(
+    tasks: Iterable[str],
+    render: str,
+    demo_root: Path | None,
+    demos: bool,
+    robot: str = Robot.PANDA,
+    split: str = "eval",
+) -> dict:
     """Digests of what the run's episodes read: per task its file and the run robot's seed manifest
-    (another robot's seeds are its own: vabench.envs.seeds.manifest_path), the prompts,
+    of the run's split (another robot's seeds are its own: vabench.envs.seeds.manifest_path), the prompts,
     the asset cache (robots; compiled shaders excluded: a cache, not an input) and, when the run
     learns summaries, the demonstrations at its render preset."""
     from vabench.envs.demo_recorder import demo_dir
@@ -90,7 +97,7 @@ def inputs(tasks: Iterable[str], render: str, demo_root: Path | None, demos: boo
     from vabench.envs.tasks import task_class
 
     tasks = sorted(set(tasks))
-    seeds = {t: digest_files([manifest_path(t, robot)], MANIFEST_DIR) for t in tasks}
+    seeds = {t: digest_files([manifest_path(t, robot, split)], MANIFEST_DIR) for t in tasks}
     files = {t: digest_files([Path(inspect.getsourcefile(task_class(t)))], SOURCE) for t in tasks}
     robots = cache_dir() / "robots"
     out = {
@@ -141,9 +148,16 @@ def renderer() -> dict:
     return {"device_summary": out.stdout.strip()}
 
 
-def manifest(tasks: Iterable[str], render: str, demo_root: Path | None, demos: bool, robot: str = Robot.PANDA) -> dict:
+def manifest(
+    tasks: Iterable[str],
+    render: str,
+    demo_root: Path | None,
+    demos: bool,
+    robot: str = Robot.PANDA,
+    split: str = "eval",
+) -> dict:
     """The whole provenance manifest of a run (code, inputs, machine)."""
-    return {"code": code(), "inputs": inputs(tasks, render, demo_root, demos, robot), "machine": machine()}
+    return {"code": code(), "inputs": inputs(tasks, render, demo_root, demos, robot, split), "machine": machine()}
 
 
 def differences(a: dict, b: dict, where: str = "") -> list[str]:

@@ -79,7 +79,7 @@ def _versions() -> dict:
 def run_manifest(run: RunConfig) -> dict:
     """The run's provenance manifest (:mod:`vabench.run.folder.provenance`)."""
     learns = not is_offline(run.model.id) and run.summary.kind == SummaryKind.OWN
-    return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.condition.robot)
+    return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.condition.robot, run.split)
 
 
 def write_run_info(run: RunConfig, log=print) -> str:
