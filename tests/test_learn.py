@@ -114,8 +114,8 @@ def test_training_writes_a_checkpoint_torch_loads_without_pickle(trained, export
 def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, tmp_path):
     served = checkpoint(trained[0])
     received = []
-    infer = served.infer
-    served.infer = lambda obs: received.append(obs) or infer(obs)
+    infer_batch = served.infer_batch  # what the server's batcher calls
+    served.infer_batch = lambda batch: received.extend(batch) or infer_batch(batch)
     server = PolicyServer(served, port=0).start()
     try:
         env = small_env()
@@ -131,6 +131,30 @@ def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, t
     assert row.model_calls == len(received) and received[0]["observation/state"].shape == (11,)
     replies = [e for e in read_events(tmp_path / "ep" / "events.jsonl") if e["type"] == "action"]
     assert replies and all(e["reason"].startswith("policy: inference") for e in replies)
+
+
+def test_a_batch_is_one_forward_pass_with_each_observations_own_answer(trained):
+    """serve_policy's batching window hands the checkpoint several clients' observations at once:
+    one forward pass, the same answers as one at a time; its metadata names the seeds it was
+    trained on (the launcher warns when a run evaluates them)."""
+    served = checkpoint(trained[0], horizon=3)
+    rng = np.random.default_rng(0)
+    batch = [
+        {
+            "observation/image": rng.integers(0, 255, (240, 320, 3), dtype=np.uint8),
+            "observation/state": rng.normal(size=11).astype(np.float32),
+            "prompt": prompt,
+        }
+        for prompt in ("grasp the red cube", "put the cube in the bowl", "grasp the red cube")
+    ]
+    passes = []
+    served.net.register_forward_hook(lambda *_: passes.append(1))
+    together = served.infer_batch(batch)
+    assert len(passes) == 1 and len(together) == 3
+    for obs, answer in zip(batch, together, strict=True):
+        assert np.allclose(answer["actions"], served.infer(obs)["actions"], atol=1e-5)
+    assert answer["actions"].shape == (3, 7) and not np.allclose(together[0]["actions"], together[1]["actions"])
+    assert served.metadata["trained_on"] == {TASK: [eval_seeds(TASK)[0]]}
 
 
 def test_a_file_that_is_not_a_checkpoint_is_one_line(tmp_path):

@@ -64,9 +64,11 @@ def policy(url: str, **extra) -> ModelConfig:
 @pytest.fixture(scope="module")
 def served_run(tmp_path_factory):
     """The oracle's commands on the first manifest seed, as 7-vectors served in chunks of 4 by a
-    server on openpi-client's serialisation, run by the launcher as model=policy."""
+    server on openpi-client's serialisation, run by the launcher as model=policy. Its metadata says
+    it was trained on that seed (as a checkpoint's does: vabench.learn.policy)."""
     seed = eval_seeds(TASK)[0]
-    server = OpenpiServer(Scripted(vectors_of(expert_decisions(TASK, seed), ("right",)), horizon=4), {"name": "oracle"})
+    metadata = {"name": "oracle", "trained_on": {TASK: [seed, 5], "place_cube_in_bowl": [seed]}}
+    server = OpenpiServer(Scripted(vectors_of(expert_decisions(TASK, seed), ("right",)), horizon=4), metadata)
     results = tmp_path_factory.mktemp("policy")
     done = launch(
         results, "model=policy", f"model.extra.url={server.url}", f"tasks=[{TASK}]", "seeds=1", "render=small"
@@ -75,11 +77,11 @@ def served_run(tmp_path_factory):
     server.shutdown()
     assert done.returncode == Exit.JUDGED, done.stderr[-3000:]  # a failed launch shows its own error first
     assert closed
-    return results / "policy", server, seed
+    return results / "policy", server, seed, done.stderr
 
 
 def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
-    run, server, seed = served_run
+    run, server, seed, _ = served_run
     rows = read_rows(run)
     assert len(rows) == 1
     row = rows.iloc[0]
@@ -99,8 +101,16 @@ def test_the_launcher_runs_a_policy_server_like_any_agent(served_run):
     assert (run / row.record).parent.joinpath("frames").is_dir()
 
 
+def test_the_launcher_warns_once_when_a_checkpoint_is_evaluated_on_its_training_seeds(served_run):
+    _, _, seed, stderr = served_run
+    assert [line for line in stderr.splitlines() if line.startswith("warning: the policy")] == [
+        f"warning: the policy was trained on 1 of this run's episodes (its metadata's trained_on: {TASK} {seed}); "
+        "their results measure fitting, not generalisation"
+    ]
+
+
 def test_the_server_gets_the_images_state_and_instruction_a_model_gets(served_run):
-    _, server, _ = served_run
+    _, server, _, _ = served_run
     obs = server.received[0]
     assert sorted(obs) == ["observation/image", "observation/state", "prompt"]
     image, state = obs["observation/image"], obs["observation/state"]
@@ -110,7 +120,7 @@ def test_the_server_gets_the_images_state_and_instruction_a_model_gets(served_ru
 
 
 def test_verify_resimulates_a_policy_run_and_analysis_loads_it(served_run):
-    run, _, _ = served_run
+    run, _, _, _ = served_run
     done = subprocess.run([sys.executable, "-m", "vabench.verify", str(run)], cwd=ROOT, env=ENV, capture_output=True,
                           text=True, timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -126,7 +136,7 @@ def _free_port() -> int:
 
 
 def test_the_review_app_opens_the_policy_episode(served_run):
-    run, _, _ = served_run
+    run, _, _, _ = served_run
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "vabench.review", str(run), "--port", str(port)], cwd=ROOT, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -303,9 +313,9 @@ class Raising(Scripted):
         raise RuntimeError("CUDA out of memory")
 
 
-class WrongShape(Scripted):
+class NoActions(Scripted):
     def infer(self, obs):
-        return {"actions": np.zeros((4, 5), np.float32)}
+        return {"action": np.zeros((4, 7), np.float32)}
 
 
 @pytest.mark.parametrize(
@@ -317,9 +327,9 @@ class WrongShape(Scripted):
             "model: policy server ws://127.0.0.1:{port} failed: RuntimeError: CUDA out of memory",
         ),
         (
-            WrongShape(np.zeros((1, 7))),
+            NoActions(np.zeros((1, 7))),
             "permanent",
-            "model: policy server: 'actions' has shape (4, 5); this task needs (horizon, 7)",
+            "model: policy server: its reply has no 'actions' (it has action, server_timing); set model.extra",
         ),
     ],
 )

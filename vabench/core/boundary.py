@@ -289,9 +289,12 @@ class Participant(ABC):  # noqa: B024 (the hooks are optional; the answering met
     def warm(self) -> None:  # noqa: B027 (optional hook)
         """Pay one-time start-up costs now (a worker calls this before its first episode)."""
 
+    def end(self) -> None:  # noqa: B027 (optional hook)
+        """The episode is over, however it ended (``run_episode`` calls this last): let go of what the
+        agent holds for one episode (a policy server's connection, closed with a close frame)."""
+
     def close(self) -> None:  # noqa: B027 (optional hook)
-        """Let go of what the agent holds across episodes (a policy server's connection, closed with
-        a close frame); the worker calls this when it ends."""
+        """Let go of what the agent holds across episodes; the worker calls this when it ends."""
 
 
 class Agent(Participant):

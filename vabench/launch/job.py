@@ -52,12 +52,15 @@ def _validated(cfg: DictConfig, run_dir: Path) -> RunConfig:
     except VabenchError as e:  # ConfigError, UnknownName, a manifest or folder it names: one line
         _refuse(run_dir, f"config error: {flat(e)}")
     if run.options.probe and not run.plan.enabled:
-        from vabench.run.probe import EndpointError, probe
+        from vabench.run.probe import EndpointError, probe, trained_warning
 
         try:
             probe(run.model, log=_say)
         except EndpointError as e:
             _refuse(run_dir, f"endpoint: {e}")
+        warning = trained_warning(run)  # a checkpoint evaluated on seeds it was trained on
+        if warning:
+            _say(warning)
     return run
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vabench.agents.models.policy import ACTIVE_IMAGE_KEY
+from vabench.agents.models.policy import ACTIVE_IMAGE_KEY, TRAINED_ON
 from vabench.core.errors import VabenchError
 from vabench.envs.state import FIELDS
 from vabench.learn.data import prompt_features, resize
@@ -27,6 +27,14 @@ STATE_KEY, PROMPT_KEY = "observation/state", "prompt"  # the agent's default mod
 
 class CheckpointError(VabenchError, ValueError):
     """A file that is not a checkpoint of this trainer; the message names the fix."""
+
+
+def trained_on(meta: dict) -> dict[str, list[int]]:
+    """The seeds per task of the episodes a checkpoint was trained on (its ``meta["episodes"]``)."""
+    out: dict[str, list[int]] = {}
+    for task, seed in meta.get("episodes", []):
+        out.setdefault(str(task), []).append(int(seed))
+    return {task: sorted(set(seeds)) for task, seeds in out.items()}
 
 
 class LearnedPolicy:
@@ -60,23 +68,31 @@ class LearnedPolicy:
             "horizon": self.execute,
             "parameters": parameters(self.net),
             "action": "7 per arm: dx dy dz droll dpitch dyaw gripper",
+            TRAINED_ON: trained_on(meta),  # the launcher warns when a run evaluates these seeds
         }
 
     def reset(self) -> None:
         """Stateless: every inference reads only the observation it is sent."""
 
     def infer(self, obs: dict) -> dict:
+        return self.infer_batch([obs])[0]
+
+    def infer_batch(self, batch: list[dict]) -> list[dict]:
+        """One forward pass for several clients' observations (serve_policy's batching window)."""
         cfg = self.net.cfg
-        state = np.asarray(obs[STATE_KEY], dtype=np.float32).reshape(-1)
-        if len(state) != len(FIELDS):
-            raise CheckpointError(f"this policy controls one arm ({len(FIELDS)} state numbers); got {len(state)}")
-        image = resize(np.asarray(obs[ACTIVE_IMAGE_KEY], dtype=np.uint8), (cfg.width, cfg.height))
-        prompt = prompt_features(str(obs.get(PROMPT_KEY, "")), cfg.text_dim)
+        images, states, prompts = [], [], []
+        for obs in batch:
+            state = np.asarray(obs[STATE_KEY], dtype=np.float32).reshape(-1)
+            if len(state) != len(FIELDS):
+                raise CheckpointError(f"this policy controls one arm ({len(FIELDS)} state numbers); got {len(state)}")
+            images.append(resize(np.asarray(obs[ACTIVE_IMAGE_KEY], dtype=np.uint8), (cfg.width, cfg.height)))
+            states.append((state - self.state_mean) / self.state_std)
+            prompts.append(prompt_features(str(obs.get(PROMPT_KEY, "")), cfg.text_dim))
         with torch.no_grad():
             out = self.net(
-                torch.from_numpy(image[None]),
-                torch.from_numpy(((state - self.state_mean) / self.state_std)[None]),
-                torch.from_numpy(prompt[None]),
-            )[0]
+                torch.from_numpy(np.stack(images)),
+                torch.from_numpy(np.stack(states)),
+                torch.from_numpy(np.stack(prompts)),
+            )
             actions = decode(out, self.motion_scale).numpy()
-        return {"actions": actions[: self.execute].astype(np.float32)}
+        return [{"actions": a[: self.execute].astype(np.float32)} for a in actions]

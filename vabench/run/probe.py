@@ -129,3 +129,18 @@ def _ask(cfg: ModelConfig, log) -> str | None:
             return line
         log(f"probe: {line}")
     return None
+
+
+def trained_warning(run) -> str | None:
+    """One warning line when a policy run evaluates seeds its checkpoint was trained on, as the
+    metadata its server sent the probe says (vabench.agents.models.policy.trained_overlap); None
+    when none overlap, the model is no policy, or no probe read the metadata."""
+    from vabench.agents.models.kinds import OFFLINE_AGENTS
+    from vabench.agents.models.policy import PolicyAgent, PolicyConfig, served, trained_overlap
+    from vabench.run.config.specs import expand
+
+    agent = OFFLINE_AGENTS.get(run.model.id)
+    if agent is None or agent.make is not PolicyAgent:
+        return None
+    metadata = served.get(PolicyConfig.of(dict(run.model.extra)).url)
+    return trained_overlap(metadata, {(spec.task, spec.seed) for spec in expand(run)}) if metadata else None

@@ -21,7 +21,7 @@ from vabench.results.records import EpisodeRecord
 
 from . import prompts
 from .history import ASSISTANT, USER, Conversation, ImageRef
-from .protocol import TOOL, Decision, ProtocolError
+from .protocol import INVALID, TOOL, Decision, InvalidAnswer, ProtocolError
 
 
 class EpisodeEnd(VabenchError):
@@ -61,9 +61,8 @@ class Exchange(ABC):
             if calls >= self.config.max_calls_per_step:
                 raise EpisodeEnd(EndReason.CALL_LIMIT, f"{calls} model calls in step {step} without an action")
             calls += 1
-            answer = self._call(step)
             try:
-                decision = parse(answer)
+                decision = parse(self._call(step))  # _call raises InvalidAnswer for an answer an agent could not give
             except ProtocolError as e:
                 self.record.event(Event.REJECTED, step=step, error=str(e), repairs_used=repairs)
                 if repairs >= self.config.max_repairs:
@@ -118,6 +117,10 @@ class Exchange(ABC):
             )
             kind = ErrorKind.PERMANENT if e.permanent else ErrorKind.INFRA
             raise EpisodeEnd(EndReason.INFRA_ERROR, f"model: {e}", kind) from None
+        except InvalidAnswer as e:  # asked and answered, but not with a decision: refused as a bad reply is
+            self._count(e.usage + Usage(model_latency_s=e.latency_s))
+            self._answered(step, e, started)
+            raise
         except RunStopped:  # a cap reached before the request left: the episode ends as interrupted
             raise
         except Exception as e:  # a broken agent is infrastructure, not a model's answer
@@ -227,12 +230,13 @@ class Direct(Exchange):
     def _answer(self, step: int) -> Answer:
         return self.agent.act(self.obs)
 
-    def _answered(self, step: int, answer: Answer, started: float) -> None:
+    def _answered(self, step: int, answer: Answer | InvalidAnswer, started: float) -> None:
+        said = {INVALID: str(answer)} if isinstance(answer, InvalidAnswer) else payload(answer)
         self.record.event(
             Event.ANSWER,
             step=step,
             call=self.calls,
-            payload=payload(answer),
+            payload=said,
             model_calls=answer.usage.model_calls,
             model_latency_s=round(answer.latency_s, 4),
         )

@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from vabench.core.boundary import EE_DELTA, Command, Control, Stop, answer_of
+from vabench.core.boundary import EE_DELTA, Command, Control, Stop, Usage, answer_of
 from vabench.core.errors import VabenchError
 from vabench.envs import ActionError, parse_action
 
@@ -36,6 +36,21 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 class ProtocolError(VabenchError, ValueError):
     """A reply that is not a valid decision; the message is written for the model."""
+
+
+class InvalidAnswer(ProtocolError):
+    """An agent that reads observations got an answer it cannot give as a decision (a policy
+    server's chunk of NaN, of the wrong width, or empty): the exchange refuses it as a model's bad
+    reply is (a ``rejected`` event with this message, a repair, ``repairs_exhausted`` at the limit).
+    ``usage`` and ``latency_s``: what asking cost; the record keeps it as an ``answer`` event whose
+    payload is ``{INVALID: message}``, so a replay refuses it again."""
+
+    def __init__(self, message: str, usage: Usage | None = None, latency_s: float = 0.0):
+        super().__init__(message)
+        self.usage, self.latency_s = usage or Usage(), latency_s
+
+
+INVALID = "invalid_answer"  # the payload key of a recorded InvalidAnswer
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import numpy as np
 
 from vabench.agents.chat.model import Model, ModelError, Reply
 from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
-from vabench.core.boundary import Agent, Answer, Brief, Command, Observation, Participant, Stop
+from vabench.agents.chat.protocol import INVALID, InvalidAnswer
+from vabench.core.boundary import ANSWERED, Agent, Answer, Brief, Command, Observation, Participant, Stop
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
 
@@ -175,5 +176,7 @@ class AnswerReplay(_Replay, Agent):
         obj = self._take()
         if obj is None:
             return Stop(ENDS)
+        if INVALID in obj:  # an answer the agent could not give (a policy's NaN chunk): refused again
+            raise InvalidAnswer(str(obj[INVALID]), ANSWERED)
         # as recorded, whatever it was (a stop, a tool call, a bad answer): the exchange parses it as it did then
         return Command({k: v for k, v in obj.items() if k != "reason"}, obj.get("reason", ""))

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vabench.agents.chat.model import ModelConfig, ModelError
+from vabench.agents.chat.protocol import InvalidAnswer
 from vabench.core.boundary import Agent, Answer, Brief, Control, Observation, Usage, answer_of
 from vabench.core.errors import ConfigError
 from vabench.core.vocab import ACTIVE, ControlMode
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is
 DEFAULT_NAME = "policy"
 PROBE_TIMEOUT_S = 20.0  # as the LLM endpoint probe's (vabench.run.probe)
 ACTIVE_IMAGE_KEY = "observation/image"  # openpi's LIBERO example names its main camera so
+MAX_FRAME_MB = 16.0  # MiB: the largest frame the client reads (model.extra.max_frame_mb); a chunk is a few KB
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class PolicyConfig:
     rotation_scale: float = 1.0
     rotation_frame: str = "local"
     gripper_close_at: float = 0.5
+    max_frame_mb: float = MAX_FRAME_MB  # the largest reply frame read (MiB); a bigger one ends the episode as infra
 
     @classmethod
     def of(cls, extra: dict) -> PolicyConfig:
@@ -86,7 +89,7 @@ class PolicyConfig:
             )
         if self.chunk_steps is not None and (not isinstance(self.chunk_steps, int) or self.chunk_steps < 1):
             raise ConfigError(f"'model.extra.chunk_steps' must be a positive integer or null, got {self.chunk_steps!r}")
-        for key in ("position_scale", "rotation_scale"):
+        for key in ("position_scale", "rotation_scale", "max_frame_mb"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ConfigError(f"'model.extra.{key}' must be a number > 0, got {value!r}")
@@ -103,7 +106,10 @@ class PolicyConfig:
 
 
 class PolicyAgent(Agent):
-    """The policy server behind the agent boundary: one connection, kept across episodes."""
+    """The policy server behind the agent boundary: a connection of its own per episode (opened by
+    :meth:`start`, closed with a close frame by :meth:`end`), as a server that keeps state per
+    connection expects (openpi's resets on connect). Each of a worker's seats has its own agent, so
+    the episodes a worker runs at once have their own connections and chunks."""
 
     budget_scale = (
         10.0  # its episodes' default condition key budget_scale (vabench.core.condition): it acts in small steps
@@ -123,18 +129,19 @@ class PolicyAgent(Agent):
         self.inferences = 0
 
     def start(self, brief: Brief) -> None:
+        """A new connection (the server's new session); ModelError when it cannot connect."""
+        from .policy_wire import PolicyClient
+
+        self.end()  # none is left open by an episode that ended; one left by a caller that never ended it is closed
         self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))
         self.control = brief.control == ControlMode.EE_DELTA  # each vector a Control answer
         self.chunk.clear()
         self.pending.clear()
         self.inferences = 0
-        if self.client is None:
-            from .policy_wire import PolicyClient
-
-            self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env)
+        self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env, self.config.max_frame_mb)
 
     def act(self, obs: Observation) -> Answer:
-        if self.maker is None:
+        if self.maker is None or self.client is None:
             raise ModelError("policy: no episode started")
         usage, latency = Usage(), 0.0  # a command of a vector already received: no call
         if not self.pending:
@@ -170,49 +177,97 @@ class PolicyAgent(Agent):
         return out
 
     def _infer(self, obs: Observation) -> tuple[np.ndarray, float]:
-        """The next chunk, (horizon, 7 x arms) floats, and the round trip; the connection is dropped on
-        any failure, so the next episode connects afresh."""
+        """The next chunk, (horizon, 7 x arms) floats, and the round trip. A failure to get a reply
+        drops the connection (ModelError: infra, or permanent for a reply that is not the protocol's);
+        a reply whose chunk cannot be acted on is an :class:`InvalidAnswer` (refused, asked again)."""
         try:
             reply, latency = self.client.infer(self._observation(obs))
         except ModelError:
-            self.close()
+            self.end()
             raise
         self.inferences += 1
-        key, dim = self.config.actions_key, self.maker.dim
+        key = self.config.actions_key
         if key not in reply:
             got = ", ".join(map(str, reply)) or "nothing"
             raise ModelError(
                 f"policy server: its reply has no '{key}' (it has {got}); set model.extra.actions_key", True
             )
-        try:
-            actions = np.array(reply[key], dtype=float)
-        except (TypeError, ValueError):
-            raise ModelError(f"policy server: '{key}' is not an array of numbers", True) from None
-        actions = actions.reshape(1, -1) if actions.ndim == 1 else actions
-        if actions.ndim != 2 or actions.shape[1] != dim or not len(actions) or not np.isfinite(actions).all():
-            raise ModelError(
-                f"policy server: '{key}' has shape {np.shape(reply[key])}; this task needs (horizon, {dim}) finite "
-                f"numbers (7 per arm: dx dy dz droll dpitch dyaw gripper)",
-                permanent=True,
-            )
-        return actions, latency
+        why = self._unusable(reply[key])
+        if why:
+            usage = Usage(model_calls=1, provider_attempts=1)
+            raise InvalidAnswer(f"policy server: '{key}' {why}", usage, latency)
+        actions = np.asarray(reply[key], dtype=float)
+        return (actions.reshape(1, -1) if actions.ndim == 1 else actions), latency
 
-    def close(self) -> None:
+    def _unusable(self, chunk) -> str | None:
+        """Why a reply's chunk cannot be acted on (not numbers, empty, the wrong width, NaN or
+        infinite), or None."""
+        dim = self.maker.dim
+        need = f"this task needs (horizon, {dim}) finite numbers (7 per arm: dx dy dz droll dpitch dyaw gripper)"
+        try:
+            actions = np.asarray(chunk, dtype=float)
+        except (TypeError, ValueError):
+            return f"is not an array of numbers; {need}"
+        actions = actions.reshape(1, -1) if actions.ndim == 1 else actions
+        if actions.ndim != 2 or actions.shape[1] != dim:
+            return f"has shape {np.shape(chunk)}; {need}"
+        if not len(actions):
+            return f"is an empty chunk (shape {np.shape(chunk)}); {need}"
+        bad = int((~np.isfinite(actions)).sum())
+        if bad:
+            return f"holds {bad} NaN or infinite number(s) of {actions.size}; {need}"
+        return None
+
+    def end(self) -> None:
+        """The episode's connection closed with a close frame (the server ends its session)."""
         if self.client is not None:
             self.client.close()
         self.client = None
 
+    def close(self) -> None:
+        self.end()
+
+
+TRAINED_ON = "trained_on"  # the metadata key of the (task -> seeds) a served checkpoint was trained on
+served: dict[str, dict] = {}  # url -> the metadata its server sent the last probe (for trained_overlap)
+
 
 def probe(cfg: ModelConfig) -> str | None:
     """One line when the policy server cannot serve the run (the launcher's endpoint probe): nothing
-    listens, an unknown host, not a websocket, a rejected key, no metadata. None: it answered."""
+    listens, an unknown host, not a websocket, a rejected key, no metadata. None: it answered (its
+    metadata is kept in :data:`served`)."""
     from .policy_wire import PolicyClient
 
     if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
         return f"model.api_key_env names {cfg.api_key_env}, which is not set in this environment; export it"
+    config = PolicyConfig.of(dict(cfg.extra))
     try:
-        PolicyClient(PolicyConfig.of(dict(cfg.extra)).url, min(cfg.timeout_s, PROBE_TIMEOUT_S), cfg.api_key_env).close()
+        client = PolicyClient(config.url, min(cfg.timeout_s, PROBE_TIMEOUT_S), cfg.api_key_env, config.max_frame_mb)
     except ModelError as e:
         hint = "; start it (e.g. python -m vabench.serve_policy --demo) or fix model.extra.url"
         return str(e).removeprefix("policy server: ") + ("" if e.permanent else hint)
+    served[config.url] = client.metadata
+    client.close()
     return None
+
+
+def trained_overlap(metadata: dict, episodes) -> str | None:
+    """A warning line when ``episodes`` ((task, seed) pairs) include seeds the served policy was
+    trained on (its metadata's ``trained_on``: task -> seeds), or None. The metadata is the
+    server's (untrusted): anything not of that shape is read as no training seeds."""
+    trained = metadata.get(TRAINED_ON) if isinstance(metadata, dict) else None
+    if not isinstance(trained, dict):
+        return None
+    seen: dict[str, list[int]] = {}
+    for task, seed in episodes:
+        seeds = trained.get(task)
+        if isinstance(seeds, list) and seed in seeds and seed not in seen.get(task, []):
+            seen.setdefault(task, []).append(int(seed))
+    if not seen:
+        return None
+    listed = "; ".join(f"{task} {', '.join(map(str, sorted(seeds)))}" for task, seeds in sorted(seen.items()))
+    count = sum(map(len, seen.values()))
+    return (
+        f"warning: the policy was trained on {count} of this run's episodes (its metadata's {TRAINED_ON}: "
+        f"{listed}); their results measure fitting, not generalisation"
+    )

@@ -21,6 +21,7 @@ import time
 import msgpack
 import numpy as np
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, WebSocketException
+from websockets.frames import CloseCode
 from websockets.sync.client import ClientConnection, connect
 
 from vabench.agents.chat.model import ModelError
@@ -87,17 +88,18 @@ def why_unreachable(url: str, exc: BaseException) -> str:
 
 
 class PolicyClient:
-    """One websocket to a policy server: metadata on connect, then ``infer`` per chunk."""
+    """One websocket to a policy server: metadata on connect, then ``infer`` per chunk; a frame over
+    ``max_frame_mb`` (MiB) is not read: the connection closes (1009) and the call fails as infra."""
 
-    def __init__(self, url: str, timeout_s: float, api_key_env: str | None = None):
-        self.url, self.timeout_s = url, timeout_s
+    def __init__(self, url: str, timeout_s: float, api_key_env: str | None, max_frame_mb: float):
+        self.url, self.timeout_s, self.max_frame_mb = url, timeout_s, max_frame_mb
         self.stack = contextlib.ExitStack()  # the connection's context, closed by close()
         try:
             self.ws: ClientConnection = self.stack.enter_context(
                 connect(
                     url,
                     compression=None,
-                    max_size=None,
+                    max_size=int(max_frame_mb * 2**20),  # a bigger frame closes the connection (1009)
                     open_timeout=timeout_s,
                     additional_headers=headers(api_key_env),
                 )
@@ -121,6 +123,11 @@ class PolicyClient:
                 f"policy server {self.url}: no reply within {self.timeout_s:g} s (model.timeout_s)"
             ) from None
         except ConnectionClosed as e:
+            if e.sent is not None and e.sent.code == CloseCode.MESSAGE_TOO_BIG:
+                raise ModelError(
+                    f"policy server {self.url}: its reply is over model.extra.max_frame_mb={self.max_frame_mb:g} "
+                    f"(MiB); the connection was closed"
+                ) from None
             raise ModelError(f"policy server {self.url}: the connection closed ({e})") from None
         except (OSError, WebSocketException) as e:
             raise ModelError(f"policy server {self.url}: {type(e).__name__}: {e}") from None
