@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from vabench.core.boundary import Observation
+from vabench.core.vocab import ACTIVE
+from vabench.envs.sim.camera import WRIST
 
 DEFAULT, LIBERO = "default", "libero"
 LAYOUTS = (DEFAULT, LIBERO)
@@ -54,14 +56,14 @@ def axis_angle(quat_wxyz) -> np.ndarray:
 def libero_observation(obs: Observation, arm: str) -> dict:
     """The request of openpi's LIBERO example for one arm; ValueError names what the observation lacks."""
     views = {f.view: f.pixels for f in obs.images}
-    missing = [v for v in ("active", "wrist") if v not in views]
+    missing = [v for v in (ACTIVE.name, WRIST) if v not in views]
     if missing:
         raise ValueError(f"the observation has no {' or '.join(missing)} image (the wrist view is control=ee_delta's)")
     p = obs.arms[arm]
     state = np.concatenate([p.ee_position, axis_angle(p.ee_quat_wxyz), [p.fingers[0], -p.fingers[1]]])
     return {
-        LIBERO_IMAGE: views["active"],
-        LIBERO_WRIST: views["wrist"],
+        LIBERO_IMAGE: views[ACTIVE.name],
+        LIBERO_WRIST: views[WRIST],
         LIBERO_STATE: state.astype(np.float32),
         LIBERO_PROMPT: obs.instruction,
     }
