@@ -97,8 +97,7 @@ def test_gym_resets_warm_when_asked_and_a_hit_shows_what_the_miss_showed(tmp_pat
     import vabench.gym.env
 
     env = vabench.gym.env.VABenchGymEnv("grasp_single_cube", render="small", warm_reset=True)
-    cold = vabench.gym.env.VABenchGymEnv("grasp_single_cube", render="small")
-    assert env.api.config.warm_reset and not cold.api.config.warm_reset
+    assert env.api.config.warm_reset and not EnvConfig().warm_reset  # the cold reset unless asked
     env.api.settled = sc.SettleCache(tmp_path / "settled")
     try:
         first, _ = env.reset(seed=0)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 from tqdm import tqdm
 
+from vabench.core.vocab import Split
 from vabench.results.media import write_video
 from vabench.results.outcomes import SCHEMA
 
@@ -230,7 +231,7 @@ def _episodes(root, clips, placed, rows, episode_stats, tasks) -> None:
 def _meta(root: Path, layout: Layout, clips: list[Clip], tasks: list[str], episode_stats, repo_id: str) -> None:
     """meta/info.json, meta/stats.json, meta/tasks.parquet and the dataset card."""
     frames = sum(c.length for c in clips)
-    splits = sorted({str(c.meta.get("split") or "eval") for c in clips})  # whose seeds: eval, train or demo
+    splits = sorted({str(c.meta.get("split") or Split.EVAL) for c in clips})  # whose seeds: eval, train or demo
     info = layout.info(len(clips), frames, len(tasks), {**vocabularies(), "split": "+".join(splits)})
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4) + "\n")
     pooled = {f.key: stats.pooled([s[f.key] for s in episode_stats]) for f in layout.features}

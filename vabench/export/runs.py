@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vabench.core.condition import KEYS
-from vabench.core.vocab import EndReason, Status
+from vabench.core.vocab import EndReason, Split, Status
 from vabench.results.layout import RECORDS, RUN_INFO, read_run_info
 from vabench.results.recordfile import EVENTS, FRAMES, Event, read_events
 
@@ -50,7 +50,7 @@ def run_fps(run: Path) -> float | None:
 def run_split(run: Path) -> str:
     """Whose seeds the run played (``eval`` or ``train``; vabench.envs.seeds), as its run info says."""
     info = read_run_info(run)
-    return info.split if info else "eval"
+    return info.split if info else Split.EVAL.value
 
 
 def attempts(run: Path) -> list[Path]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vabench.core.errors import VabenchError
+from vabench.core.vocab import Split
 
 RUN_INFO = "_run.json"
 OUTCOMES = "outcomes"
@@ -72,7 +73,7 @@ class RunInfo:
     def split(self) -> str:
         """Whose seeds the run played: ``eval`` (the evaluation manifests; every run before the
         training split) or ``train`` (vabench.envs.seeds' training split), as its config says."""
-        return str(self.config.get("split") or "eval")
+        return str(self.config.get("split") or Split.EVAL)
 
     @property
     def fps(self) -> float | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import vabench
 from vabench.agents.chat import prompts
-from vabench.core.vocab import Robot
+from vabench.core.vocab import Robot, Split
 
 PACKAGES = (
     "vabench",
@@ -85,7 +85,7 @@ def inputs(
     demo_root: Path | None,
     demos: bool,
     robot: str = Robot.PANDA,
-    split: str = "eval",
+    split: str = Split.EVAL,
 ) -> dict:
     """Digests of what the run's episodes read: per task its file and the run robot's seed manifest
     of the run's split (another robot's seeds are its own: vabench.envs.seeds.manifest_path), the prompts,
@@ -154,7 +154,7 @@ def manifest(
     demo_root: Path | None,
     demos: bool,
     robot: str = Robot.PANDA,
-    split: str = "eval",
+    split: str = Split.EVAL,
 ) -> dict:
     """The whole provenance manifest of a run (code, inputs, machine)."""
     return {"code": code(), "inputs": inputs(tasks, render, demo_root, demos, robot, split), "machine": machine()}
