@@ -195,6 +195,9 @@ def test_a_chat_model_is_refused_under_ee_delta(physics_env, tmp_path):
     with pytest.raises(ConfigError, match="control=ee_delta is for agents that read observations"):
         validate("model=openai", "control=ee_delta", f"tasks=[{TASK}]", "seeds=1")
     assert validate("model=random", "control=ee_delta", f"tasks=[{TASK}]", "seeds=1").condition.control == "ee_delta"
+    served = ("model=policy", "model.extra.url=ws://localhost:1", f"tasks=[{TASK}]", "seeds=1")
+    assert validate(*served, "control=ee_delta").condition.budget_scale == 1  # its budget counts control steps
+    assert validate(*served).condition.budget_scale == 10  # a policy's own default, for the paper's commands
     env = VABenchEnv(EnvConfig(render=False, control="ee_delta"))
     model = make_model(ModelConfig(id="openai/gpt-4o"))
     with pytest.raises(ValueError, match="a chat model acts through the paper's commands"):

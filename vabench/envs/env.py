@@ -9,7 +9,9 @@ contacts and checker state are reachable only through :meth:`VABenchEnv.privileg
 
 Every call to ``step`` counts against the budget, also when the action is invalid (as in the
 paper): an invalid action returns ``action_valid=False`` with its validation message as feedback
-and leaves the world untouched. ``step`` always validates the decision (a dict, untrusted)."""
+and leaves the world untouched. ``step`` always validates the decision (a dict, untrusted). An env
+built for ``control=ee_delta`` (vabench.envs.control) takes control steps instead of robot commands,
+and its observation adds a wrist view per controlled arm."""
 
 from __future__ import annotations
 
