@@ -171,22 +171,14 @@ def run_episode(
         record.interrupted(e, time.perf_counter() - started)
         raise
     finally:
-        _ended(agent)
+        with contextlib.suppress(Exception):  # the agent's end (a policy's connection closed) never costs the episode
+            agent.end()
     run.finish(time.perf_counter() - started)
     row.record_digest = record_digest(record.root)  # all but the result, which carries it
     record.event(Event.RESULT, **row.row())
     record.close()
     _video(record, env.config.recording)
     return row
-
-
-def _ended(agent: Participant) -> None:
-    """The agent's end of the episode (a policy server's connection closed); a failure there costs
-    the episode nothing (logged)."""
-    try:
-        agent.end()
-    except Exception:
-        logging.getLogger(__name__).warning("%s: ending the episode failed", agent.name, exc_info=True)
 
 
 def _played_on(spec: EpisodeSpec, model: Participant, env) -> EpisodeSpec:
