@@ -35,14 +35,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.render import RENDER_PRESETS
-from vabench.envs.seeds import eval_seeds
-from vabench.envs.settle_cache import SettleCache
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from any folder
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from maniskill_venv import maniskill_python  # noqa: E402
-from policy_throughput import episodes_per_hour  # noqa: E402
+from benchmarks.maniskill_venv import maniskill_python  # noqa: E402
+from benchmarks.policy_throughput import episodes_per_hour  # noqa: E402
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv  # noqa: E402
+from vabench.envs.render import RENDER_PRESETS  # noqa: E402
+from vabench.envs.seeds import eval_seeds  # noqa: E402
+from vabench.envs.settle_cache import SettleCache  # noqa: E402
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASK = "grasp_single_cube"
@@ -197,7 +197,9 @@ def report(ms: dict[str, tuple[float, float]], ms3: dict | None, rate: dict, arg
 
 def served_report(rate: dict) -> None:
     print(f"episodes per hour per core ({rate['steps']} control steps at small, {rate['policy']}):")
-    for label, cell in ((f"served, {rate['in_flight']} in flight", rate["served"]), ("bare env loop", rate["bare"])):
+    cells = ((f"served, {rate['in_flight']} in flight", rate["served"]), ("bare env loop", rate["bare"]),
+             ("served, no recording view", rate["served, no recording view"]))  # fmt: skip
+    for label, cell in cells:
         whole = f" ({cell['ok']}/{cell['episodes']} played whole)" if "ok" in cell else ""
         per = f"{cell['per_core_hour']:8.0f} per CPU hour, {cell['per_wall_hour']:6.0f} per wall hour"
         print(f"  {label:28s} {per}{whole}")

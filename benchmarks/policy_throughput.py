@@ -2,7 +2,9 @@
 served by ``python -m vabench.serve_policy --script`` (a separate process, batching as configured),
 ``--in-flight`` episodes at once on one worker's seats (vabench.run.actors.worker.EpisodeWorker, the
 path a Ray worker takes: rows, records and videos written as in a run), against the bare env loop
-(``VABenchEnv.reset`` and ``step`` of the same vectors on the same seeds, no agent, no records).
+(``VABenchEnv.reset`` and ``step`` of the same vectors on the same seeds, no agent, no records),
+and served again with the run's recording view and video off (``recording.enabled=false``), to
+show what of the gap the reviewer's picture and video take.
 
 Both under ``control=ee_delta`` at ``render=small`` on grasp_single_cube's manifest seeds, each
 episode ``--steps`` control steps (a short cycle of 1 cm moves; the script, not a trained policy:
@@ -34,6 +36,7 @@ from vabench.envs.tasks import task_class
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "grasp_single_cube"
+NO_RECORDING = ("recording.enabled=false", "recording.video=false")  # the run's reviewer view and video off
 MOVES = np.array([[0.01, 0, 0], [0, 0.01, 0], [-0.01, 0, 0], [0, -0.01, 0]], dtype=np.float32)
 
 
@@ -74,20 +77,20 @@ def serve(vectors: np.ndarray, folder: Path) -> tuple[subprocess.Popen, str]:
     return proc, line.split(" on ", 1)[1].split()[0]
 
 
-def run_config(url: str, folder: Path, seeds: int, steps: int):
+def run_config(url: str, folder: Path, seeds: int, steps: int, extra: tuple[str, ...] = ()):
     from vabench.run.config.run import from_config
 
     scale = steps / control_budget(task_class(TASK).budget, TASK)
     overrides = ["model=policy", f"model.extra.url={url}", "control=ee_delta", "render=small", f"tasks=[{TASK}]",
-                 f"seeds={seeds}", f"budget_scale={scale}", f"results_dir={folder}", "run_id=rate"]  # fmt: skip
+                 f"seeds={seeds}", f"budget_scale={scale}", f"results_dir={folder}", "run_id=rate", *extra]  # fmt: skip
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
     return from_config(cfg, folder / "rate")
 
 
-def served(episodes: int, steps: int, in_flight: int) -> dict:
+def served(episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = ()) -> dict:
     """``episodes`` episodes against the served script, ``in_flight`` at once on one worker (after
-    one unclocked episode per seat, on the manifest's first seeds)."""
+    one unclocked episode per seat, on the manifest's first seeds); ``extra``: more run overrides."""
     from vabench.run.actors.worker import EpisodeWorker
     from vabench.run.actors.workerconfig import WorkerConfig
     from vabench.run.config.specs import expand
@@ -95,7 +98,7 @@ def served(episodes: int, steps: int, in_flight: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
         proc, url = serve(script(steps), Path(tmp))
         try:
-            run = run_config(url, Path(tmp), in_flight + episodes, steps)
+            run = run_config(url, Path(tmp), in_flight + episodes, steps, extra)
             worker, specs = EpisodeWorker(WorkerConfig.of(run, slots=in_flight)), expand(run)
             _together(worker, specs[:in_flight], in_flight)  # each seat's first scene and shader compile, unclocked
             server_cpu = _cpu(proc.pid)
@@ -136,6 +139,7 @@ def episodes_per_hour(episodes: int, steps: int, in_flight: int) -> dict:
     and their ratio."""
     seeds = eval_seeds(TASK)[in_flight : in_flight + episodes]
     out = {"bare": bare(seeds, steps), "served": served(episodes, steps, in_flight)}
+    out["served, no recording view"] = served(episodes, steps, in_flight, NO_RECORDING)
     for cell in out.values():
         cell["per_core_hour"] = 3600 * cell["episodes"] / cell["cpu_s"]
         cell["per_wall_hour"] = 3600 * cell["episodes"] / cell["wall_s"]
