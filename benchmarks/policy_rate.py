@@ -9,25 +9,40 @@ physics (and for commands the plan), and the observation's images as the agent r
 (pixels, before any encoding). Each round plays every cell interleaved, seed by seed, and takes
 each cell's median; the figure printed is the median of the rounds' medians (``--rounds``).
 
-    python benchmarks/policy_rate.py [--rounds 3] [--seeds 2] [--steps 20]
+    python benchmarks/policy_rate.py [--rounds 3] [--seeds 2] [--steps 20] [--in-flight 4]
 
-Goals (issue 49), against ManiSkill3's ``PickCube-v1`` on its CPU backend on the same machine:
-a control step at ``small`` at most 0.5x its 320x240 RGB step, without rendering at most 1.5x its
-state-only step. ManiSkill3's figures are measured by the part of this benchmark still to be
-added (:func:`maniskill3`); until then the goals are checked against the figures issue 49 quotes.
+The same run measures ManiSkill3's ``PickCube-v1`` on its CPU backend (``pd_ee_delta_pose``; one
+320x240 RGB camera, and state only; a warm reset), in its own cached venv, built on first use
+(benchmarks/maniskill_venv.py, benchmarks/maniskill_rate.py); vabench's warm reset of manifest
+seeds (``EnvConfig.warm_reset``, the state kept: a hit) at ``small``; and policy episodes per hour
+per core, a scripted policy served by ``vabench.serve_policy`` with ``--in-flight`` episodes at once
+against the bare env loop (benchmarks/policy_throughput.py). Goals (issue 49), all in this run: a
+control step at ``small`` at most 0.5x ManiSkill3's RGB step; without rendering at most 1.5x its
+state-only step; a warm reset at most 2x its warm reset; served episodes per hour per core at least
+0.8 of the bare loop's. ``--no-maniskill`` checks the first three against issue 49's quoted figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.render import RENDER_PRESETS
-from vabench.envs.seeds import eval_seeds
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from any folder
+
+from benchmarks.maniskill_venv import maniskill_python  # noqa: E402
+from benchmarks.policy_throughput import episodes_per_hour  # noqa: E402
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv  # noqa: E402
+from vabench.envs.render import RENDER_PRESETS  # noqa: E402
+from vabench.envs.seeds import eval_seeds  # noqa: E402
+from vabench.envs.settle_cache import SettleCache  # noqa: E402
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASK = "grasp_single_cube"
@@ -45,8 +60,8 @@ CELLS = (
 )
 # Issue 49's ManiSkill3 PickCube-v1 figures (CPU backend, this machine, one sitting): the stand-in
 # until maniskill3() measures them in the same run.
-ISSUE_MS3_RGB_MS, ISSUE_MS3_STATE_MS = 54.0, 6.8
-GOAL_RGB, GOAL_STATE = 0.5, 1.5
+ISSUE_MS3 = {"rgb": 54.0, "state": 6.8, "reset": 54.0}
+GOAL_RGB, GOAL_STATE, GOAL_RESET, GOAL_SERVED = 0.5, 1.5, 2.0, 0.8
 AXES = ((0.01, 0, 0), (0, 0.01, 0), (0, 0, 0.01), (-0.01, 0, 0), (0, -0.01, 0), (0, 0, -0.01))
 
 
@@ -82,26 +97,40 @@ def steps(env: VABenchEnv, control: str, seed: int, n: int) -> list[tuple[float,
     return out
 
 
-def maniskill3() -> dict[str, float] | None:
-    """ManiSkill3 PickCube-v1 (CPU backend, pd_ee_delta_pose; one 320x240 RGB camera, and state
-    only): ms per control step. Not measured yet: the part that installs mani_skill into its own
-    cached venv is to be added (issue 49); None until then."""
-    return None
+def maniskill3(rounds: int, steps: int) -> dict:
+    """ManiSkill3 PickCube-v1 in its own venv (built when missing): ms per step (state, rgb) and per
+    warm reset, ``{"wall", "cpu"}`` each, and the seconds its venv took to build (0: cached)."""
+    t = time.perf_counter()
+    python = maniskill_python(log=sys.stderr)
+    built = time.perf_counter() - t
+    script = Path(__file__).resolve().parent / "maniskill_rate.py"
+    cmd = [str(python), str(script), "--rounds", str(rounds), "--steps", str(steps)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800).stdout
+    return json.loads(out.strip().splitlines()[-1]) | {"venv_build_s": round(built, 1)}
 
 
-def episodes_per_hour() -> dict[str, float] | None:
-    """Policy episodes per hour per core, the BC policy served with N episodes in flight, against
-    the bare env loop. To be added (issue 49): None until then."""
-    return None
+def warm_reset_ms(seeds: list[int], repeats: int = 3) -> tuple[float, float]:
+    """vabench's warm reset (the kept settled state restored: a hit) of manifest seeds at ``small``
+    under ee_delta, (wall, CPU) ms, median; the cache in a temporary folder, filled unclocked."""
+    config = EnvConfig(preset=RENDER_PRESETS["small"], control="ee_delta", recording=NO_RECORDING, warm_reset=True)
+    env = VABenchEnv(config)
+    with tempfile.TemporaryDirectory(prefix="vabench-settled-") as cache:
+        env.settled = SettleCache(Path(cache))
+        times = []
+        try:
+            for seed in seeds:
+                env.reset(TASK, seed)  # a miss: settles and keeps the state
+                for _ in range(repeats):
+                    t, cpu = time.perf_counter(), time.process_time()
+                    env.reset(TASK, seed)
+                    times.append(((time.perf_counter() - t) * 1000, (time.process_time() - cpu) * 1000))
+        finally:
+            env.close()
+    return tuple(statistics.median(x[i] for x in times) for i in (0, 1))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3, help="rounds; the figure is the median of their medians")
-    ap.add_argument("--seeds", type=int, default=2, help="manifest seeds per round")
-    ap.add_argument("--steps", type=int, default=20, help="steps per seed")
-    args = ap.parse_args()
-    start = os.getloadavg()[0]
+def step_ms(args) -> dict[str, tuple[float, float]]:
+    """Each cell's (wall, CPU) ms per env.step, the median of the rounds' medians."""
     envs = {label: env_for(control, render, wrist) for label, control, render, wrist in CELLS}
     seeds = eval_seeds(TASK)[: args.seeds]
     for env in envs.values():
@@ -114,27 +143,66 @@ def main() -> None:
                 cell[label] += steps(envs[label], control, seed, args.steps)
         for label, times in cell.items():
             rounds[label].append(tuple(statistics.median(t[i] for t in times) * 1000 for i in (0, 1)))
-    ms = {label: tuple(statistics.median(r[i] for r in rs) for i in (0, 1)) for label, rs in rounds.items()}
-    report(ms, args, (start, os.getloadavg()[0]))
+    for env in envs.values():
+        env.close()
+    return {label: tuple(statistics.median(r[i] for r in rs) for i in (0, 1)) for label, rs in rounds.items()}
 
 
-def report(ms: dict[str, tuple[float, float]], args, load: tuple[float, float]) -> None:
-    print(
-        f"{TASK}, {args.rounds} rounds x {args.seeds} seeds x {args.steps} steps; ms per env.step (median of medians)"
-    )
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; the figure is the median of their medians")
+    ap.add_argument("--seeds", type=int, default=2, help="manifest seeds per round")
+    ap.add_argument("--steps", type=int, default=20, help="steps per seed")
+    ap.add_argument("--in-flight", type=int, default=4, help="served episodes at once (episodes per hour)")
+    ap.add_argument("--episodes", type=int, default=8, help="episodes timed, served and bare")
+    ap.add_argument("--episode-steps", type=int, default=30, help="control steps per episode")
+    ap.add_argument("--no-maniskill", action="store_true", help="use issue 49's ManiSkill3 figures instead")
+    args = ap.parse_args()
+    start = os.getloadavg()[0]
+    ms = step_ms(args)
+    ms["warm reset, small"] = warm_reset_ms(eval_seeds(TASK)[: args.seeds])
+    ms3 = None if args.no_maniskill else maniskill3(args.rounds, args.steps)
+    rate = episodes_per_hour(args.episodes, args.episode_steps, args.in_flight)
+    report(ms, ms3, rate, args, (start, os.getloadavg()[0]))
+
+
+MS3_ROWS = (("rgb", "step, one 320x240 RGB camera"), ("state", "step, state only"), ("reset", "warm reset"))
+
+
+def report(ms: dict[str, tuple[float, float]], ms3: dict | None, rate: dict, args, load) -> None:
+    print(f"{TASK}, {args.rounds} rounds x {args.seeds} seeds x {args.steps} steps; ms (median of medians)")
     print(f"load average (1 min) {load[0]:.1f} at the start, {load[1]:.1f} at the end, on {os.cpu_count()} cores")
-    print(f"{'cell':22s} {'wall ms':>8s} {'cpu ms':>8s}")
+    print(f"{'vabench':30s} {'wall ms':>8s} {'cpu ms':>8s}")
     for label, (wall, cpu) in ms.items():
-        print(f"{label:22s} {wall:8.1f} {cpu:8.1f}")
-    print("ManiSkill3 PickCube-v1 (CPU):", maniskill3() or "not measured in this run (to be added)")
-    print("episodes per hour per core:", episodes_per_hour() or "not measured in this run (to be added)")
-    ms3 = maniskill3() or {"rgb": ISSUE_MS3_RGB_MS, "state": ISSUE_MS3_STATE_MS}
-    source = "this run" if maniskill3() else "issue 49's figures"
-    for label, key, goal in (("ee_delta, small", "rgb", GOAL_RGB), ("ee_delta, no render", "state", GOAL_STATE)):
-        wall, cpu = (v / ms3[key] for v in ms[label])
+        print(f"{label:30s} {wall:8.1f} {cpu:8.1f}")
+    figures = {k: (v, v) for k, v in ISSUE_MS3.items()}
+    source = "issue 49's figures"
+    if ms3 is not None:
+        source = "this run"
+        print(f"ManiSkill3 {ms3['env']} {ms3['mani_skill']}, CPU backend, pd_ee_delta_pose", end="")
+        print(f" (its venv built in {ms3['venv_build_s']} s this run; 0: cached)")
+        for key, label in MS3_ROWS:
+            figures[key] = (ms3[key + "_ms"]["wall"], ms3[key + "_ms"]["cpu"])
+            print(f"{label:30s} {figures[key][0]:8.1f} {figures[key][1]:8.1f}")
+    served_report(rate)
+    goals = (("ee_delta, small", "rgb", GOAL_RGB), ("ee_delta, no render", "state", GOAL_STATE),
+             ("warm reset, small", "reset", GOAL_RESET))  # fmt: skip
+    for label, key, goal in goals:
+        wall, cpu = (v / m for v, m in zip(ms[label], figures[key], strict=True))
         met = ", ".join(f"{what} {'met' if r <= goal else 'NOT met'}" for what, r in (("wall", wall), ("cpu", cpu)))
-        head = f"{label} / ManiSkill3 {key} ({ms3[key]:g} ms, {source})"
-        print(f"{head}: wall {wall:.2f}, cpu {cpu:.2f} (goal <= {goal:g}: {met})")
+        print(f"goal: {label} / ManiSkill3 {key} ({source}): wall {wall:.2f}, cpu {cpu:.2f} (<= {goal:g}: {met})")
+    met = "met" if rate["ratio"] >= GOAL_SERVED else "NOT met"
+    print(f"goal: served / bare episodes per core hour: {rate['ratio']:.2f} (>= {GOAL_SERVED:g}: {met})")
+
+
+def served_report(rate: dict) -> None:
+    print(f"episodes per hour per core ({rate['steps']} control steps at small, {rate['policy']}):")
+    cells = ((f"served, {rate['in_flight']} in flight", rate["served"]), ("bare env loop", rate["bare"]),
+             ("served, no recording view", rate["served, no recording view"]))  # fmt: skip
+    for label, cell in cells:
+        whole = f" ({cell['ok']}/{cell['episodes']} played whole)" if "ok" in cell else ""
+        per = f"{cell['per_core_hour']:8.0f} per CPU hour, {cell['per_wall_hour']:6.0f} per wall hour"
+        print(f"  {label:28s} {per}{whole}")
 
 
 if __name__ == "__main__":

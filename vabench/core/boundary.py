@@ -39,6 +39,7 @@ class ArmProprio:
     rx: tuple[float, float, float]  # the gripper-local axes rotate_local turns about
     ry: tuple[float, float, float]
     rz: tuple[float, float, float]
+    fingers: tuple[float, float] = (0.0, 0.0)  # the two finger joints' positions, metres (0.04 each wide open)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from vabench.agents.models.kinds import is_offline
 from vabench.core.vocab import PromptCache, Status
+from vabench.envs.control import task_budget
 from vabench.envs.tasks import task_class
 from vabench.plan.estimate import Estimate, arm_episode, cache_kind, in_flight, prior_episode
 from vabench.plan.free import offline_episode
@@ -105,7 +106,7 @@ def pilot(run: RunConfig, protocol: str, rows: pd.DataFrame) -> Pilot:
     for task, steps, won in rows[["task", "steps", "success"]].itertuples(index=False):
         c = cell(task, protocol)
         arm = c.success if won else c.failure
-        share = max(float(steps), 1.0) / run.condition.budget(task_class(task).budget)
+        share = max(float(steps), 1.0) / run.condition.budget(task_budget(task_class(task), run.condition.control))
         predicted = predicted + arm_episode(run, task, protocol, replace(arm, share=share), kind)
         expected += c.success_rate
     measured = _measured(rows)

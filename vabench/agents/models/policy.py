@@ -37,6 +37,7 @@ from vabench.core.vocab import ACTIVE, ControlMode
 from vabench.envs.state import state_vector
 
 from .policy_actions import FRAMES, PER_ARM, ActionMapping, CommandMaker
+from .policy_layouts import LAYOUTS, LIBERO, libero_control, libero_observation
 
 if TYPE_CHECKING:  # websockets is the policy extra's: imported when a server is reached
     from .policy_wire import PolicyClient
@@ -64,6 +65,7 @@ class PolicyConfig:
     rotation_frame: str = "local"
     gripper_close_at: float = 0.5
     max_frame_mb: float = MAX_FRAME_MB  # the largest reply frame read (MiB); a bigger one ends the episode as infra
+    layout: str = "default"  # a named adapter config (vabench.agents.models.policy_layouts): default, libero
 
     @classmethod
     def of(cls, extra: dict) -> PolicyConfig:
@@ -83,6 +85,8 @@ class PolicyConfig:
     def __post_init__(self):
         if not str(self.url).startswith(("ws://", "wss://")):
             raise ConfigError(f"'model.extra.url' must be a ws:// or wss:// URL, got {self.url!r}")
+        if self.layout not in LAYOUTS:
+            raise ConfigError(f"'model.extra.layout' must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
         if self.rotation_frame not in FRAMES:
             raise ConfigError(
                 f"'model.extra.rotation_frame' must be one of {', '.join(FRAMES)}, got {self.rotation_frame!r}"
@@ -135,6 +139,8 @@ class PolicyAgent(Agent):
         self.end()  # none is left open by an episode that ended; one left by a caller that never ended it is closed
         self.maker = CommandMaker(self.config.mapping, tuple(brief.arms))
         self.control = brief.control == ControlMode.EE_DELTA  # each vector a Control answer
+        if self.config.layout == LIBERO and (not self.control or len(brief.arms) != 1):
+            raise ModelError("policy: model.extra.layout=libero needs control=ee_delta and a one-arm task", True)
         self.chunk.clear()
         self.pending.clear()
         self.inferences = 0
@@ -162,6 +168,8 @@ class PolicyAgent(Agent):
     def _control(self, vector: np.ndarray, usage: Usage, latency: float) -> Control:
         """One vector as one control step: seven numbers per arm, as the server sent them."""
         arms = self.maker.arms
+        if self.config.layout == LIBERO:  # LIBERO's controller units and gripper -1..1
+            vector = libero_control(vector)
         deltas = {arm: tuple(float(x) for x in vector[PER_ARM * k : PER_ARM * (k + 1)]) for k, arm in enumerate(arms)}
         why = f"policy: inference {self.inferences}, {len(self.chunk)} left of its chunk"
         return Control(deltas, why, usage, latency)
@@ -171,6 +179,11 @@ class PolicyAgent(Agent):
         missing = [arm for arm in self.maker.arms if arm not in obs.arms]
         if missing:
             raise ModelError(f"policy: the observation has no robot state for the {' and '.join(missing)} arm", True)
+        if self.config.layout == LIBERO:
+            try:
+                return libero_observation(obs, self.maker.arms[0])
+            except ValueError as e:
+                raise ModelError(f"policy: model.extra.layout=libero: {e}", True) from None
         out = {self.config.image_key(f.view, i == 0): f.pixels for i, f in enumerate(obs.images)}
         out[self.config.state_key] = state_vector(obs.arms, self.maker.arms)
         out[self.config.prompt_key] = obs.instruction

@@ -176,4 +176,5 @@ class Arm:
             rx=tuple(float(v) for v in rot[:, 0]),
             ry=tuple(float(v) for v in rot[:, 1]),
             rz=tuple(float(v) for v in rot[:, 2]),
+            fingers=(float(self.qpos[self.dof]), float(self.qpos[self.dof + 1])),
         )

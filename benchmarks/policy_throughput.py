@@ -1,0 +1,148 @@
+"""Policy episodes per hour per core (issue 49), for benchmarks/policy_rate.py: a scripted policy
+served by ``python -m vabench.serve_policy --script`` (a separate process, batching as configured),
+``--in-flight`` episodes at once on one worker's seats (vabench.run.actors.worker.EpisodeWorker, the
+path a Ray worker takes: rows, records and videos written as in a run), against the bare env loop
+(``VABenchEnv.reset`` and ``step`` of the same vectors on the same seeds, no agent, no records),
+and served again with the run's recording view and video off (``recording.enabled=false``), to
+show what of the gap the reviewer's picture and video take.
+
+Both under ``control=ee_delta`` at ``render=small`` on grasp_single_cube's manifest seeds, each
+episode ``--steps`` control steps (a short cycle of 1 cm moves; the script, not a trained policy:
+the figure is the harness's, not a policy's). Per core means per CPU second: the CPU time of every
+process that did the work (this one's threads and the server's), so a shared, loaded machine does
+not count others' work; wall time is printed beside it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from vabench.agents.episode import Episode
+from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
+from vabench.envs.control import control_budget
+from vabench.envs.render import RENDER_PRESETS
+from vabench.envs.seeds import eval_seeds
+from vabench.envs.tasks import task_class
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "grasp_single_cube"
+NO_RECORDING = ("recording.enabled=false", "recording.video=false")  # the run's reviewer view and video off
+MOVES = np.array([[0.01, 0, 0], [0, 0.01, 0], [-0.01, 0, 0], [0, -0.01, 0]], dtype=np.float32)
+
+
+def script(steps: int) -> np.ndarray:
+    """The vectors every episode plays: 1 cm moves round a square, the gripper open."""
+    moves = MOVES[np.arange(steps) % len(MOVES)]
+    return np.concatenate([moves, np.zeros((steps, 4), np.float32)], axis=1)
+
+
+def bare(seeds: list[int], steps: int) -> dict:
+    """The bare env loop: reset and step each seed's episode, nothing else."""
+    env = VABenchEnv(
+        EnvConfig(preset=RENDER_PRESETS["small"], control="ee_delta", recording=RecordingConfig(enabled=False))
+    )
+    vectors = script(steps)
+    try:
+        env.reset(TASK, eval_seeds(TASK)[0])  # the shader compile, before any clock
+        wall, cpu = time.perf_counter(), time.process_time()
+        for seed in seeds:
+            env.reset(TASK, seed)
+            for v in vectors:
+                env.step({"ee_delta": v.tolist()})
+        return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "episodes": len(seeds)}
+    finally:
+        env.close()
+
+
+def serve(vectors: np.ndarray, folder: Path) -> tuple[subprocess.Popen, str]:
+    """serve_policy in its own process, and its URL (read from the line it prints once listening)."""
+    path = folder / "script.npy"
+    np.save(path, vectors)
+    cmd = [sys.executable, "-m", "vabench.serve_policy", "--script", str(path), "--port", "0", "--horizon", "8"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if " on ws://" not in line:
+        proc.kill()
+        raise RuntimeError(f"serve_policy did not start: {line!r}")
+    return proc, line.split(" on ", 1)[1].split()[0]
+
+
+def run_config(url: str, folder: Path, seeds: int, steps: int, extra: tuple[str, ...] = ()):
+    from vabench.run.config.run import from_config
+
+    scale = steps / control_budget(task_class(TASK).budget, TASK)
+    overrides = ["model=policy", f"model.extra.url={url}", "control=ee_delta", "render=small", f"tasks=[{TASK}]",
+                 f"seeds={seeds}", f"budget_scale={scale}", f"results_dir={folder}", "run_id=rate", *extra]  # fmt: skip
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+    return from_config(cfg, folder / "rate")
+
+
+def served(episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = ()) -> dict:
+    """``episodes`` episodes against the served script, ``in_flight`` at once on one worker (after
+    one unclocked episode per seat, on the manifest's first seeds); ``extra``: more run overrides."""
+    from vabench.run.actors.worker import EpisodeWorker
+    from vabench.run.actors.workerconfig import WorkerConfig
+    from vabench.run.config.specs import expand
+
+    with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
+        proc, url = serve(script(steps), Path(tmp))
+        try:
+            run = run_config(url, Path(tmp), in_flight + episodes, steps, extra)
+            worker, specs = EpisodeWorker(WorkerConfig.of(run, slots=in_flight)), expand(run)
+            _together(worker, specs[:in_flight], in_flight)  # each seat's first scene and shader compile, unclocked
+            server_cpu = _cpu(proc.pid)
+            wall, cpu = time.perf_counter(), time.process_time()
+            rows = _together(worker, specs[in_flight:], in_flight)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu + _cpu(proc.pid) - server_cpu
+            worker.close()
+        finally:
+            proc.kill()
+            proc.wait()
+    ok = sum(r["status"] == "ok" and r["steps"] == steps for r in rows)
+    return {"wall_s": wall, "cpu_s": cpu, "episodes": len(rows), "ok": ok}
+
+
+def _together(worker, specs, in_flight: int) -> list[dict]:
+    """The rows of ``specs`` played ``in_flight`` at a time, one thread per seat."""
+    rows: list[dict] = []
+
+    def play(mine) -> None:
+        for spec in mine:
+            rows.append(worker.run(Episode(spec))["row"])
+
+    threads = [threading.Thread(target=play, args=(specs[k::in_flight],)) for k in range(in_flight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return rows
+
+
+def _cpu(pid: int) -> float:
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
+def episodes_per_hour(episodes: int, steps: int, in_flight: int) -> dict:
+    """Episodes per hour per core (per CPU hour) and per wall hour, served and bare (the same seeds),
+    and their ratio."""
+    seeds = eval_seeds(TASK)[in_flight : in_flight + episodes]
+    out = {"bare": bare(seeds, steps), "served": served(episodes, steps, in_flight)}
+    out["served, no recording view"] = served(episodes, steps, in_flight, NO_RECORDING)
+    for cell in out.values():
+        cell["per_core_hour"] = 3600 * cell["episodes"] / cell["cpu_s"]
+        cell["per_wall_hour"] = 3600 * cell["episodes"] / cell["wall_s"]
+    out["ratio"] = out["served"]["per_core_hour"] / out["bare"]["per_core_hour"]
+    out |= {"in_flight": in_flight, "steps": steps, "policy": "scripted (serve_policy --script)"}
+    return out
