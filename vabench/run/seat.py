@@ -30,8 +30,14 @@ is the outside party's think time per step (from the observation's arrival to th
 row and the record are those of any agent (unprivileged), written to the run folder when the
 episode ends. ``budget_left`` is always the loop's figure: what a model is shown of it is the
 condition's (``observation=explained`` shows the budget, ``paper`` does not), and the caller shows
-no more. Seats play conditions without a summary stage (``summary=none``); a folder a live driver
-(``python -m vabench.launch``) holds is refused.
+no more. A folder a live driver (``python -m vabench.launch``) holds is refused.
+
+Summaries: under ``summary=expert`` or ``shared:<model>`` the episode carries the given summary as
+a model's does (a missing shared one is refused at ``take``). Under ``summary=own`` a seat whose
+model has no summary of the task's base task in the run's summary root starts in its summary stage
+(``seat.study``, :class:`vabench.run.study.Study`): the outside party studies the demonstration and
+writes its summary (:meth:`Seat.write_summary`), and only then does the episode start, carrying it;
+a seat whose model wrote one before plays with it at once.
 """
 
 from __future__ import annotations
@@ -44,8 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.episode import Episode, Runtime, run_episode
+from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary
 from vabench.core.boundary import Agent, Answer, Brief, Feedback, Observation
-from vabench.core.errors import ConfigError, RunLocked, SeatLeft, VabenchError
+from vabench.core.errors import RunLocked, SeatLeft, VabenchError
 from vabench.core.vocab import EndReason, ObservationProfile, Status, SummaryKind
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.results.episodes import EpisodeSpec
@@ -59,6 +66,7 @@ from vabench.run.folder.claims import Claim, claim
 from vabench.run.folder.lock import _pid_alive, _pid_checkable, _snapshot
 from vabench.run.folder.recover import recorded_row
 from vabench.run.folder.state import todo, write_run_info
+from vabench.run.study import Shown, Study
 
 _LEAVE = object()  # put in place of an answer: the outside party left
 # the tags of what the episode thread tells its seat
@@ -120,12 +128,11 @@ class Seats:
     simulator lock they share, and the run's part of every row."""
 
     def __init__(self, run: RunConfig, log=print):
-        if run.summary.kind != SummaryKind.NONE:
-            raise ConfigError(f"'summary' = {run.summary}: a seat plays conditions without a summary stage (none)")
         _no_driver(run.run_dir)
         self.run, self.log = run, log
         self.part = {**run.identity, "provenance_digest": write_run_info(run, log)}
         self.sim_lock = threading.RLock()
+        self.store = SummaryStore(run.summary_root)
         self._envs: list[VABenchEnv] = []  # free ones
         self._lock = threading.Lock()
         self.seated: list[Seat] = []
@@ -151,7 +158,11 @@ class Seats:
                 break
             else:
                 return None
-        seat.begin()
+        try:
+            seat.begin()
+        except BaseException:  # a missing shared summary, a demo that cannot be read: the claim goes
+            seat.leave()
+            raise
         return seat
 
     def _played(self, spec: EpisodeSpec, attempt: int) -> bool:
@@ -231,6 +242,8 @@ class Seat:
         self.end: str | None = None
         self.last: Feedback | None = None  # the last action's feedback, once the episode is over
         self.left = False
+        self.summary: Summary | None = None  # what the episode carries (where the condition has one)
+        self.study: Study | None = None  # the summary stage, until the summary is written
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._play, name=f"seat-{spec.key}", daemon=True)
 
@@ -243,14 +256,36 @@ class Seat:
         return self.end is not None or self.left
 
     def begin(self) -> None:
+        """Start the episode, or first its summary stage where the model has yet to write its summary."""
+        seats, spec, model = self.seats, self.spec, self.agent.name
+        mode = spec.condition.summary
+        if mode.kind == SummaryKind.OWN and not seats.store.has(model, spec.task):
+            self.study = Study(seats.store, spec.task, model, seats.run.demo_root, spec.condition.render)
+            return
+        self.summary = resolve_summary(seats.store, mode, model, spec.task)
         self._thread.start()
         self._next()
+
+    def write_summary(self, fields: dict) -> Shown | Turn:
+        """The summary stage's end: ``fields`` stored as the model's summary and the episode started
+        (its first turn), or the refusal (the stage goes on)."""
+        with self._lock:
+            if self.study is None:
+                raise SeatOver(f"episode {self.spec.key} has no summary stage now")
+            saved = self.study.write(fields)
+            if isinstance(saved, Shown):
+                return saved
+            self.study, self.summary = None, saved
+            self._thread.start()
+            return self._next()
 
     def answer(self, answer: Answer) -> Turn:
         """Hand the loop one answer; returns once it has been processed."""
         with self._lock:
             if self.over:
                 raise SeatOver(f"episode {self.spec.key} is over ({self.end or 'its player left'})")
+            if self._thread.ident is None:
+                raise SeatOver(f"episode {self.spec.key} has not started: its summary is written first")
             self.agent.answers.put(answer)
             return self._next()
 
@@ -258,6 +293,10 @@ class Seat:
         """End an episode still in play with no row (interrupted): the run plays it again later."""
         with self._lock:
             if self.over:
+                return
+            if self._thread.ident is None:  # in its summary stage (or never started): nothing to end
+                self.study, self.left = None, True
+                self._let_go(None)
                 return
             self.agent.answers.put(_LEAVE)
             self._next()
@@ -293,7 +332,7 @@ class Seat:
         try:
             set_aside(folder)  # a left attempt's record: kept aside, this one starts afresh
             env = seats.env(spec)
-            episode = Episode(spec, self.attempt, None, self.part)
+            episode = Episode(spec, self.attempt, self.summary, self.part)
             row = run_episode(env, self.agent, episode, folder, seats.run.harness, Runtime(seats.sim_lock))
             row.record = (rel / row.record).as_posix()
             seats.write(spec, row.row())
@@ -303,10 +342,15 @@ class Seat:
         except BaseException as e:  # a bug outside the loop: the caller hears of it; nothing is written
             event = (_BROKE, e)
         finally:
-            self.claim.release()
-            if env is not None:
-                seats.free(env)
-            with seats._lock:
-                if self in seats.seated:
-                    seats.seated.remove(self)
+            self._let_go(env)
             self.agent.events.put(event)
+
+    def _let_go(self, env: VABenchEnv | None) -> None:
+        """The claim, the env and the seat's place among those in play, let go."""
+        seats = self.seats
+        self.claim.release()
+        if env is not None:
+            seats.free(env)
+        with seats._lock:
+            if self in seats.seated:
+                seats.seated.remove(self)
