@@ -37,7 +37,9 @@ a model's does (a missing shared one is refused at ``take``). Under ``summary=ow
 model has no summary of the task's base task in the run's summary root starts in its summary stage
 (``seat.study``, :class:`vabench.run.study.Study`): the outside party studies the demonstration and
 writes its summary (:meth:`Seat.write_summary`), and only then does the episode start, carrying it;
-a seat whose model wrote one before plays with it at once.
+a seat whose model wrote one before plays with it at once. ``take(model, author=...)`` keeps the
+summary under another name in the store (a person's own: ``human:op1``), while the row's
+``summary_model`` stays the model, as for any agent's own summary.
 """
 
 from __future__ import annotations
@@ -142,9 +144,10 @@ class Seats:
         named = dataclasses.replace(self.run, conditions=tuple(c.but(model=model) for c in self.run.conditions))
         return todo(named, self.log)[0]
 
-    def take(self, model: str, **row) -> Seat | None:
-        """The next unplayed episode, claimed and started (its first observation made), or None.
-        ``row``: columns of its row the taker fills (a person's ``operator``)."""
+    def take(self, model: str, author: str | None = None, **row) -> Seat | None:
+        """The next unplayed episode, claimed and started (its first observation made, or its summary
+        stage begun), or None. ``author``: whose own summary it carries (default ``model``); ``row``:
+        columns of its row the taker fills (a person's ``operator``)."""
         with self._lock:
             for spec, attempt in self.pending(model):
                 held = claim(self.run.run_dir, spec.key)
@@ -153,7 +156,7 @@ class Seats:
                 if self._played(spec, attempt):
                     held.release()
                     continue
-                seat = Seat(self, spec, attempt, held, model, row)
+                seat = Seat(self, spec, attempt, held, model, row, author)
                 self.seated.append(seat)
                 break
             else:
@@ -229,12 +232,13 @@ def _no_driver(run_dir: Path) -> None:
 class Seat:
     """One episode played from outside (see the module's docstring)."""
 
-    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None):
+    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None, author=None):
         from vabench.envs.tasks import task_class
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
         self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns
         self.agent = _Driven(model)
+        self.author = author or model  # whose own summary (summary=own) it carries, in the store
         self.budget = spec.condition.budget(task_class(spec.task).budget)
         self.observation: Observation | None = None
         self.refusal: str | None = None
@@ -257,12 +261,12 @@ class Seat:
 
     def begin(self) -> None:
         """Start the episode, or first its summary stage where the model has yet to write its summary."""
-        seats, spec, model = self.seats, self.spec, self.agent.name
+        seats, spec, author = self.seats, self.spec, self.author
         mode = spec.condition.summary
-        if mode.kind == SummaryKind.OWN and not seats.store.has(model, spec.task):
-            self.study = Study(seats.store, spec.task, model, seats.run.demo_root, spec.condition.render)
+        if mode.kind == SummaryKind.OWN and not seats.store.has(author, spec.task):
+            self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render)
             return
-        self.summary = resolve_summary(seats.store, mode, model, spec.task)
+        self.summary = self._own(resolve_summary(seats.store, mode, author, spec.task))
         self._thread.start()
         self._next()
 
@@ -275,9 +279,15 @@ class Seat:
             saved = self.study.write(fields)
             if isinstance(saved, Shown):
                 return saved
-            self.study, self.summary = None, saved
+            self.study, self.summary = None, self._own(saved)
             self._thread.start()
             return self._next()
+
+    def _own(self, summary: Summary | None) -> Summary | None:
+        """An own summary as the row names it: written by the seat's model (whoever's name keeps it)."""
+        if summary is None or self.spec.condition.summary.kind != SummaryKind.OWN:
+            return summary
+        return dataclasses.replace(summary, summary_model=self.agent.name)
 
     def answer(self, answer: Answer) -> Turn:
         """Hand the loop one answer; returns once it has been processed."""

@@ -9,6 +9,7 @@ its own procedure summary before its episode starts, as a model does in its lear
     shown = study.demonstration({})            # the frame index (a model's expert.retrieve)
     shown = study.demonstration({"steps": [0, 2, 5]})  # captions and frames (a model's expert.frame)
     shown.text, shown.images                   # the text and the frame files, in the order shown
+    study.frame("grasp_single_cube", 3)        # one frame's file (counted as inspected), for a page
     saved = study.write(fields)                # a Summary once stored, else the refusal's text
 
 The texts are a model's, with the tools named as the seat's caller names them (``demonstration``,
@@ -92,6 +93,11 @@ class Study:
         self.demos.retrieved = True  # the index is the tool's own answer: asking for frames needs no other call
         out = self.demos.frame(args)
         return Shown(renamed(out.text), tuple(out.images or ()), not out.ok)
+
+    def frame(self, demo: str, i: int) -> Path | None:
+        """One frame's file, counted as inspected (a page shows frames one by one), or None."""
+        shown = self.demonstration({"steps": [i], "demo": demo})
+        return shown.images[0] if not shown.refused else None
 
     def write(self, fields: dict) -> Summary | Shown:
         """Store ``fields`` as the seat model's summary (the stored :class:`Summary`), or the refusal."""

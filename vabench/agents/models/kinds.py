@@ -83,6 +83,7 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
                 HUMAN,
                 lambda cfg: Seated(cfg.name or HUMAN, PEOPLE),
                 "people at a web page, each decision through the same boundary (human.operators=N; docs/human.md)",
+                reads_summary=True,
             ),
             OfflineAgent(
                 "posetext",
@@ -113,8 +114,8 @@ def is_offline(model_id: str) -> bool:
 
 
 def reads_no_summary(model_id: str) -> bool:
-    """An offline agent that reads no summary: its runs are summary=none whatever was asked (an MCP
-    client reads its summary and writes its own)."""
+    """An offline agent that reads no summary: its runs are summary=none whatever was asked (the
+    seated ones, an MCP client or a person, read theirs and write their own)."""
     agent = OFFLINE_AGENTS.get(model_id)
     return agent is not None and not agent.reads_summary
 
