@@ -288,5 +288,7 @@ def test_under_summary_own_the_sdk_client_studies_the_demonstration_writes_its_s
     assert stored.fields["grasp_region"] == SUMMARY["grasp_region"] and len(stored.frames_inspected) == 3
     assert row["summary_model"] == row["model"] == "mcp:sdk-probe/1.0" and row["summary_learned"]
     assert row["summary_digest"] == stored.digest() and row["success"] and row["summary_source"] == "own"
-    [events] = run.rglob("events.jsonl")
-    assert any(e.get("summary") == stored.text() for e in read_events(events))
+    assert any(e.get("summary") == stored.text() for e in read_events(run / row["record"]))
+    [learned] = (run / "_learning" / TASK).iterdir()  # the stage's record, as a model's learning's
+    tools = [e["payload"]["tool"] for e in read_events(learned / "events.jsonl") if e["type"] == "answer"]
+    assert tools == ["expert.retrieve", "expert.learn", "expert.frame", "expert.learn"]

@@ -168,3 +168,10 @@ def test_under_summary_own_a_seat_studies_first_and_the_models_summary_serves_it
     later = s.take("mcp:probe/1.0")  # the model has its summary: the next episode starts at once
     assert later.spec.key != first and later.study is None and later.brief.summary == seat.brief.summary
     assert row["summary_model"] == "mcp:probe/1.0" and row["summary_learned"] and row["summary_source"] == "own"
+    left, learned = sorted((tmp_path / "r" / "_learning" / TASK).iterdir())  # the stage's records, as a model's
+    assert read_events(left / "events.jsonl")[-1]["type"] == Event.INTERRUPTED
+    events = read_events(learned / "events.jsonl")
+    tools = [e["payload"]["tool"] for e in events if e["type"] == Event.ANSWER]
+    assert tools == ["expert.learn", "expert.frame", "expert.learn"]  # refused (no frame yet), frames, saved
+    assert events[0]["model"] == "mcp:probe/1.0" and events[-1]["type"] == Event.LEARNING_RESULT
+    assert events[-1]["frames_inspected"] == 3 and len(list((learned / "frames").rglob("*.jpg"))) == 3

@@ -52,13 +52,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.episode import Episode, Runtime, run_episode
-from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary
+from vabench.agents.summaries.demo_tools import summary_task
+from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary, safe_model_id
 from vabench.core.boundary import Agent, Answer, Brief, Feedback, Observation
 from vabench.core.errors import RunLocked, SeatLeft, VabenchError
 from vabench.core.vocab import EndReason, ObservationProfile, Status, SummaryKind
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.results.episodes import EpisodeSpec
-from vabench.results.layout import DRIVER_LOCK, OUTCOMES
+from vabench.results.layout import DRIVER_LOCK, LEARNING, OUTCOMES
 from vabench.results.outcomes import write_row
 from vabench.results.outcometable import landed, statuses
 from vabench.results.recordfile import EVENTS, Event, read_events
@@ -222,6 +223,16 @@ def _last_feedback(folder: Path, spec: EpisodeSpec) -> Feedback | None:
     return Feedback(e["label"], bool(e["valid"]), bool(e["planner_success"]), text)
 
 
+def _fresh(folder: Path, name: str) -> Path:
+    """``folder/name``, or ``name-2``, ``name-3``, ... where it is taken (a stage left and begun
+    again within the second)."""
+    n, path = 1, folder / name
+    while path.exists():
+        n += 1
+        path = folder / f"{name}-{n}"
+    return path
+
+
 def _no_driver(run_dir: Path) -> None:
     snap = _snapshot(Path(run_dir) / DRIVER_LOCK)
     info = snap[0] if snap is not None else None
@@ -264,7 +275,10 @@ class Seat:
         seats, spec, author = self.seats, self.spec, self.author
         mode = spec.condition.summary
         if mode.kind == SummaryKind.OWN and not seats.store.has(author, spec.task):
-            self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render)
+            folder = seats.run.run_dir / LEARNING / summary_task(spec.task)
+            name = f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_model_id(author)}"
+            record = _fresh(folder, name)
+            self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render, record)
             return
         self.summary = self._own(resolve_summary(seats.store, mode, author, spec.task))
         self._thread.start()
@@ -305,6 +319,8 @@ class Seat:
             if self.over:
                 return
             if self._thread.ident is None:  # in its summary stage (or never started): nothing to end
+                if self.study is not None:
+                    self.study.leave()
                 self.study, self.left = None, True
                 self._let_go(None)
                 return

@@ -19,10 +19,16 @@ the run's summary root under the seat's model (its author), where a model's lear
 episode carries it as a model's episode carries its own, and the row's ``summary_model`` names the
 seat's model. A later seat of the same model in the same summary root plays with it, as every
 episode of a model uses the one summary learned for its base task.
+
+The stage is recorded as a model's learning is (``<run>/_learning/<task>/<time>-<author>/``, a
+``vabench.learning_record.v1`` record): its start, what was shown, each call as an ``answer`` in a
+model's terms (``{"tool": "expert.frame", "args": ...}``, with the think time before it), each
+call's ``tool_result``, and its end (``learning_result``), or ``interrupted`` when the seat is left.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +37,12 @@ from vabench.agents.summaries.demo_tools import DemoStore, summary_task
 from vabench.agents.summaries.learning import ensure_demos
 from vabench.agents.summaries.summary_schema import SummaryError
 from vabench.agents.summaries.summary_store import Summary, SummaryStore
+from vabench.core.errors import SeatLeft
+from vabench.core.vocab import LEARNED
+from vabench.results.recordfile import Event
+from vabench.results.records import EpisodeRecord
+
+LEARNING_FORMAT = "vabench.learning_record.v1"
 
 DEMONSTRATION = "demonstration"
 WRITE_SUMMARY = "write_summary"
@@ -75,7 +87,7 @@ class Shown:
 class Study:
     """The summary stage of one seat (see the module's docstring)."""
 
-    def __init__(self, store: SummaryStore, task: str, model: str, demo_root: Path | None, render: str):
+    def __init__(self, store: SummaryStore, task: str, model: str, demo_root: Path | None, render: str, record: Path):
         from vabench.envs.tasks import task_class
 
         self.store, self.model = store, model
@@ -84,15 +96,27 @@ class Study:
         self.demos = DemoStore(self.task, demo_root, render)
         self.instruction = task_class(self.task).instruction
         self.intro = intro()
+        self.record, self.calls, self.began = EpisodeRecord(record), 0, time.perf_counter()
+        self._shown = self.began  # when the last answer was shown: the think time before a call starts there
+        self.record.event(
+            Event.LEARNING_START,
+            format=LEARNING_FORMAT,
+            task=self.task,
+            model=model,
+            demos=list(self.demos.demos),
+            prompt_version=prompts.PROMPT_VERSION,
+            prompt_digest=prompts.prompt_digest(),
+        )
+        self.record.event(Event.TURN, role="system", kind="system", step=0, text=self.intro, images=[])
 
     def demonstration(self, args: dict) -> Shown:
         """No ``steps``: the task and the frame index; with ``steps`` (and ``demo``): those frames."""
         if not args:
             told = prompts.LEARNING_TASK.format(instruction=self.instruction).splitlines()[0]
-            return Shown(f"{told}\n{renamed(self.demos.retrieve().text)}")
+            return self._said("expert.retrieve", {}, Shown(f"{told}\n{renamed(self.demos.retrieve().text)}"))
         self.demos.retrieved = True  # the index is the tool's own answer: asking for frames needs no other call
         out = self.demos.frame(args)
-        return Shown(renamed(out.text), tuple(out.images or ()), not out.ok)
+        return self._said("expert.frame", args, Shown(renamed(out.text), tuple(out.images or ()), not out.ok))
 
     def frame(self, demo: str, i: int) -> Path | None:
         """One frame's file, counted as inspected (a page shows frames one by one), or None."""
@@ -103,9 +127,44 @@ class Study:
         """Store ``fields`` as the seat model's summary (the stored :class:`Summary`), or the refusal."""
         gate = self.demos.learn_gate()
         if gate:
-            return Shown(renamed(gate), refused=True)
+            return self._said("expert.learn", fields, Shown(renamed(gate), refused=True))
         try:
-            self.store.save(self.model, self.task, fields, self.demos.inspected, prompts.PROMPT_VERSION)
+            path = self.store.save(self.model, self.task, fields, self.demos.inspected, prompts.PROMPT_VERSION)
         except SummaryError as e:
-            return Shown(f"summary not saved: {e}", refused=True)
-        return self.store.load(self.model, self.task)
+            return self._said("expert.learn", fields, Shown(f"summary not saved: {e}", refused=True))
+        saved = self.store.load(self.model, self.task)
+        self._said("expert.learn", fields, Shown(f"summary saved ({path.name})"))
+        self._end()
+        return saved
+
+    def leave(self) -> None:
+        """The seat was left in its stage: the record says so (no summary was stored)."""
+        self.record.interrupted(SeatLeft("left in the summary stage"), time.perf_counter() - self.began)
+
+    def _said(self, tool: str, args, shown: Shown) -> Shown:
+        """Record one call as a model's (its answer, the tool's result and the turn it shows)."""
+        now, self.calls = time.perf_counter(), self.calls + 1
+        payload = {"tool": tool, "args": args if isinstance(args, dict) else {"value": repr(args)[:200]}}
+        r = self.record
+        r.event(
+            Event.ANSWER, step=0, call=self.calls, payload=payload, model_calls=1, model_latency_s=now - self._shown
+        )
+        r.event(Event.TOOL_RESULT, step=0, tool=tool, ok=not shown.refused)
+        images = [r.rel(r.keep(p)) for p in shown.images]
+        r.event(Event.TURN, role="user", kind="tool", step=0, text=shown.text, images=images)
+        self._shown = time.perf_counter()
+        return shown
+
+    def _end(self) -> None:
+        self.record.event(
+            Event.LEARNING_RESULT,
+            end_reason=LEARNED,
+            error=None,
+            frames_inspected=len(self.demos.inspected),
+            model_calls=self.calls,
+            provider_attempts=0,
+            provider_retries=0,
+            backoff_s=0.0,
+            wall_s=round(time.perf_counter() - self.began, 3),
+        )
+        self.record.close()
