@@ -233,6 +233,10 @@ def test_under_summary_own_the_page_shows_the_frames_then_takes_the_persons_own_
         captions = [f.text for f in d.find_elements(By.CSS_SELECTOR, ".demo-frames figcaption")]
         assert captions[0] == "grasp_single_cube frame 0/5 (t = 0.00 s)" and len(captions) == 6  # every frame of 6
         assert "grasp the red cube" in d.find_element(By.ID, "study-instruction").text
+        for name, (w, h) in SIZES.items():  # the stage fits as the episode's page does
+            d.set_window_size(w, h)
+            assert js(d, OVERFLOW) == [], name
+        d.set_window_size(*SIZES["laptop"])
         for name, value in {**SUMMARY, "grasp_region": "x" * 2001}.items():
             box = d.find_element(By.CSS_SELECTOR, f'#summary-fields textarea[name="{name}"]')
             js(d, "arguments[0].value = arguments[1]", box, "\n".join(value) if isinstance(value, list) else value)
