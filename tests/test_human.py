@@ -5,6 +5,7 @@ sizes; Ctrl-C and a rerun of the same run_id lose nothing; the analysis counts o
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -203,6 +204,60 @@ for (const e of document.querySelectorAll('body *')) {
   if (r.width && (r.right > w + 0.5 || r.left < -0.5)) out.push(`${e.tagName}#${e.id} ${r.left}..${r.right}`);
 }
 return out.slice(0, 5);"""
+
+
+SUMMARY = {
+    "grasp_object_part": "the cube body",
+    "grasp_region": "two opposite side faces",
+    "grasp_height_or_depth": "pads at half the cube height",
+    "finger_placement": "one pad on each opposite face",
+    "approach_strategy": "from above after aligning over the cube",
+    "posture_or_rotation": "fingers pointing down",
+    "pre_close_checks": ["the cube is between the pads", "both pads clear the table"],
+    "test_lift_rule": "lift well clear of the table",
+}
+
+
+def test_under_summary_own_the_page_shows_the_frames_then_takes_the_persons_own_summary(tmp_path, demo_root, browser):  # noqa: F811
+    """The summary stage on the page: the demonstration's frames, a refused summary (one field too
+    long) said on the page, then the person's summary accepted; the episode carries it."""
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.set_window_size(*SIZES["laptop"])
+    phase = lambda want: lambda d: d.find_element(By.ID, "play").get_attribute("data-phase") == want  # noqa: E731
+    with study(tmp_path, "summary=own", f"demo_root={demo_root}", "seeds=1") as (_, urls):
+        d.get(urls["op1"])
+        wait_for(d, phase("studying"), "the summary stage")
+        wait_for(d, lambda d: js(d, "return [...document.images].every(i => i.complete && i.naturalWidth)"), "frames")
+        captions = [f.text for f in d.find_elements(By.CSS_SELECTOR, ".demo-frames figcaption")]
+        assert captions[0] == "grasp_single_cube frame 0/5 (t = 0.00 s)" and len(captions) == 6  # every frame of 6
+        assert "grasp the red cube" in d.find_element(By.ID, "study-instruction").text
+        for name, (w, h) in SIZES.items():  # the stage fits as the episode's page does
+            d.set_window_size(w, h)
+            assert js(d, OVERFLOW) == [], name
+        d.set_window_size(*SIZES["laptop"])
+        for name, value in {**SUMMARY, "grasp_region": "x" * 2001}.items():
+            box = d.find_element(By.CSS_SELECTOR, f'#summary-fields textarea[name="{name}"]')
+            js(d, "arguments[0].value = arguments[1]", box, "\n".join(value) if isinstance(value, list) else value)
+        before = d.find_element(By.ID, "play").get_attribute("data-answered")
+        d.find_element(By.ID, "summary-send").click()
+        wait_for(d, lambda d: d.find_element(By.ID, "play").get_attribute("data-answered") != before, "the refusal")
+        assert "grasp_region" in d.find_element(By.ID, "study-refused").text and phase("studying")(d)
+        box = d.find_element(By.CSS_SELECTOR, '#summary-fields textarea[name="grasp_region"]')
+        js(d, "arguments[0].value = arguments[1]", box, SUMMARY["grasp_region"])
+        d.find_element(By.ID, "summary-send").click()
+        wait_for(d, phase("playing"), "the episode (the server builds its env)", timeout=180)
+        assert "two opposite side faces" in js(d, "return document.getElementById('system').textContent")
+        js(d, "window.confirm = () => true")
+        d.find_element(By.ID, "stop").click()
+        wait_for(d, phase("over"), "the stopped episode")
+    [row] = rows(tmp_path / "study").to_dict("records")
+    assert row["summary_source"] == "own" and row["summary_model"] == "human" and row["summary_learned"]
+    assert row["operator"] == "op1" and row["end_reason"] == EndReason.STOP
+    stored = json.loads((tmp_path / "_summaries" / "small" / "human_op1" / f"{TASK}.json").read_text())
+    assert stored["summary"]["pre_close_checks"] == SUMMARY["pre_close_checks"]
+    assert len(stored["frames_inspected"]) == 6 and stored["summary_model"] == "human:op1"
 
 
 @pytest.mark.slow  # two more servers and envs: about two minutes

@@ -221,3 +221,74 @@ def test_inspect_ai_plays_an_episode_and_its_score_is_the_rows(tmp_path, oracle)
     assert log["status"] == "success" and log["tool_calls"] == len(decisions) + 1
     assert log["score"] == "C" and log["answer"] == row["end_reason"] == "success" and row["success"]
     assert row["model"].startswith("mcp:") and row["steps"] == len(decisions)
+
+
+SUMMARY = {
+    "grasp_object_part": "the red cube body",
+    "grasp_region": "the middle band of two opposite side faces",
+    "grasp_height_or_depth": "pads at about half the cube height",
+    "finger_placement": "one pad on each opposite face",
+    "approach_strategy": "from directly above after aligning over the cube",
+    "posture_or_rotation": "fingers pointing down, closing axis across two faces",
+    "pre_close_checks": ["the cube is centred between the pads from two views"],
+    "test_lift_rule": "lift well clear of the table, about ten centimetres",
+}
+
+
+def test_under_summary_own_the_sdk_client_studies_the_demonstration_writes_its_summary_then_plays(
+    tmp_path, demo_root, oracle
+):
+    from vabench.agents.summaries.summary_store import SummaryStore
+    from vabench.results.recordfile import read_events
+
+    decisions, secrets = oracle
+    words = [*WORDS, "summary=own", f"demo_root={demo_root}", f"results_dir={tmp_path}"]
+    server = StdioServerParameters(command=sys.executable, args=["-m", "vabench.mcp", *words], cwd=str(ROOT))
+
+    async def session():
+        async with Client(server, client_info=CLIENT) as client:
+            stage = {t.name: t for t in (await client.list_tools()).tools}
+            early = await client.call_tool("gripper_open", {})
+            index = await client.call_tool("demonstration", {})
+            too_soon = await client.call_tool("write_summary", SUMMARY)  # no frame seen yet
+            frames = await client.call_tool("demonstration", {"steps": [0, 2, 5]})
+            started = await client.call_tool("write_summary", SUMMARY)
+            tools = {t.name for t in (await client.list_tools()).tools}
+            observed = await client.call_tool("observe", {})
+            return (
+                stage,
+                (early, too_soon),
+                (index, frames),
+                started,
+                tools,
+                observed,
+                [await client.call_tool(*call_of(d)) for d in decisions],
+            )
+
+    stage, (too_early, too_soon), (index, frames), started, tools, observed, moves = anyio.run(session)
+    assert set(stage) == {"observe", "demonstration", "write_summary"}
+    assert "pre_close_checks" in stage["write_summary"].input_schema["required"]
+    assert too_early.is_error and "write your summary first" in text(too_early)
+    assert too_soon.is_error and "write_summary is blocked until at least 3 distinct frames" in text(too_soon)
+    assert "frames 0..5" in text(index) and "grasp the red cube" in text(index) and "expert." not in text(index)
+    assert [(c.type, c.mime_type) for c in frames.content[1:]] == [("image", "image/jpeg")] * 3
+    assert "demo grasp_single_cube frame 2/5" in text(frames)
+    assert not started.is_error and "Summary saved" in text(started) and "Step 0;" in text(started)
+    assert "the middle band of two opposite side faces" in text(started) and started.content[-1].type == "image"
+    assert {"gripper_move_world", "camera_view_topdown"} <= tools and "write_summary" not in tools
+    assert "the middle band of two opposite side faces" in text(observed)
+    for result in (index, frames, started, observed):  # the privilege scan over what the tools returned
+        values: list[float] = []
+        _numbers(text(result), values)
+        assert all(abs(v - s) > 5e-4 for v in values for s in secrets)
+    assert "The episode is over: success" in text(moves[-1])
+    run = tmp_path / "r"
+    [row] = read_rows(run).to_dict("records")
+    stored = SummaryStore(tmp_path / "_summaries" / "small").load("mcp:sdk-probe/1.0", TASK)
+    assert stored.fields["grasp_region"] == SUMMARY["grasp_region"] and len(stored.frames_inspected) == 3
+    assert row["summary_model"] == row["model"] == "mcp:sdk-probe/1.0" and row["summary_learned"]
+    assert row["summary_digest"] == stored.digest() and row["success"] and row["summary_source"] == "own"
+    assert any(e.get("summary") == stored.text() for e in read_events(run / row["record"]))
+    [learned] = (run / "_learning" / TASK).iterdir()  # the stage's record, as a model's learning's
+    tools = [e["payload"]["tool"] for e in read_events(learned / "events.jsonl") if e["type"] == "answer"]
+    assert tools == ["expert.retrieve", "expert.learn", "expert.frame", "expert.learn"]

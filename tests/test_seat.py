@@ -116,3 +116,62 @@ held = claim(sys.argv[1], sys.argv[2])
 print("held" if held else "not held", flush=True)
 sys.stdin.read()
 """
+
+
+SUMMARY = {
+    "grasp_object_part": "the cube body",
+    "grasp_region": "two opposite side faces",
+    "grasp_height_or_depth": "pads at half the cube height",
+    "finger_placement": "one pad on each opposite face",
+    "approach_strategy": "from above after aligning over the cube",
+    "posture_or_rotation": "fingers pointing down",
+    "pre_close_checks": ["the cube is between the pads"],
+    "test_lift_rule": "lift well clear of the table",
+}
+
+
+def test_expert_and_shared_summaries_are_carried_as_a_models_and_a_missing_shared_one_is_refused(seats, tmp_path):
+    from vabench.agents.summaries.summary_schema import SummaryError
+    from vabench.agents.summaries.summary_store import SummaryStore
+
+    s = seats("seeds=1", "model=mcp", "summary=expert")
+    seat = s.take("mcp:probe/1.0")
+    assert seat.study is None and "Summary of grasp_single_cube" in seat.brief.summary
+    [row] = [seat.answer(Stop()).row]
+    assert row["summary_model"] == "expert" and row["summary_learned"] and row["summary_digest"]
+    shared = seats("seeds=1", "model=mcp", "summary=shared", "summary.source=someone", "run_id=r2")
+    with pytest.raises(SummaryError, match="someone"):
+        shared.take("mcp:probe/1.0")
+    SummaryStore(shared.run.summary_root).save("someone", TASK, SUMMARY, [("grasp_single_cube", 0)])
+    seat = shared.take("mcp:probe/1.0")  # the refused take let its claim go
+    assert seat is not None and "two opposite side faces" in seat.brief.summary
+    assert seat.answer(Stop()).row["summary_model"] == "someone"
+
+
+def test_under_summary_own_a_seat_studies_first_and_the_models_summary_serves_its_later_seats(
+    seats, tmp_path, demo_root
+):
+    s = seats("seeds=2", "model=mcp", "summary=own", f"demo_root={demo_root}")
+    seat = s.take("mcp:probe/1.0")
+    assert seat.study is not None and seat.brief is None and seat.turn().step == 0
+    with pytest.raises(SeatOver, match="summary is written first"):
+        seat.answer(Stop())
+    seat.leave()  # left in its stage: no row, the episode is played again
+    seat = s.take("mcp:probe/1.0")
+    first = seat.spec.key
+    assert seat.study is not None and seat.write_summary(SUMMARY).refused  # no frame seen: refused
+    seat.study.demonstration({"steps": [0, 1, 2]})
+    turn = seat.write_summary(SUMMARY)
+    assert turn.step == 0 and turn.observation is not None and seat.study is None
+    assert "two opposite side faces" in seat.brief.summary
+    row = seat.answer(Stop()).row
+    later = s.take("mcp:probe/1.0")  # the model has its summary: the next episode starts at once
+    assert later.spec.key != first and later.study is None and later.brief.summary == seat.brief.summary
+    assert row["summary_model"] == "mcp:probe/1.0" and row["summary_learned"] and row["summary_source"] == "own"
+    left, learned = sorted((tmp_path / "r" / "_learning" / TASK).iterdir())  # the stage's records, as a model's
+    assert read_events(left / "events.jsonl")[-1]["type"] == Event.INTERRUPTED
+    events = read_events(learned / "events.jsonl")
+    tools = [e["payload"]["tool"] for e in events if e["type"] == Event.ANSWER]
+    assert tools == ["expert.learn", "expert.frame", "expert.learn"]  # refused (no frame yet), frames, saved
+    assert events[0]["model"] == "mcp:probe/1.0" and events[-1]["type"] == Event.LEARNING_RESULT
+    assert events[-1]["frames_inspected"] == 3 and len(list((learned / "frames").rglob("*.jpg"))) == 3

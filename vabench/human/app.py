@@ -6,6 +6,8 @@ there is one, and writes only from this app's own pages).
 - ``POST /play/<op>/api/answer``: one decision in the paper's JSON form (a JSON body), answered
   once the loop has processed it;
 - ``POST /play/<op>/api/next``: the next unplayed episode, once the one in play is over;
+- ``POST /play/<op>/api/summary``: the person's own summary in a summary stage (a JSON object);
+- ``GET /play/<op>/demo/<episode>/<demo>/<i>``: a demonstration frame of the summary stage;
 - ``GET /play/<op>/image/<episode>/<step>/<i>.jpg``: an image of the current observation, the
   bytes a chat model is sent.
 
@@ -76,6 +78,18 @@ def create_app(operators: dict[str, Operator], rules: Access | None = None, on_d
     async def next_episode(request: Request, name: str):
         await _json(request)
         return after(await _threaded(operator(name).next))
+
+    @app.post(PLAY + "/{name}/api/summary")
+    async def summary(request: Request, name: str):
+        fields = await _json(request)
+        return after(await _threaded(operator(name).summary, fields))
+
+    @app.get(PLAY + "/{name}/demo/{episode}/{demo}/{i}")
+    def demo_frame(name: str, episode: int, demo: str, i: int):
+        found = operator(name).demo_frame(episode, demo, i)
+        if found is None:
+            return JSONResponse({"error": "not a frame of this summary stage's demonstration"}, status_code=404)
+        return Response(found[0], media_type=found[1], headers={"Cache-Control": "no-store"})
 
     @app.get(PLAY + "/{name}/image/{episode}/{step}/{i}.jpg")
     def image(name: str, episode: int, step: int, i: int):

@@ -3,11 +3,15 @@
 
 An :class:`Operator` turns the seat's state into what the page shows (:mod:`.shown`) and the
 page's decisions into the boundary's answers (:func:`vabench.core.boundary.answer_of`, validated by
-the loop as any agent's are). Decisions of one operator are handled one at a time.
+the loop as any agent's are). Decisions of one operator are handled one at a time. Under
+``summary=own`` an operator's first episode of a task starts with its summary stage (the frames,
+then the person's own summary, kept in the store as ``<model>:<operator>``: each person writes
+their own, and their later episodes of the task carry it).
 """
 
 from __future__ import annotations
 
+import mimetypes
 import threading
 from collections.abc import Mapping
 
@@ -15,6 +19,7 @@ from vabench.core.boundary import answer_of
 from vabench.core.errors import VabenchError
 from vabench.core.vocab import EndReason
 from vabench.run.seat import Seat, Seats
+from vabench.run.study import Shown
 
 from . import shown
 
@@ -44,6 +49,7 @@ class Operator:
         self.seat: Seat | None = None
         self.taken = 0
         self.finished = False  # the run had no unplayed episode left when this operator asked
+        self.refusal: str | None = None  # why the summary last sent was not accepted
         self._lock = threading.Lock()
 
     def state(self) -> dict:
@@ -70,6 +76,24 @@ class Operator:
                 self.seat.answer(answer_of(decision))
             return self._state()
 
+    def summary(self, fields: Mapping) -> dict:
+        """The person's own summary (the summary's fields) for the seat's summary stage; what the
+        page shows next (the episode, or the stage again with the refusal)."""
+        if not isinstance(fields, Mapping):
+            raise BadDecision("a summary is a JSON object of its fields")
+        with self._lock:
+            if self.seat is not None and self.seat.study is not None:
+                out = self.seat.write_summary(dict(fields))
+                self.refusal = out.text if isinstance(out, Shown) else None
+            return self._state()
+
+    def demo_frame(self, episode: int, demo: str, i: int) -> tuple[bytes, str] | None:
+        """A demonstration frame of the summary stage (counted as inspected) and its type, or None."""
+        with self._lock:
+            study = self.seat.study if self.seat is not None and episode == self.taken else None
+            path = study.frame(demo, i) if study is not None else None
+        return (path.read_bytes(), mimetypes.guess_type(path.name)[0] or "image/png") if path else None
+
     def image(self, episode: int, step: int, i: int) -> bytes | None:
         """The current observation's ``i``-th image as a model is sent it, or None."""
         seat = self.seat
@@ -85,7 +109,8 @@ class Operator:
                 self.seat.leave()
 
     def _take(self) -> None:
-        self.seat = self.seats.take(self.model, **{OPERATOR: self.name})
+        self.seat = self.seats.take(self.model, f"{self.model}:{self.name}", **{OPERATOR: self.name})
+        self.refusal = None
         self.finished = self.seat is None
         self.taken += self.seat is not None
 
@@ -93,6 +118,13 @@ class Operator:
         seat = self.seat
         if seat is None:
             return {"phase": "done", "episode": None, "end": None}
+        if seat.study is not None:
+            return {
+                "phase": "studying",
+                "episode": self.taken,
+                "study": shown.studied(seat.study),
+                "refused": self.refusal,
+            }
         turn = seat.turn()
         if not turn.over:
             obs = turn.observation

@@ -2,15 +2,19 @@
 text the chat harness renders from the same :class:`~vabench.core.boundary.Observation`, its
 images encoded as a model's are, the robot state, the feedback, and the budget only where the
 condition tells a model the budget) and one control per paper command and camera action the
-episode allows, with the paper's ranges (:mod:`vabench.envs.actions`)."""
+episode allows, with the paper's ranges (:mod:`vabench.envs.actions`). In a summary stage
+(``summary=own``): the demonstration's frames and a box per summary field (:func:`studied`)."""
 
 from __future__ import annotations
 
 from vabench.agents.chat import prompts
+from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL, MIN_DISTINCT_FRAMES
+from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Brief, Observation
 from vabench.core.vocab import ACTIVE, LEFT, RIGHT, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG
 from vabench.envs.render import RENDER_PRESETS
+from vabench.run.study import Study
 
 SIGNS = ("+", "-")
 MOVE = ({"name": "axis", "choices": ("x", "y", "z")}, {"name": "sign", "choices": SIGNS})
@@ -88,4 +92,24 @@ def briefed(brief: Brief) -> dict:
         "summary": brief.summary,
         "system": system,
         "controls": controls(brief),
+    }
+
+
+def studied(study: Study) -> dict:
+    """The summary stage as the page shows it: the task, each demonstration with the frames shown
+    first (evenly spaced, as many as a model may ask for in one call), the text a model is told,
+    and the summary's fields (a list field is one item per line)."""
+    demos = []
+    for d in study.demos.demos.values():
+        n = min(MAX_FRAMES_PER_CALL, len(d.frames))
+        first = sorted({round(k * d.last / max(n - 1, 1)) for k in range(n)})
+        demos.append({"name": d.name, "last": d.last, "fps": d.fps, "first": first})
+    fields = [{"name": f, "list": False} for f in REQUIRED_TEXT] + [{"name": REQUIRED_LIST, "list": True}]
+    model = f"{study.intro}\n\n{study.demonstration({}).text}"
+    return {
+        "instruction": study.instruction,
+        "demos": demos,
+        "gate": MIN_DISTINCT_FRAMES,
+        "fields": fields,
+        "model": model,
     }

@@ -14,12 +14,18 @@ carries an episode, and the stateless era has none. A request that names no sess
 Nothing a handler meets crashes the server: a bad call is an MCP tool error (``isError``) with
 the paper's text, and any other failure is one too, naming it; the episode's row is written by
 its seat whatever the session does.
+
+Under ``summary=own`` a session starts in its seat's summary stage (:mod:`vabench.mcp.tools`):
+``demonstration`` and ``write_summary`` answer it, any other tool is refused until the summary is
+written, and the server then tells the client its tool list changed.
 """
 
 from __future__ import annotations
 
 import base64
+import mimetypes
 import sys
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -31,6 +37,7 @@ from vabench.core.boundary import Answer, Command
 from vabench.core.vocab import EndReason
 from vabench.mcp import tools as t
 from vabench.run.seat import Seat, Seats
+from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY, Shown
 
 STDIO = "stdio"  # the one session of a stdio server
 NO_SESSION = "this server plays one episode per MCP session: connect with the initialize handshake (a session id)"
@@ -92,9 +99,15 @@ def session_key(ctx) -> str:
     return key
 
 
-def text_result(text: str, error: bool = False, images: list[bytes] = ()) -> types.CallToolResult:
+def text_result(
+    text: str, error: bool = False, images: list[bytes] = (), files: tuple[Path, ...] = ()
+) -> types.CallToolResult:
+    """A tool's result: its text, then ``images`` (a render's JPEGs), then image ``files`` (demo frames)."""
     content: list = [types.TextContent(text=text)]
     content += [types.ImageContent(data=base64.b64encode(b).decode(), mime_type="image/jpeg") for b in images]
+    for f in files:
+        mime = mimetypes.guess_type(f.name)[0] or "image/png"
+        content.append(types.ImageContent(data=base64.b64encode(f.read_bytes()).decode(), mime_type=mime))
     return types.CallToolResult(content=content, is_error=error)
 
 
@@ -140,10 +153,13 @@ async def _call(sessions: Sessions, ctx, name: str, args: dict) -> types.CallToo
     seat = await sessions.seat(ctx)
     if seat is None:
         return text_result(f"no unplayed episode is left in run {sessions.seats.run.run_id}", error=True)
+    if seat.study is not None or name in (DEMONSTRATION, WRITE_SUMMARY):
+        return await _stage(ctx, seat, name, args)
     if name == t.OBSERVE:
         turn = seat.turn()
         shown = t.images_of(turn.observation, seat) if turn.observation is not None else []
-        return text_result(t.result_text(turn, seat), images=shown)
+        said = [t.result_text(turn, seat), t.summary_text(seat)]
+        return text_result("\n".join(x for x in said if x), images=shown)
     if seat.over:
         how = seat.end or "its session left it"
         why = f"episode {seat.spec.key} is over ({how}); a new session plays the run's next one"
@@ -154,3 +170,28 @@ async def _call(sessions: Sessions, ctx, name: str, args: dict) -> types.CallToo
     shown = t.images_of(turn.observation, seat) if moved else []
     refused = bool(turn.refused) or turn.end == EndReason.REPAIRS_EXHAUSTED  # the last refusal ended it
     return text_result(t.result_text(turn, seat, answer), error=refused, images=shown)
+
+
+async def _stage(ctx, seat: Seat, name: str, args: dict) -> types.CallToolResult:
+    """A call in the seat's summary stage (or of a stage tool after it)."""
+    study = seat.study
+    if study is None:
+        return text_result(f"{name}: this episode has no summary stage now; its tools are listed", error=True)
+    if name == t.OBSERVE:
+        return text_result(study.intro)
+    if name == DEMONSTRATION:
+        shown = await anyio.to_thread.run_sync(study.demonstration, args)
+        return text_result(shown.text, error=shown.refused, files=shown.images)
+    if name != WRITE_SUMMARY:
+        why = f"write your summary first: study the demonstration with {DEMONSTRATION}, then call {WRITE_SUMMARY}"
+        return text_result(f"{name} is not available yet ({why}); the episode's tools follow", error=True)
+    out = await anyio.to_thread.run_sync(seat.write_summary, args)
+    if isinstance(out, Shown):
+        return text_result(out.text, error=True)
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:  # a client that cannot hear it still finds the tools by name
+        pass
+    shown = t.images_of(out.observation, seat) if out.observation is not None else []
+    said = ["Summary saved; the episode starts and its tools are listed now.", t.summary_text(seat)]
+    return text_result("\n".join([*said, t.result_text(out, seat)]), images=shown)

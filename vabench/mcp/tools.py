@@ -11,6 +11,12 @@ optional ``reason``, kept in the record as a model's is.
 The texts are the paper's: an observation is :func:`vabench.agents.chat.prompts.observation_text`
 under the episode's condition (so ``observation=paper`` shows no budget and no feedback text,
 ``explained`` shows both), a refusal is the protocol's error text, a tool's answer is the tool's.
+
+Under ``summary=own`` a session whose client has not written its summary yet first lists only the
+summary stage's tools (:mod:`vabench.run.study`): ``demonstration`` (the frame index; with
+``steps``, the frames as a model is shown them) and ``write_summary`` (the summary's fields, as a
+model's ``expert.learn``); the episode's tools follow once the summary is stored. The summary an
+episode carries (own, expert or shared) is shown by ``observe``, as a model's system prompt carries it.
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vabench.agents.chat import prompts
+from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL
+from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Answer, Command, Observation, Stop, ToolCall
 from vabench.core.vocab import LEFT, RIGHT, EndReason, ObservationProfile, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG, action_names
 from vabench.envs.render import render_preset
 from vabench.run.seat import Seat, Turn
+from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY
 
 OBSERVE = "observe"
 STOP = "stop"  # the paper's stop decision ({"stop": true}): the episode ends, judged as it stands
@@ -87,8 +96,31 @@ class Tool:
     schema: dict
 
 
+def stage_tools(seat: Seat) -> list[Tool]:
+    """The summary stage's tools (``observe`` tells what the stage is)."""
+    steps = {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": MAX_FRAMES_PER_CALL}
+    demos = list(seat.study.demos.demos)
+    look = {"steps": {**steps, "description": "frame indices to show"}, "demo": {"type": "string", "enum": demos}}
+    fields = {name: {"type": "string"} for name in REQUIRED_TEXT}
+    fields[REQUIRED_LIST] = {"type": "array", "items": {"type": "string"}}
+    about = "Save your procedure summary (the episode's tools follow). " + seat.study.intro
+    return [
+        Tool(OBSERVE, "What this stage is: study the demonstration, then write your summary.", {}),
+        Tool(
+            DEMONSTRATION,
+            "No arguments: the task and the demonstration's frame index; steps: those frames.",
+            {"type": "object", "properties": look},
+        ),
+        Tool(
+            WRITE_SUMMARY, about, {"type": "object", "properties": fields, "required": [*REQUIRED_TEXT, REQUIRED_LIST]}
+        ),
+    ]
+
+
 def tools_of(seat: Seat) -> list[Tool]:
-    """The episode's tools: its actions, its paper tools, ``observe``."""
+    """The episode's tools: its actions, its paper tools, ``observe`` (in a summary stage, its tools)."""
+    if seat.study is not None:
+        return stage_tools(seat)
     brief = seat.brief
     out = [Tool(OBSERVE, "The current images, robot state and feedback; advances nothing, costs nothing.", {})]
     for action in brief.actions:
@@ -123,6 +155,12 @@ def status(turn: Turn, seat: Seat) -> str:
     if turn.over:
         line += f" The episode is over: {turn.end} ({END.get(turn.end, 'it could not be judged')})."
     return line
+
+
+def summary_text(seat: Seat) -> str:
+    """The summary the episode carries, as a model's system prompt carries it ("" where none)."""
+    summary = seat.brief.summary if seat.brief is not None else None
+    return f"The demonstration summary (a model's system prompt carries it):\n{summary}" if summary else ""
 
 
 def observation_text(obs: Observation, seat: Seat) -> str:

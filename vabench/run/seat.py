@@ -30,8 +30,16 @@ is the outside party's think time per step (from the observation's arrival to th
 row and the record are those of any agent (unprivileged), written to the run folder when the
 episode ends. ``budget_left`` is always the loop's figure: what a model is shown of it is the
 condition's (``observation=explained`` shows the budget, ``paper`` does not), and the caller shows
-no more. Seats play conditions without a summary stage (``summary=none``); a folder a live driver
-(``python -m vabench.launch``) holds is refused.
+no more. A folder a live driver (``python -m vabench.launch``) holds is refused.
+
+Summaries: under ``summary=expert`` or ``shared:<model>`` the episode carries the given summary as
+a model's does (a missing shared one is refused at ``take``). Under ``summary=own`` a seat whose
+model has no summary of the task's base task in the run's summary root starts in its summary stage
+(``seat.study``, :class:`vabench.run.study.Study`): the outside party studies the demonstration and
+writes its summary (:meth:`Seat.write_summary`), and only then does the episode start, carrying it;
+a seat whose model wrote one before plays with it at once. ``take(model, author=...)`` keeps the
+summary under another name in the store (a person's own: ``human:op1``), while the row's
+``summary_model`` stays the model, as for any agent's own summary.
 """
 
 from __future__ import annotations
@@ -44,12 +52,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vabench.agents.episode import Episode, Runtime, run_episode
+from vabench.agents.summaries.demo_tools import summary_task
+from vabench.agents.summaries.summary_store import Summary, SummaryStore, resolve_summary, safe_model_id
 from vabench.core.boundary import Agent, Answer, Brief, Feedback, Observation
-from vabench.core.errors import ConfigError, RunLocked, SeatLeft, VabenchError
+from vabench.core.errors import RunLocked, SeatLeft, VabenchError
 from vabench.core.vocab import EndReason, ObservationProfile, Status, SummaryKind
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.results.episodes import EpisodeSpec
-from vabench.results.layout import DRIVER_LOCK, OUTCOMES
+from vabench.results.layout import DRIVER_LOCK, LEARNING, OUTCOMES
 from vabench.results.outcomes import write_row
 from vabench.results.outcometable import landed, statuses
 from vabench.results.recordfile import EVENTS, Event, read_events
@@ -59,6 +69,7 @@ from vabench.run.folder.claims import Claim, claim
 from vabench.run.folder.lock import _pid_alive, _pid_checkable, _snapshot
 from vabench.run.folder.recover import recorded_row
 from vabench.run.folder.state import todo, write_run_info
+from vabench.run.study import Shown, Study
 
 _LEAVE = object()  # put in place of an answer: the outside party left
 # the tags of what the episode thread tells its seat
@@ -120,12 +131,11 @@ class Seats:
     simulator lock they share, and the run's part of every row."""
 
     def __init__(self, run: RunConfig, log=print):
-        if run.summary.kind != SummaryKind.NONE:
-            raise ConfigError(f"'summary' = {run.summary}: a seat plays conditions without a summary stage (none)")
         _no_driver(run.run_dir)
         self.run, self.log = run, log
         self.part = {**run.identity, "provenance_digest": write_run_info(run, log)}
         self.sim_lock = threading.RLock()
+        self.store = SummaryStore(run.summary_root)
         self._envs: list[VABenchEnv] = []  # free ones
         self._lock = threading.Lock()
         self.seated: list[Seat] = []
@@ -135,9 +145,10 @@ class Seats:
         named = dataclasses.replace(self.run, conditions=tuple(c.but(model=model) for c in self.run.conditions))
         return todo(named, self.log)[0]
 
-    def take(self, model: str, **row) -> Seat | None:
-        """The next unplayed episode, claimed and started (its first observation made), or None.
-        ``row``: columns of its row the taker fills (a person's ``operator``)."""
+    def take(self, model: str, author: str | None = None, **row) -> Seat | None:
+        """The next unplayed episode, claimed and started (its first observation made, or its summary
+        stage begun), or None. ``author``: whose own summary it carries (default ``model``); ``row``:
+        columns of its row the taker fills (a person's ``operator``)."""
         with self._lock:
             for spec, attempt in self.pending(model):
                 held = claim(self.run.run_dir, spec.key)
@@ -146,12 +157,16 @@ class Seats:
                 if self._played(spec, attempt):
                     held.release()
                     continue
-                seat = Seat(self, spec, attempt, held, model, row)
+                seat = Seat(self, spec, attempt, held, model, row, author)
                 self.seated.append(seat)
                 break
             else:
                 return None
-        seat.begin()
+        try:
+            seat.begin()
+        except BaseException:  # a missing shared summary, a demo that cannot be read: the claim goes
+            seat.leave()
+            raise
         return seat
 
     def _played(self, spec: EpisodeSpec, attempt: int) -> bool:
@@ -208,6 +223,16 @@ def _last_feedback(folder: Path, spec: EpisodeSpec) -> Feedback | None:
     return Feedback(e["label"], bool(e["valid"]), bool(e["planner_success"]), text)
 
 
+def _fresh(folder: Path, name: str) -> Path:
+    """``folder/name``, or ``name-2``, ``name-3``, ... where it is taken (a stage left and begun
+    again within the second)."""
+    n, path = 1, folder / name
+    while path.exists():
+        n += 1
+        path = folder / f"{name}-{n}"
+    return path
+
+
 def _no_driver(run_dir: Path) -> None:
     snap = _snapshot(Path(run_dir) / DRIVER_LOCK)
     info = snap[0] if snap is not None else None
@@ -218,12 +243,13 @@ def _no_driver(run_dir: Path) -> None:
 class Seat:
     """One episode played from outside (see the module's docstring)."""
 
-    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None):
+    def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None, author=None):
         from vabench.envs.tasks import task_class
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
         self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns
         self.agent = _Driven(model)
+        self.author = author or model  # whose own summary (summary=own) it carries, in the store
         self.budget = spec.condition.budget(task_class(spec.task).budget)
         self.observation: Observation | None = None
         self.refusal: str | None = None
@@ -231,6 +257,8 @@ class Seat:
         self.end: str | None = None
         self.last: Feedback | None = None  # the last action's feedback, once the episode is over
         self.left = False
+        self.summary: Summary | None = None  # what the episode carries (where the condition has one)
+        self.study: Study | None = None  # the summary stage, until the summary is written
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._play, name=f"seat-{spec.key}", daemon=True)
 
@@ -243,14 +271,45 @@ class Seat:
         return self.end is not None or self.left
 
     def begin(self) -> None:
+        """Start the episode, or first its summary stage where the model has yet to write its summary."""
+        seats, spec, author = self.seats, self.spec, self.author
+        mode = spec.condition.summary
+        if mode.kind == SummaryKind.OWN and not seats.store.has(author, spec.task):
+            folder = seats.run.run_dir / LEARNING / summary_task(spec.task)
+            name = f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_model_id(author)}"
+            record = _fresh(folder, name)
+            self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render, record)
+            return
+        self.summary = self._own(resolve_summary(seats.store, mode, author, spec.task))
         self._thread.start()
         self._next()
+
+    def write_summary(self, fields: dict) -> Shown | Turn:
+        """The summary stage's end: ``fields`` stored as the model's summary and the episode started
+        (its first turn), or the refusal (the stage goes on)."""
+        with self._lock:
+            if self.study is None:
+                raise SeatOver(f"episode {self.spec.key} has no summary stage now")
+            saved = self.study.write(fields)
+            if isinstance(saved, Shown):
+                return saved
+            self.study, self.summary = None, self._own(saved)
+            self._thread.start()
+            return self._next()
+
+    def _own(self, summary: Summary | None) -> Summary | None:
+        """An own summary as the row names it: written by the seat's model (whoever's name keeps it)."""
+        if summary is None or self.spec.condition.summary.kind != SummaryKind.OWN:
+            return summary
+        return dataclasses.replace(summary, summary_model=self.agent.name)
 
     def answer(self, answer: Answer) -> Turn:
         """Hand the loop one answer; returns once it has been processed."""
         with self._lock:
             if self.over:
                 raise SeatOver(f"episode {self.spec.key} is over ({self.end or 'its player left'})")
+            if self._thread.ident is None:
+                raise SeatOver(f"episode {self.spec.key} has not started: its summary is written first")
             self.agent.answers.put(answer)
             return self._next()
 
@@ -258,6 +317,12 @@ class Seat:
         """End an episode still in play with no row (interrupted): the run plays it again later."""
         with self._lock:
             if self.over:
+                return
+            if self._thread.ident is None:  # in its summary stage (or never started): nothing to end
+                if self.study is not None:
+                    self.study.leave()
+                self.study, self.left = None, True
+                self._let_go(None)
                 return
             self.agent.answers.put(_LEAVE)
             self._next()
@@ -293,7 +358,7 @@ class Seat:
         try:
             set_aside(folder)  # a left attempt's record: kept aside, this one starts afresh
             env = seats.env(spec)
-            episode = Episode(spec, self.attempt, None, self.part)
+            episode = Episode(spec, self.attempt, self.summary, self.part)
             row = run_episode(env, self.agent, episode, folder, seats.run.harness, Runtime(seats.sim_lock))
             row.record = (rel / row.record).as_posix()
             seats.write(spec, row.row())
@@ -303,10 +368,15 @@ class Seat:
         except BaseException as e:  # a bug outside the loop: the caller hears of it; nothing is written
             event = (_BROKE, e)
         finally:
-            self.claim.release()
-            if env is not None:
-                seats.free(env)
-            with seats._lock:
-                if self in seats.seated:
-                    seats.seated.remove(self)
+            self._let_go(env)
             self.agent.events.put(event)
+
+    def _let_go(self, env: VABenchEnv | None) -> None:
+        """The claim, the env and the seat's place among those in play, let go."""
+        seats = self.seats
+        self.claim.release()
+        if env is not None:
+            seats.free(env)
+        with seats._lock:
+            if self in seats.seated:
+                seats.seated.remove(self)

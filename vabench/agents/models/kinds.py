@@ -36,6 +36,7 @@ class OfflineAgent:
     requires: tuple[str, ...] = ()  # ModelConfig.extra keys that must be set
     probe: Callable[[ModelConfig], str | None] | None = None  # an agent with an endpoint: why it cannot serve
     seated: bool = False  # plays from outside through a seat (vabench.run.seat): the launcher refuses it
+    reads_summary: bool = False  # reads the condition's summary (and writes its own under summary=own)
 
 
 def _replay(cfg: ModelConfig) -> Participant:
@@ -76,11 +77,13 @@ OFFLINE_AGENTS: Registry[OfflineAgent] = Registry(
                 lambda cfg: Seated(cfg.name or "mcp"),
                 "an MCP client plays each episode through python -m vabench.mcp (docs/mcp.md), never the launcher",
                 seated=True,
+                reads_summary=True,
             ),
             OfflineAgent(  # played through seats too, but the launcher serves its page (vabench.human)
                 HUMAN,
                 lambda cfg: Seated(cfg.name or HUMAN, PEOPLE),
                 "people at a web page, each decision through the same boundary (human.operators=N; docs/human.md)",
+                reads_summary=True,
             ),
             OfflineAgent(
                 "posetext",
@@ -108,6 +111,13 @@ def seated(model_id: str) -> str | None:
 
 def is_offline(model_id: str) -> bool:
     return model_id in OFFLINE_AGENTS
+
+
+def reads_no_summary(model_id: str) -> bool:
+    """An offline agent that reads no summary: its runs are summary=none whatever was asked (the
+    seated ones, an MCP client or a person, read theirs and write their own)."""
+    agent = OFFLINE_AGENTS.get(model_id)
+    return agent is not None and not agent.reads_summary
 
 
 def check_model_id(model_id: object) -> str:

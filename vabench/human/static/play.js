@@ -7,6 +7,7 @@
   let busy = false;
   let answered = 0; // responses rendered: a test waits for this count (data-answered) to move
   let controlsFor = null; // the brief the controls were built for
+  let studyFor = null; // the episode the summary stage was built for
 
   function el(tag, attrs = {}, text = null) {
     const e = document.createElement(tag);
@@ -112,12 +113,69 @@
     $("next").hidden = s.phase === "done";
   }
 
+  function frame(demo, episode, i) {
+    const fig = el("figure");
+    const src = `${base}/demo/${episode}/${encodeURIComponent(demo.name)}/${i}`;
+    fig.append(el("img", { src, alt: `${demo.name} frame ${i}`, class: "demo-image" }));
+    fig.append(el("figcaption", {}, `${demo.name} frame ${i}/${demo.last} (t = ${(i / demo.fps).toFixed(2)} s)`));
+    return fig;
+  }
+
+  function buildStudy(s) {
+    const st = s.study;
+    $("study-instruction").textContent = st.instruction;
+    $("study-gate").textContent = String(st.gate);
+    $("study-model").textContent = st.model;
+    const demos = $("demos");
+    demos.replaceChildren();
+    for (const d of st.demos) {
+      const grid = el("div", { class: "demo-frames", "data-demo": d.name });
+      for (const i of d.first) grid.append(frame(d, s.episode, i));
+      const more = el("div", { class: "more" });
+      const input = el("input", { type: "number", min: 0, max: d.last, step: 1, value: 0, "aria-label": "frame" });
+      const show = el("button", { type: "button" }, `Show frame (0..${d.last})`);
+      show.addEventListener("click", () => {
+        const i = Number(input.value);
+        if (Number.isInteger(i) && i >= 0 && i <= d.last) grid.append(frame(d, s.episode, i));
+      });
+      more.append(input, show);
+      demos.append(el("h2", {}, `Demonstration ${d.name}`), grid, more);
+    }
+    const fields = $("summary-fields");
+    fields.replaceChildren();
+    for (const f of st.fields) {
+      const label = el("label", {}, f.name + (f.list ? " (one item per line)" : ""));
+      label.append(el("textarea", { name: f.name, "data-list": f.list ? "1" : "", required: "", maxlength: 2000 }));
+      fields.append(label);
+    }
+  }
+
+  $("summary-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const out = {};
+    for (const t of $("summary-fields").querySelectorAll("textarea")) {
+      out[t.name] = t.dataset.list ? t.value.split("\n").map((x) => x.trim()).filter(Boolean) : t.value;
+    }
+    call("/api/summary", out);
+  });
+
   function render(s) {
     main.dataset.phase = s.phase;
     $("message").hidden = true;
+    $("study-view").hidden = s.phase !== "studying";
     $("episode-view").hidden = s.phase !== "playing";
     $("episode").textContent = s.episode ? `episode ${s.episode}` : "";
-    if (s.phase === "playing") {
+    if (s.phase === "studying") {
+      $("step").textContent = "summary stage";
+      $("budget").hidden = true;
+      if (studyFor !== s.episode) {
+        buildStudy(s);
+        studyFor = s.episode;
+      }
+      const refused = $("study-refused");
+      refused.hidden = !s.refused;
+      refused.textContent = s.refused ? `Not accepted: ${s.refused}` : "";
+    } else if (s.phase === "playing") {
       if (controlsFor !== s.episode) {
         buildControls(s.brief.controls);
         $("system").textContent = s.brief.system;
@@ -146,7 +204,7 @@
       if (!r.ok) throw new Error(s.error || r.statusText);
       render(s);
     } catch (e) {
-      const refused = $("refused");
+      const refused = main.dataset.phase === "studying" ? $("study-refused") : $("refused");
       refused.hidden = false;
       refused.textContent = `Not sent: ${e.message}`;
     } finally {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vabench.agents.chat.harness_config import HarnessConfig
 from vabench.agents.chat.model import Model, ModelConfig
-from vabench.agents.models.kinds import check_model_id, is_offline, make_model
+from vabench.agents.models.kinds import check_model_id, make_model, reads_no_summary
 from vabench.agents.models.policy import PolicyConfig
 from vabench.core.checks import at_least, within
 from vabench.core.condition import Condition, config_default
@@ -244,7 +244,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     model, agent = model_config(need(cfg, "model"))
     protocols, mode, track = _choices(cfg)
     notes: list[str] = []  # said once the whole config is accepted: a refusal is one line
-    conds = conditions(cfg, agent, protocols, mode, is_offline(model.id), notes.append)
+    conds = conditions(cfg, agent, protocols, mode, reads_no_summary(model.id), notes.append)
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY

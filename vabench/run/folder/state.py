@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from vabench.agents.chat import prompts
-from vabench.agents.models.kinds import is_offline
+from vabench.agents.models.kinds import reads_no_summary
 from vabench.core.interventions import in_force
 from vabench.core.vocab import ErrorKind, Status, SummaryKind, counted
 from vabench.results.episodes import EpisodeSpec
@@ -78,7 +78,7 @@ def _versions() -> dict:
 
 def run_manifest(run: RunConfig) -> dict:
     """The run's provenance manifest (:mod:`vabench.run.folder.provenance`)."""
-    learns = not is_offline(run.model.id) and run.summary.kind == SummaryKind.OWN
+    learns = not reads_no_summary(run.model.id) and run.summary.kind == SummaryKind.OWN
     return provenance.manifest(run.tasks, run.render, run.demo_root, learns, run.condition.robot, run.split)
 
 
