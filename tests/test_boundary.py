@@ -53,6 +53,7 @@ def test_the_paper_profile_hides_the_budget_and_the_reason_text(physics_env):
     assert (paper.budget, paper.budget_left, paper.feedback.text) == (None, None, None)
     assert (explained.budget, explained.budget_left, explained.feedback.text) == (50, 49, obs.feedback)
     assert paper.feedback.valid == obs.action_valid and paper.arms["right"] == obs.proprio["right"]
+    assert paper.arms["right"].fingers is None  # the finger joints: control=ee_delta only (the prompt: open/closed)
 
 
 class _Capture(Model):

@@ -24,7 +24,9 @@ ALLOWED_OBSERVATION = {
     "planner_success",
     "feedback",
 }
-ALLOWED_PROPRIO = {"ee_position", "ee_quat_wxyz", "ee_rpy_deg", "gripper_closed", "gc", "rx", "ry", "rz"}
+# fingers: None under the paper's commands (the prompt says open or closed); the finger joints under
+# control=ee_delta, a named departure whose policy layouts (openpi's LIBERO) read them
+ALLOWED_PROPRIO = {"ee_position", "ee_quat_wxyz", "ee_rpy_deg", "gripper_closed", "gc", "rx", "ry", "rz", "fingers"}
 
 
 def test_observation_fields_are_exactly_the_model_visible_ones():

@@ -39,7 +39,9 @@ class ArmProprio:
     rx: tuple[float, float, float]  # the gripper-local axes rotate_local turns about
     ry: tuple[float, float, float]
     rz: tuple[float, float, float]
-    fingers: tuple[float, float] = (0.0, 0.0)  # the two finger joints' positions, metres (0.04 each wide open)
+    # control=ee_delta only (policy layouts such as openpi's LIBERO read them), else None: the two
+    # finger joints' positions, metres (0.04 each wide open); the paper tells a model open or closed
+    fingers: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

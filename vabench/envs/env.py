@@ -16,6 +16,7 @@ and its observation adds a wrist view per controlled arm."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
 from .sim.geometry import angle_between_deg
 from .sim.planner import ArmPlanner
-from .sim.robot import ARMS
+from .sim.robot import ARMS, ArmProprio
 from .sim.scene import World
 from .tasks import Task, make_task
 
@@ -255,6 +256,13 @@ class VABenchEnv:
         )
 
     # -- observing -----------------------------------------------------------------------
+    def _proprio(self, arm: str) -> ArmProprio:
+        """What the agent is told of ``arm``: the paper's fields, and the finger joints under ee_delta only."""
+        p = self.world.arms[arm].proprio()
+        if self.config.control != ControlMode.EE_DELTA:
+            return p
+        return dataclasses.replace(p, fingers=self.world.arms[arm].fingers_open())
+
     def _gcs(self) -> dict[str, np.ndarray]:
         return {arm: self.world.arms[arm].gc() for arm in ARMS}
 
@@ -280,7 +288,7 @@ class VABenchEnv:
             protocol=self.protocol,
             arms=self.controlled,
             images=images,
-            proprio={arm: self.world.arms[arm].proprio() for arm in self.controlled},
+            proprio={arm: self._proprio(arm) for arm in self.controlled},
             step=self.steps,
             budget=self.budget,
             budget_left=self.budget - self.steps,

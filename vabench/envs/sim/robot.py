@@ -176,5 +176,8 @@ class Arm:
             rx=tuple(float(v) for v in rot[:, 0]),
             ry=tuple(float(v) for v in rot[:, 1]),
             rz=tuple(float(v) for v in rot[:, 2]),
-            fingers=(float(self.qpos[self.dof]), float(self.qpos[self.dof + 1])),
         )
+
+    def fingers_open(self) -> tuple[float, float]:
+        """The two finger joints' positions in metres (what ``ArmProprio.fingers`` carries under ee_delta)."""
+        return float(self.qpos[self.dof]), float(self.qpos[self.dof + 1])
