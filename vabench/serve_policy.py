@@ -162,12 +162,11 @@ class Batcher:
             try:
                 with self.lock:
                     outs = list(self.policy.infer_batch([a.obs for a in batch]))
-                if len(outs) != len(batch):
-                    raise ValueError(f"infer_batch answered {len(outs)} of {len(batch)} observations")
+                failed = None if len(outs) == len(batch) else f"infer_batch answered {len(outs)} of {len(batch)}"
             except Exception:  # every client of the batch gets the traceback, as from infer
-                outs, failed = [None] * len(batch), traceback.format_exc()
-            else:
-                failed = None
+                failed = traceback.format_exc()
+            if failed is not None:
+                outs = [None] * len(batch)
             self.sizes[len(batch)] += 1
             for ask, out in zip(batch, outs, strict=True):
                 ask.out, ask.failed, ask.batch = (dict(out) if out is not None else None), failed, len(batch)
