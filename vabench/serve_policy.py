@@ -31,6 +31,7 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,18 +160,29 @@ class Batcher:
     def _loop(self) -> None:
         while True:
             batch = self._gather()
-            try:
-                with self.lock:
-                    outs = list(self.policy.infer_batch([a.obs for a in batch]))
-                failed = None if len(outs) == len(batch) else f"infer_batch answered {len(outs)} of {len(batch)}"
-            except Exception:  # every client of the batch gets the traceback, as from infer
-                failed = traceback.format_exc()
-            if failed is not None:
-                outs = [None] * len(batch)
+            outs, failures = self._answer(batch)
             self.sizes[len(batch)] += 1
-            for ask, out in zip(batch, outs, strict=True):
+            for ask, out, failed in zip(batch, outs, failures, strict=True):
+                if failed is None and not isinstance(out, Mapping):
+                    out, failed = None, f"the policy answered a {type(out).__name__}, not a map"
                 ask.out, ask.failed, ask.batch = (dict(out) if out is not None else None), failed, len(batch)
                 ask.done.set()
+
+    def _answer(self, batch: list) -> tuple[list, list]:
+        """Each observation's answer and failure (a traceback, as from infer): the batch in one pass;
+        if that fails, each observation alone, so one bad observation fails only its own client."""
+        try:
+            with self.lock:
+                outs = list(self.policy.infer_batch([a.obs for a in batch]))
+            if len(outs) == len(batch):
+                return outs, [None] * len(batch)
+            why = f"infer_batch answered {len(outs)} of {len(batch)}"
+        except Exception:
+            why = traceback.format_exc()
+        if len(batch) == 1:
+            return [None], [why]
+        alone = [self._answer([ask]) for ask in batch]
+        return [o[0] for o, _ in alone], [f[0] for _, f in alone]
 
 
 class PolicyServer:

@@ -41,7 +41,7 @@ from vabench.agents.chat.tools import EpisodeTools
 from vabench.agents.summaries.summary_store import Summary, summary_identity
 from vabench.core.boundary import Answer, Brief, Frame, Observation, Participant, Stop, observation_of, payload
 from vabench.core.condition import LOOK, Condition
-from vabench.core.errors import RunStopped
+from vabench.core.errors import ConfigError, RunStopped
 from vabench.core.interventions import manifest
 from vabench.core.vocab import (
     ACTIVE,
@@ -177,7 +177,7 @@ def _played_on(spec: EpisodeSpec, model: Participant, env) -> EpisodeSpec:
     unless ``env`` was built for its condition's look (:meth:`vabench.envs.EnvConfig.of`)."""
     protocol_named(spec.protocol)  # UnknownName names the allowed protocols
     if spec.condition.control == ControlMode.EE_DELTA and isinstance(model, Model):
-        raise ValueError(CHAT_CONTROL)
+        raise ConfigError(CHAT_CONTROL)
     if env.config.look != spec.condition.look:
         built = dict(zip(LOOK, env.config.look, strict=True))
         raise ValueError(f"the env was built for {built}, but this episode's condition is {spec.condition}")

@@ -242,7 +242,8 @@ def answer_of(obj: Mapping, usage: Usage = ANSWERED, latency_s: float = 0.0) -> 
     if obj.get("stop") is True:
         return Stop(reason, usage, latency_s)
     if "tool" in obj:
-        return ToolCall(str(obj["tool"]), dict(obj.get("args") or {}), reason, usage, latency_s)
+        args = obj.get("args") or {}  # not a mapping: kept as it is, for validation to refuse (untrusted)
+        return ToolCall(str(obj["tool"]), dict(args) if isinstance(args, Mapping) else args, reason, usage, latency_s)
     if EE_DELTA in obj:
         given = obj[EE_DELTA]
         return Control(dict(given) if isinstance(given, Mapping) else {"": given}, reason, usage, latency_s)

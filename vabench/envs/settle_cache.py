@@ -27,6 +27,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -155,7 +156,7 @@ class SettleCache:
     def put(self, name: str, start: Settled) -> None:
         """Write atomically (a reader sees the whole file or none; two processes may race harmlessly)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{name}.{os.getpid()}.npz"
+        tmp = self.root / f".{name}.{os.getpid()}.{threading.get_ident()}.npz"  # two threads may miss alike
         np.savez(tmp, **_flat(start))
         os.replace(tmp, self.root / f"{name}.npz")
 

@@ -31,8 +31,8 @@ ENDS = {
     EndReason.REPAIRS_EXHAUSTED: "too many refused decisions in one step",
     EndReason.CALL_LIMIT: "too many decisions in one step without an action",
 }
-ROW_SHOWN = ("task", "seed", "protocol", "success", "end_reason", "steps", "budget", "invalid_actions",
-             "model_latency_s", OPERATOR)  # fmt: skip
+# the end's row as the page shows it: never the task's name, seed or budget, which a model is not told
+ROW_SHOWN = ("protocol", "success", "end_reason", "steps", "invalid_actions", "model_latency_s", OPERATOR)
 
 
 class BadDecision(VabenchError, ValueError):

@@ -11,7 +11,7 @@ from vabench.agents.chat import prompts
 from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL, MIN_DISTINCT_FRAMES
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Brief, Observation
-from vabench.core.vocab import ACTIVE, LEFT, RIGHT, protocol_named
+from vabench.core.vocab import ACTIVE, LEFT, RIGHT, ObservationProfile, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG
 from vabench.envs.render import RENDER_PRESETS
 from vabench.run.study import Study
@@ -72,8 +72,8 @@ def seen(obs: Observation, brief: Brief, history_actions: int) -> dict:
         "budget": obs.budget,  # None unless the condition tells a model the budget (observation=explained)
         "budget_left": obs.budget_left,
         "views": [f.view for f in obs.images],
-        "executed": list(obs.executed),
-        "camera_chain": obs.camera_chain,
+        "executed": list(obs.executed)[-history_actions:],  # as many as a model is shown
+        "camera_chain": obs.camera_chain if brief.observation != ObservationProfile.PAPER else None,
         "chain_limit": prompts.CAMERA_CHAIN_LIMIT,
     }
 

@@ -143,7 +143,7 @@ def answer_of(name: str, args: Mapping, seat: Seat) -> Answer:
     if name in paper_tools:
         return ToolCall(paper_tools[name], args, reason)
     action = every_action().get(name, name)  # an unknown name: the loop refuses it as an unknown action
-    return Command({"action": action, **args}, reason)
+    return Command({**args, "action": action}, reason)
 
 
 def status(turn: Turn, seat: Seat) -> str:

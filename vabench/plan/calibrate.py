@@ -106,6 +106,7 @@ def pilot(run: RunConfig, protocol: str, rows: pd.DataFrame) -> Pilot:
     for task, steps, won in rows[["task", "steps", "success"]].itertuples(index=False):
         c = cell(task, protocol)
         arm = c.success if won else c.failure
+        # the share of this run's budget that makes arm_episode play the pilot episode's own steps
         share = max(float(steps), 1.0) / run.condition.budget(task_budget(task_class(task), run.condition.control))
         predicted = predicted + arm_episode(run, task, protocol, replace(arm, share=share), kind)
         expected += c.success_rate

@@ -154,10 +154,14 @@ class Seats:
                 held = claim(self.run.run_dir, spec.key)
                 if held is None:
                     continue
-                if self._played(spec, attempt):
+                try:
+                    if self._played(spec, attempt):
+                        held.release()
+                        continue
+                    seat = Seat(self, spec, attempt, held, model, row, author)
+                except BaseException:  # an unreadable row or record: the claim goes with the error
                     held.release()
-                    continue
-                seat = Seat(self, spec, attempt, held, model, row, author)
+                    raise
                 self.seated.append(seat)
                 break
             else:
@@ -244,13 +248,14 @@ class Seat:
     """One episode played from outside (see the module's docstring)."""
 
     def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None, author=None):
+        from vabench.envs.control import task_budget
         from vabench.envs.tasks import task_class
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
         self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns
         self.agent = _Driven(model)
         self.author = author or model  # whose own summary (summary=own) it carries, in the store
-        self.budget = spec.condition.budget(task_class(spec.task).budget)
+        self.budget = spec.condition.budget(task_budget(task_class(spec.task), spec.condition.control))
         self.observation: Observation | None = None
         self.refusal: str | None = None
         self.row: dict | None = None

@@ -60,6 +60,8 @@ class Seated(Agent):
     seat (vabench.run.seat); the driver never asks it, and an episode that reaches it anyway ends
     as a permanent error (never retried). ``how``: how it is played instead."""
 
+    plays_commands = True  # its tools and its page offer the paper's commands: control=ee_delta is refused
+
     def __init__(self, name: str = "mcp", how: str = SEATED):
         self.name, self.how = name, how
 

@@ -85,6 +85,8 @@ def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summar
         from vabench.envs.control import CHAT_CONTROL
 
         raise ConfigError(CHAT_CONTROL)
+    if keys["control"] == ControlMode.EE_DELTA and getattr(agent, "plays_commands", False):
+        raise ConfigError(f"control=ee_delta: model={agent.name} plays the paper's commands; leave control unset")
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
     kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)
