@@ -105,7 +105,7 @@ def studied(study: Study) -> dict:
         first = sorted({round(k * d.last / max(n - 1, 1)) for k in range(n)})
         demos.append({"name": d.name, "last": d.last, "fps": d.fps, "first": first})
     fields = [{"name": f, "list": False} for f in REQUIRED_TEXT] + [{"name": REQUIRED_LIST, "list": True}]
-    model = f"{study.intro}\n\n{study.demonstration({}).text}"
+    model = f"{study.intro}\n\n{study.index_text()}"
     return {
         "instruction": study.instruction,
         "demos": demos,

@@ -33,7 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from vabench import __version__
-from vabench.core.boundary import Answer, Command
+from vabench.core.boundary import Answer, Command, ToolCall
 from vabench.core.vocab import EndReason
 from vabench.mcp import tools as t
 from vabench.run.seat import Seat, Seats
@@ -166,8 +166,10 @@ async def _call(sessions: Sessions, ctx, name: str, args: dict) -> types.CallToo
         return text_result(why, error=True)
     answer: Answer = t.answer_of(name, args, seat)
     turn = await anyio.to_thread.run_sync(seat.answer, answer)
-    moved = isinstance(answer, Command) and turn.observation is not None and not turn.refused
-    shown = t.images_of(turn.observation, seat) if moved else []
+    answered = turn.observation is not None and not turn.refused
+    shown = t.images_of(turn.observation, seat) if answered and isinstance(answer, Command) else []
+    if answered and isinstance(answer, ToolCall):  # a tool's own images (camera.history), as a model gets them
+        shown = t.tool_images(turn.observation, seat)
     refused = bool(turn.refused) or turn.end == EndReason.REPAIRS_EXHAUSTED  # the last refusal ended it
     return text_result(t.result_text(turn, seat, answer), error=refused, images=shown)
 

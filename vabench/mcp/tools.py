@@ -177,6 +177,14 @@ def images_of(obs: Observation, seat: Seat) -> list[bytes]:
     return [encoding.encode(f.pixels) for f in obs.images]
 
 
+def tool_images(obs: Observation, seat: Seat) -> list[bytes]:
+    """A tool's images (camera.history's frames): as arrays in its data for an agent that reads
+    observations, encoded as the episode's active view is."""
+    arrays = ((obs.tool_result.data or {}).get("images") or []) if obs.tool_result is not None else []
+    encoding = render_preset(seat.spec.condition.render).encoding(False)
+    return [encoding.encode(a) for a in arrays]
+
+
 def result_text(turn: Turn, seat: Seat, answer: Answer | None = None) -> str:
     """What a tool call comes to, as text: the status line, then the refusal, the tool's answer, the
     next observation, or the row's outcome."""

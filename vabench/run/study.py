@@ -109,11 +109,16 @@ class Study:
         )
         self.record.event(Event.TURN, role="system", kind="system", step=0, text=self.intro, images=[])
 
+    def index_text(self) -> str:
+        """The task and the frame index, as the ``demonstration`` tool answers with no ``steps``,
+        without recording a call (a page that shows it on every refresh makes no call)."""
+        told = prompts.LEARNING_TASK.format(instruction=self.instruction).splitlines()[0]
+        return f"{told}\n{renamed(self.demos.retrieve().text)}"
+
     def demonstration(self, args: dict) -> Shown:
         """No ``steps``: the task and the frame index; with ``steps`` (and ``demo``): those frames."""
         if not args:
-            told = prompts.LEARNING_TASK.format(instruction=self.instruction).splitlines()[0]
-            return self._said("expert.retrieve", {}, Shown(f"{told}\n{renamed(self.demos.retrieve().text)}"))
+            return self._said("expert.retrieve", {}, Shown(self.index_text()))
         self.demos.retrieved = True  # the index is the tool's own answer: asking for frames needs no other call
         out = self.demos.frame(args)
         return self._said("expert.frame", args, Shown(renamed(out.text), tuple(out.images or ()), not out.ok))
