@@ -56,7 +56,7 @@ from vabench.core.vocab import (
     protocol_named,
 )
 from vabench.envs.actions import action_names
-from vabench.envs.control import CHAT_CONTROL, task_budget
+from vabench.envs.control import CHAT_CONTROL, episode_budget
 from vabench.results.episodes import EpisodeSpec
 from vabench.results.media import episode_video
 from vabench.results.outcomes import OutcomeRow
@@ -214,10 +214,7 @@ class _Episode:
         self.chain = 0
 
     def run(self, spec: EpisodeSpec, summary: Summary | None) -> None:
-        from vabench.envs.tasks import task_class
-
-        task = task_budget(task_class(spec.task), spec.condition.control)  # the control mode's (vabench.envs.control)
-        budget = self.agent.step_budget(spec.condition.budget(task))  # x budget_scale
+        budget = self.agent.step_budget(episode_budget(spec.condition, spec.task))  # the agent's own, if it has one
         with self.sim_lock:
             obs = self.env.reset(spec.task, spec.seed, spec.protocol, budget=budget)
             self.row.checkpoints_total = len(self.env.evaluate()["checkpoints"])

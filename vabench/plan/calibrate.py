@@ -25,8 +25,7 @@ import pandas as pd
 
 from vabench.agents.models.kinds import is_offline
 from vabench.core.vocab import PromptCache, Status
-from vabench.envs.control import task_budget
-from vabench.envs.tasks import task_class
+from vabench.envs.control import episode_budget
 from vabench.plan.estimate import Estimate, arm_episode, cache_kind, in_flight, prior_episode
 from vabench.plan.free import offline_episode
 from vabench.plan.priors import cell
@@ -107,7 +106,7 @@ def pilot(run: RunConfig, protocol: str, rows: pd.DataFrame) -> Pilot:
         c = cell(task, protocol)
         arm = c.success if won else c.failure
         # the share of this run's budget that makes arm_episode play the pilot episode's own steps
-        share = max(float(steps), 1.0) / run.condition.budget(task_budget(task_class(task), run.condition.control))
+        share = max(float(steps), 1.0) / episode_budget(run.condition, task)
         predicted = predicted + arm_episode(run, task, protocol, replace(arm, share=share), kind)
         expected += c.success_rate
     measured = _measured(rows)

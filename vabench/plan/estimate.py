@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from vabench.core.vocab import PromptCache, SummaryKind, Track, protocol_named
-from vabench.envs.control import task_budget
+from vabench.envs.control import episode_budget
 from vabench.run.config.run import RunConfig
 from vabench.run.config.specs import expand
 
@@ -149,7 +149,7 @@ def arm_episode(run: RunConfig, task: str, protocol: str, arm, kind: str, priors
     system += priors.summary_tokens if run.summary.kind != SummaryKind.NONE else 0
     size = preset.observer_size if p.bundle else (preset.active.width, preset.active.height)
     image = (5 if p.bundle else 1) * image_tokens(run.model.id, *size)
-    budget = run.condition.budget(task_budget(cls, run.condition.control))  # the control mode's x budget_scale
+    budget = episode_budget(run.condition, task)  # the control mode's, x budget_scale
     steps = budget * arm.share
     n = max(1.0, steps * arm.calls_per_step)
     head = system + arm.obs_tokens  # what every call carries but the images and the earlier turns

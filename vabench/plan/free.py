@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vabench.envs.control import task_budget
+from vabench.envs.control import episode_budget
 from vabench.plan.estimate import Estimate
 from vabench.run.config.run import RunConfig
 
 
 def step_budget(run: RunConfig, task: str) -> tuple[int, str]:
     """The steps an episode of ``task`` may take with this agent, and why."""
-    from vabench.envs.tasks import task_class
-
-    budget = run.condition.budget(task_budget(task_class(task), run.condition.control))  # the control mode's
+    budget = episode_budget(run.condition, task)  # the control mode's, x budget_scale
     replay = _replay(run)
     if replay is not None:
         return min(len(replay.recorded), replay.step_budget(budget)), f"the record's {replay.said}"

@@ -10,7 +10,6 @@ import pandas as pd
 from vabench.agents.models.kinds import is_offline
 from vabench.agents.models.policy import DEFAULT_NAME as POLICY
 from vabench.core.vocab import SEEDS_PER_TASK
-from vabench.envs.tasks import task_class
 from vabench.plan.calibrate import calibration, episode, pilots
 from vabench.plan.cost import cost_lines
 from vabench.plan.estimate import PRIORS, Estimate, episode_counts, in_flight, learning, wall_time
@@ -28,7 +27,7 @@ def _hours(seconds: float) -> str:
 
 def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list[str]]:
     """The run's expected episodes summed, per condition, and where their figures come from."""
-    from vabench.envs.control import task_budget as control_budget  # the task's under the control mode
+    from vabench.envs.control import episode_budget  # the control mode's budget, x budget_scale
 
     total, per_condition, sources = Estimate(), {}, set()
     for (condition, task, protocol), n in sorted(episode_counts(run).items()):
@@ -37,7 +36,7 @@ def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list
         total = total + est.scaled(n)
         per_condition[condition] = per_condition.get(condition, Estimate()) + est.scaled(n)
         budgets = total.per.setdefault("budgets", {})
-        budget = run.condition.budget(control_budget(task_class(task), run.condition.control))  # x budget_scale
+        budget = episode_budget(run.condition, task)  # the control mode's, x budget_scale
         budgets[budget] = budgets.get(budget, Estimate()) + est.scaled(n)
         if est.success is not None:
             total.per.setdefault("success", []).append((est.success, n))

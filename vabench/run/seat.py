@@ -248,14 +248,13 @@ class Seat:
     """One episode played from outside (see the module's docstring)."""
 
     def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None, author=None):
-        from vabench.envs.control import task_budget
-        from vabench.envs.tasks import task_class
+        from vabench.envs.control import episode_budget
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
         self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns
         self.agent = _Driven(model)
         self.author = author or model  # whose own summary (summary=own) it carries, in the store
-        self.budget = spec.condition.budget(task_budget(task_class(spec.task), spec.condition.control))
+        self.budget = episode_budget(spec.condition, spec.task)
         self.observation: Observation | None = None
         self.refusal: str | None = None
         self.row: dict | None = None
