@@ -17,20 +17,12 @@ from collections.abc import Mapping
 
 from vabench.core.boundary import answer_of
 from vabench.core.errors import VabenchError
-from vabench.core.vocab import EndReason
-from vabench.run.seat import Seat, Seats
+from vabench.run.seat import ENDS, Seat, Seats
 from vabench.run.study import Shown
 
 from . import shown
 
 OPERATOR = "operator"  # the row's column naming who played it
-ENDS = {
-    EndReason.SUCCESS: "the checker says the task is done",
-    EndReason.BUDGET: "the step budget is spent",
-    EndReason.STOP: "you stopped it",
-    EndReason.REPAIRS_EXHAUSTED: "too many refused decisions in one step",
-    EndReason.CALL_LIMIT: "too many decisions in one step without an action",
-}
 # the end's row as the page shows it: never the task's name, seed or budget, which a model is not told
 ROW_SHOWN = ("protocol", "success", "end_reason", "steps", "invalid_actions", "model_latency_s", OPERATOR)
 

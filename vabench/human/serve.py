@@ -18,8 +18,6 @@ from vabench.run.seat import Seats
 from .app import PLAY, create_app
 from .operators import Operator
 
-TOKEN_ENV = "VABENCH_REVIEW_TOKEN"  # the review app's: a study beyond loopback needs a token
-
 
 def operator_names(n: int) -> list[str]:
     return [f"op{i}" for i in range(1, n + 1)]
@@ -42,7 +40,7 @@ def serve(run: RunConfig, log=print) -> bool:
     with sock:
         address, port = sock.getsockname()[:2]
         beyond = not ipaddress.ip_address(address).is_loopback
-        given = os.environ.get(TOKEN_ENV)
+        given = os.environ.get(access.TOKEN_ENV)
         token = access.check_token(given) if given else (access.new_token() if beyond else None)
         rules = access.Access(token, access.host_names(None, beyond), port)
         seats = Seats(run, log)
@@ -56,7 +54,7 @@ def serve(run: RunConfig, log=print) -> bool:
         for line in urls(human.host, address, port, None if given else token, names):
             print(line, flush=True)
         if given:
-            print(f"vabench human: each URL needs ?token= with the token in ${TOKEN_ENV}", flush=True)
+            print(f"vabench human: each URL needs ?token= with the token in ${access.TOKEN_ENV}", flush=True)
         print("vabench human: Ctrl-C stops (finished episodes are kept; the run_id resumes the rest)", flush=True)
         try:
             server.run(sockets=[sock])

@@ -28,10 +28,10 @@ from vabench.agents.chat import prompts
 from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Answer, Command, Observation, Stop, ToolCall
-from vabench.core.vocab import LEFT, RIGHT, EndReason, ObservationProfile, protocol_named
+from vabench.core.vocab import LEFT, RIGHT, ObservationProfile, protocol_named
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG, action_names
 from vabench.envs.render import render_preset
-from vabench.run.seat import Seat, Turn
+from vabench.run.seat import ENDS, Seat, Turn
 from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY
 
 OBSERVE = "observe"
@@ -54,13 +54,6 @@ ABOUT = {
     "gripper.open": "Open the gripper.",
     "gripper.close": "Close the gripper.",
     "dual_gripper.move_world": "Move both grippers at once, each along one world axis.",
-}
-END = {
-    EndReason.SUCCESS: "the checker says the task is done",
-    EndReason.BUDGET: "the step budget is spent",
-    EndReason.STOP: "the agent stopped",
-    EndReason.REPAIRS_EXHAUSTED: "too many refused answers in one step",
-    EndReason.CALL_LIMIT: "too many calls in one step without an action",
 }
 
 
@@ -153,7 +146,7 @@ def status(turn: Turn, seat: Seat) -> str:
     budget = f"{turn.budget_left} of {turn.budget} steps left" if shown else "not shown under observation=paper"
     line = f"Step {turn.step}; budget: {budget}."
     if turn.over:
-        line += f" The episode is over: {turn.end} ({END.get(turn.end, 'it could not be judged')})."
+        line += f" The episode is over: {turn.end} ({ENDS.get(turn.end, 'it could not be judged')})."
     return line
 
 

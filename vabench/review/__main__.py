@@ -157,7 +157,7 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--port", type=_port, default=8765, help="default 8765; 0 picks a free one")
         p.add_argument(
             "--token",
-            default=os.environ.get("VABENCH_REVIEW_TOKEN"),
+            default=os.environ.get(access.TOKEN_ENV),
             help="the token every request needs (default: $VABENCH_REVIEW_TOKEN, else one is made when --host is "
             "not loopback; loopback needs none unless given)",
         )

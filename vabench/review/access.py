@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from vabench.core.errors import VabenchError
 
 TOKEN_PARAM = "token"
+TOKEN_ENV = "VABENCH_REVIEW_TOKEN"  # where the review app (and the human player) read a token from
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOCAL_NAMES = ("localhost",)

@@ -71,6 +71,15 @@ from vabench.run.folder.recover import recorded_row
 from vabench.run.folder.state import todo, write_run_info
 from vabench.run.study import Shown, Study
 
+# how a seat's episode ended, in words the outside party reads (the MCP result, the human page)
+ENDS = {
+    EndReason.SUCCESS: "the checker says the task is done",
+    EndReason.BUDGET: "the step budget is spent",
+    EndReason.STOP: "the player stopped it",
+    EndReason.REPAIRS_EXHAUSTED: "too many refused decisions in one step",
+    EndReason.CALL_LIMIT: "too many decisions in one step without an action",
+}
+
 _LEAVE = object()  # put in place of an answer: the outside party left
 # the tags of what the episode thread tells its seat
 _SHOWN, _ENDED, _GONE, _BROKE = object(), object(), object(), object()
