@@ -147,6 +147,7 @@ class Seats:
         self.store = SummaryStore(run.summary_root)
         self._envs: list[VABenchEnv] = []  # free ones
         self._lock = threading.Lock()
+        self._first: dict[str, int] = {}  # each episode's first attempt taken in this process
         self.seated: list[Seat] = []
 
     def pending(self, model: str) -> list[tuple[EpisodeSpec, int]]:
@@ -160,6 +161,9 @@ class Seats:
         columns of its row the taker fills (a person's ``operator``)."""
         with self._lock:
             for spec, attempt in self.pending(model):
+                first = self._first.setdefault(spec.key, attempt)  # as the driver: max_attempts per launch
+                if attempt > first + self.run.options.max_attempts - 1:
+                    continue  # its infrastructure failed max_attempts times here: a rerun tries again
                 held = claim(self.run.run_dir, spec.key)
                 if held is None:
                     continue
@@ -291,7 +295,8 @@ class Seat:
             folder = seats.run.run_dir / LEARNING / summary_task(spec.task)
             name = f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_model_id(author)}"
             record = _fresh(folder, name)
-            self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render, record)
+            with seats.sim_lock:  # recording a missing demonstration steps the simulator
+                self.study = Study(seats.store, spec.task, author, seats.run.demo_root, spec.condition.render, record)
             return
         self.summary = self._own(resolve_summary(seats.store, mode, author, spec.task))
         self._thread.start()
