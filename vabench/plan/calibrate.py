@@ -17,8 +17,8 @@ failing replies'), and the plan prints them.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -56,7 +56,7 @@ def _overhead(folder: Path, rows: pd.DataFrame) -> float:
     the folder is a sweep or its rows came from several launches (a span that long is not work)."""
     try:
         info = RunInfo.read(folder)
-        began = time.mktime(time.strptime(info.written_at[:19], "%Y-%m-%dT%H:%M:%S"))
+        began = datetime.strptime(info.written_at, "%Y-%m-%dT%H:%M:%S%z").timestamp()  # its own zone
         run = from_config(info.config, folder, log=lambda *_: None)  # as verify reads a run folder
     except (OSError, ValueError, KeyError):  # ConfigError and UnreadableRunInfo are ValueErrors
         return 1.0
