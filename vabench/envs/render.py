@@ -107,3 +107,13 @@ RENDER_PRESETS: Registry[RenderPreset] = Registry(
 def render_preset(name: str | RenderPreset) -> RenderPreset:
     """The preset called ``name``; UnknownName (a ValueError) names the allowed values."""
     return name if isinstance(name, RenderPreset) else RENDER_PRESETS[name]
+
+
+def sent_bytes(render: str, view: str, pixels, protocol: str) -> bytes:
+    """A frame's bytes as a chat model is sent them: the render preset's encoding of the protocol
+    (the active camera's own; the passive bundle's, which a view intervention's added views share),
+    for players outside the chat harness (the MCP server, the human page)."""
+    from vabench.core.vocab import ACTIVE, protocol_named
+
+    bundle = protocol_named(protocol).bundle or view != ACTIVE.name
+    return render_preset(render).encoding(bundle).encode(pixels)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from vabench.core.boundary import answer_of
 from vabench.core.errors import VabenchError
+from vabench.envs.render import sent_bytes
 from vabench.run.seat import ENDS, Seat, Seats
 from vabench.run.study import Shown
 
@@ -93,7 +94,7 @@ class Operator:
         if obs is None or obs.step != step or not 0 <= i < len(obs.images):
             return None
         frame = obs.images[i]
-        return shown.encoded(self.render, frame.view, frame.pixels, obs.protocol)
+        return sent_bytes(self.render, frame.view, frame.pixels, obs.protocol)
 
     def leave(self) -> None:
         with self._lock:

@@ -11,9 +11,8 @@ from vabench.agents.chat import prompts
 from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL, MIN_DISTINCT_FRAMES
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Brief, Observation
-from vabench.core.vocab import ACTIVE, LEFT, RIGHT, ObservationProfile, protocol_named
+from vabench.core.vocab import LEFT, RIGHT, ObservationProfile
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG
-from vabench.envs.render import RENDER_PRESETS
 from vabench.run.study import Study
 
 SIGNS = ("+", "-")
@@ -45,13 +44,6 @@ def controls(brief: Brief) -> dict:
     robot = [{"action": a, "fields": _fields(a, brief.arms)} for a in brief.actions if not a.startswith("camera.")]
     camera = [a for a in brief.actions if a.startswith("camera.")]
     return {"robot": robot, "camera": camera}
-
-
-def encoded(render: str, view: str, pixels, protocol: str) -> bytes:
-    """A frame's bytes as a chat model is sent them: the render preset's encoding of the protocol
-    (the active camera's own; the passive bundle's, which a view intervention's added views share)."""
-    bundle = protocol_named(protocol).bundle or view != ACTIVE.name
-    return RENDER_PRESETS[render].encoding(bundle).encode(pixels)
 
 
 def feedback(obs: Observation) -> dict | None:

@@ -28,9 +28,9 @@ from vabench.agents.chat import prompts
 from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Answer, Command, Observation, Stop, ToolCall
-from vabench.core.vocab import LEFT, RIGHT, ObservationProfile, protocol_named
+from vabench.core.vocab import LEFT, RIGHT, ObservationProfile
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG, action_names
-from vabench.envs.render import render_preset
+from vabench.envs.render import render_preset, sent_bytes
 from vabench.run.seat import ENDS, Seat, Turn
 from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY
 
@@ -166,8 +166,7 @@ def observation_text(obs: Observation, seat: Seat) -> str:
 
 def images_of(obs: Observation, seat: Seat) -> list[bytes]:
     """The observation's images as the bytes a chat model is sent (the render preset's JPEG)."""
-    encoding = render_preset(seat.spec.condition.render).encoding(protocol_named(obs.protocol).bundle)
-    return [encoding.encode(f.pixels) for f in obs.images]
+    return [sent_bytes(seat.spec.condition.render, f.view, f.pixels, obs.protocol) for f in obs.images]
 
 
 def tool_images(obs: Observation, seat: Seat) -> list[bytes]:
