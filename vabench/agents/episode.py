@@ -56,7 +56,8 @@ from vabench.core.vocab import (
     protocol_named,
 )
 from vabench.envs.actions import action_names
-from vabench.envs.control import CHAT_CONTROL, episode_budget
+from vabench.envs.control import CHAT_CONTROL
+from vabench.envs.tasks import episode_budget
 from vabench.results.episodes import EpisodeSpec
 from vabench.results.media import episode_video
 from vabench.results.outcomes import OutcomeRow

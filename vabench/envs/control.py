@@ -147,14 +147,6 @@ def clipped(v: np.ndarray) -> tuple[np.ndarray, list[str]]:
     return out, notes
 
 
-def episode_budget(condition, task: str) -> int:
-    """The step budget of an episode of ``task`` (its name) under ``condition``: the control mode's
-    task budget times the condition's budget scale. One rule for the loop, the seat and the plan."""
-    from .tasks import task_class
-
-    return condition.budget(task_budget(task_class(task), condition.control))
-
-
 def task_budget(task, control: str) -> int:
     """The step budget of ``task`` (a task or its class) under ``control``: the paper's, or
     :func:`control_budget` of its family (the base task it belongs to)."""

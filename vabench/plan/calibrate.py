@@ -25,7 +25,7 @@ import pandas as pd
 
 from vabench.agents.models.kinds import is_offline
 from vabench.core.vocab import PromptCache, Status
-from vabench.envs.control import episode_budget
+from vabench.envs.tasks import episode_budget
 from vabench.plan.estimate import Estimate, arm_episode, cache_kind, in_flight, prior_episode
 from vabench.plan.free import offline_episode
 from vabench.plan.priors import cell

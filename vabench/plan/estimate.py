@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from vabench.core.vocab import PromptCache, SummaryKind, Track, protocol_named
-from vabench.envs.control import episode_budget
+from vabench.envs.tasks import episode_budget
 from vabench.run.config.run import RunConfig
 from vabench.run.config.specs import expand
 

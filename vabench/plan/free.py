@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vabench.envs.control import episode_budget
+from vabench.envs.tasks import episode_budget
 from vabench.plan.estimate import Estimate
 from vabench.run.config.run import RunConfig
 

@@ -27,7 +27,7 @@ def _hours(seconds: float) -> str:
 
 def _episodes(run: RunConfig, rows) -> tuple[Estimate, dict[str, Estimate], list[str]]:
     """The run's expected episodes summed, per condition, and where their figures come from."""
-    from vabench.envs.control import episode_budget  # the control mode's budget, x budget_scale
+    from vabench.envs.tasks import episode_budget  # the control mode's budget, x budget_scale
 
     total, per_condition, sources = Estimate(), {}, set()
     for (condition, task, protocol), n in sorted(episode_counts(run).items()):

@@ -261,7 +261,7 @@ class Seat:
     """One episode played from outside (see the module's docstring)."""
 
     def __init__(self, seats: Seats, spec: EpisodeSpec, attempt: int, held: Claim, model: str, row=None, author=None):
-        from vabench.envs.control import episode_budget
+        from vabench.envs.tasks import episode_budget
 
         self.seats, self.spec, self.attempt, self.claim = seats, spec, attempt, held
         self.part = {**seats.part, **(row or {})}  # the run's part of the row, and the taker's columns

@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 from .base import Task
-from .registry import TASKS, demo_tasks, register_task, task_class, tasks_of_track
+from .registry import TASKS, demo_tasks, episode_budget, register_task, task_class, tasks_of_track
 
 _NOT_TASKS = {"base", "expert", "registry"}
 for _module in pkgutil.iter_modules(__path__):
@@ -22,4 +22,13 @@ def make_task(name: str) -> Task:
     return task_class(name)()
 
 
-__all__ = ["TASKS", "Task", "demo_tasks", "make_task", "register_task", "task_class", "tasks_of_track"]
+__all__ = [
+    "TASKS",
+    "Task",
+    "demo_tasks",
+    "episode_budget",
+    "make_task",
+    "register_task",
+    "task_class",
+    "tasks_of_track",
+]

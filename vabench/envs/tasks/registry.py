@@ -54,3 +54,12 @@ def tasks_of_track(track: str) -> tuple[str, ...]:
 def demo_tasks() -> tuple[str, ...]:
     """Tasks that have a demonstration of their own (base tasks whose demo is their own)."""
     return tuple(sorted(n for n, cls in TASKS.items() if cls.demos == (n,)))
+
+
+def episode_budget(condition, task: str) -> int:
+    """The step budget of an episode of ``task`` (its name) under ``condition``: the control mode's
+    task budget (vabench.envs.control) times the condition's budget scale. One rule for the loop,
+    the seat and the plan."""
+    from ..control import task_budget
+
+    return condition.budget(task_budget(task_class(task), condition.control))
