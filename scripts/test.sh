@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests: set up whatever is missing, then run pytest on both cores (pytest-xdist; the Ray driver
 # tests share one worker: group "ray"). Add -n 0 to run in one process.
-#   scripts/test.sh              default suite (CI; about 18 minutes on 2 cores)
+#   scripts/test.sh              default suite (CI; about 22 minutes on 2 cores)
 #   scripts/test.sh --nightly    also the long checks marked `slow` (re-screening, rendered oracle runs; +2-3 h)
 # Other arguments go to pytest.
 set -euo pipefail

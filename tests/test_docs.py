@@ -18,7 +18,7 @@ TWO_COMMANDS = (  # the README's opening block, as it has always been
     "```bash\n"
     "./scripts/main.sh    # set up what is missing, then run the smoke experiment on Ray with the offline oracle and "
     "print the table\n"
-    "./scripts/test.sh    # set up what is missing, then run the test suite (what CI runs; about 18 minutes on 2 "
+    "./scripts/test.sh    # set up what is missing, then run the test suite (what CI runs; about 22 minutes on 2 "
     "cores)\n"
     "```"
 )
