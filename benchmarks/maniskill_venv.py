@@ -13,57 +13,41 @@ marker and is made again. ``PickCube-v1`` needs no asset download.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.cached_venv import cache_dir, cached_venv, python_of  # noqa: E402
+
 PYTHON = "3.11"
 TORCH = "torch==2.13.0"  # scripts/setup.sh's CPU build
 PINS = ("mani_skill==3.0.1",)
 KEY = "py" + PYTHON.replace(".", "") + "-" + "-".join(p.replace("==", "") for p in (TORCH, *PINS))
-DONE = ".complete"
 
 
 def venv_dir() -> Path:
-    cache = Path(os.environ.get("VABENCH_CACHE", Path.home() / ".cache" / "vabench"))
-    return cache / "venvs" / "maniskill" / KEY
-
-
-def python_311() -> str:
-    if sys.version_info[:2] == (3, 11):
-        return sys.executable
-    found = shutil.which("python" + PYTHON)
-    if not found:
-        raise RuntimeError(f"ManiSkill3's venv needs a python{PYTHON} on PATH")
-    return found
+    return cache_dir() / "venvs" / "maniskill" / KEY
 
 
 def maniskill_python(log=None) -> Path:
-    """The venv's interpreter, the venv built first when missing (under a lock: one build at a time)."""
-    root = venv_dir()
-    if not (root / DONE).is_file():
-        root.parent.mkdir(parents=True, exist_ok=True)
-        with open(root.parent / f".{KEY}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (root / DONE).is_file():
-                build(root, log or subprocess.DEVNULL)
-    return root / "bin" / "python"
+    """The venv's interpreter, the venv built first when missing (tests.cached_venv: one build at a time)."""
+    return cached_venv(venv_dir(), lambda root: build(root, log or subprocess.DEVNULL)) / "bin" / "python"
 
 
-def build(root: Path, out) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+def build(root: Path, out) -> str:
     started = time.perf_counter()
-    subprocess.run([python_311(), "-m", "venv", str(root)], check=True, stdout=out, stderr=out)
+    python = python_of(PYTHON, "ManiSkill3's venv")
+    subprocess.run([python, "-m", "venv", str(root)], check=True, stdout=out, stderr=out)
     pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     index = os.environ.get("TORCH_INDEX")
     subprocess.run([*pip, *(["--index-url", index] if index else []), TORCH], check=True, stdout=out, stderr=out)
     subprocess.run([*pip, *PINS], check=True, stdout=out, stderr=out)
     seconds = time.perf_counter() - started
-    (root / DONE).write_text(f"{TORCH} {' '.join(PINS)}\nbuilt in {seconds:.0f} s\n")
+    return f"{TORCH} {' '.join(PINS)}\nbuilt in {seconds:.0f} s\n"
 
 
 if __name__ == "__main__":

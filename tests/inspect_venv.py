@@ -11,40 +11,31 @@ new pin builds a new venv beside the old one) and reused. A build that did not f
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.cached_venv import cache_dir, cached_venv
+
 PINS = ("inspect_ai==0.3.285", "mcp==2.3.0")
 KEY = "py" + "".join(map(str, sys.version_info[:2])) + "-" + "-".join(p.replace("==", "") for p in PINS)
-DONE = ".complete"
 
 
 def venv_dir() -> Path:
-    cache = Path(os.environ.get("VABENCH_CACHE", Path.home() / ".cache" / "vabench"))
-    return cache / "inspect-venv" / KEY
+    return cache_dir() / "inspect-venv" / KEY
 
 
 def inspect_venv(log=None) -> Path:
-    """The venv's folder, built when missing (under a lock: one build at a time)."""
-    root = venv_dir()
-    if (root / DONE).is_file():
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".{KEY}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (root / DONE).is_file():
-            return root
-        shutil.rmtree(root, ignore_errors=True)
-        out = log or subprocess.DEVNULL
+    """The venv's folder, built when missing (tests.cached_venv: one build at a time)."""
+    out = log or subprocess.DEVNULL
+
+    def build(root: Path) -> str:
         subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, stdout=out, stderr=out)
         pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         subprocess.run([*pip, *PINS], check=True, stdout=out, stderr=out)
-        (root / DONE).write_text(" ".join(PINS) + "\n")
-    return root
+        return " ".join(PINS) + "\n"
+
+    return cached_venv(venv_dir(), build)
 
 
 if __name__ == "__main__":

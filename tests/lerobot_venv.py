@@ -20,12 +20,12 @@ imports the package's Python (which is all the loader uses: it decodes with PyAV
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.cached_venv import built, cache_dir, cached_venv, python_of
 
 PYTHON = "3.11"
 TORCH = "torch==2.13.0+cpu"
@@ -49,27 +49,16 @@ DEPS = (  # lerobot 0.4.4's requirements that its dataset loader imports, then l
 )
 PINS = (TORCH, *NO_DEPS, *DEPS)
 KEY = "py" + PYTHON.replace(".", "") + "-" + "-".join(p.replace("==", "") for p in (TORCH, *NO_DEPS))
-DONE = ".complete"
 FIX = "python -m tests.lerobot_venv"
 
 
 def venv_dir() -> Path:
-    cache = Path(os.environ.get("VABENCH_CACHE", Path.home() / ".cache" / "vabench"))
-    return cache / "lerobot-venv" / KEY
+    return cache_dir() / "lerobot-venv" / KEY
 
 
-def python_311() -> str:
-    """A Python 3.11 interpreter (this one when it is 3.11)."""
-    if sys.version_info[:2] == (3, 11):
-        return sys.executable
-    found = shutil.which("python3.11")
-    if not found:
-        raise RuntimeError("a LeRobot check needs a python3.11 on PATH (lerobot 0.4.x)")
-    return found
-
-
-def _build(root: Path, out) -> None:
-    subprocess.run([python_311(), "-m", "venv", str(root)], check=True, stdout=out, stderr=out)
+def _build(root: Path, out) -> str:
+    python = python_of(PYTHON, "a LeRobot check (lerobot 0.4.x)")
+    subprocess.run([python, "-m", "venv", str(root)], check=True, stdout=out, stderr=out)
     pip = [str(root / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     index = os.environ.get("TORCH_INDEX")
     steps = (
@@ -87,22 +76,12 @@ def _build(root: Path, out) -> None:
     ).stdout.strip()
     if cuda != "None":
         raise RuntimeError(f"the LeRobot venv got a CUDA torch ({cuda}), not the CPU build")
+    return "\n".join(PINS) + "\n"
 
 
 def lerobot_venv(log=None) -> Path:
-    """The venv's folder, built when missing (under a lock: one build at a time)."""
-    root = venv_dir()
-    if (root / DONE).is_file():
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".{KEY}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (root / DONE).is_file():
-            return root
-        shutil.rmtree(root, ignore_errors=True)
-        _build(root, log or subprocess.DEVNULL)
-        (root / DONE).write_text("\n".join(PINS) + "\n")
-    return root
+    """The venv's folder, built when missing (tests.cached_venv: one build at a time)."""
+    return cached_venv(venv_dir(), lambda root: _build(root, log or subprocess.DEVNULL))
 
 
 def main(argv: list[str]) -> int:
@@ -110,7 +89,7 @@ def main(argv: list[str]) -> int:
     if "--quiet" not in argv:
         print(lerobot_venv(log=sys.stdout))
         return 0
-    if (venv_dir() / DONE).is_file():
+    if built(venv_dir()):
         return 0
     log = venv_dir().parent / f"{KEY}.log"
     print(f"[test] building the LeRobot venv for the interop check (once): {venv_dir()}", file=sys.stderr)
