@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import requests
 
+from tests.test_learning import SUMMARY as LEARNED
 from tests.test_review import URL, browser, js, wait_for  # noqa: F401 (browser: the shared Chromium fixture)
 from vabench.core.boundary import Brief
 from vabench.core.vocab import EndReason
@@ -206,16 +207,8 @@ for (const e of document.querySelectorAll('body *')) {
 return out.slice(0, 5);"""
 
 
-SUMMARY = {
-    "grasp_object_part": "the cube body",
-    "grasp_region": "two opposite side faces",
-    "grasp_height_or_depth": "pads at half the cube height",
-    "finger_placement": "one pad on each opposite face",
-    "approach_strategy": "from above after aligning over the cube",
-    "posture_or_rotation": "fingers pointing down",
-    "pre_close_checks": ["the cube is between the pads", "both pads clear the table"],
-    "test_lift_rule": "lift well clear of the table",
-}
+# a list field is one item per line on the page: two items, two lines
+SUMMARY = {**LEARNED, "pre_close_checks": ["the cube is between the pads", "both pads clear the table"]}
 
 
 def test_under_summary_own_the_page_shows_the_frames_then_takes_the_persons_own_summary(tmp_path, demo_root, browser):  # noqa: F811

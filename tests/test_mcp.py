@@ -20,6 +20,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.test_learning import SUMMARY
 from tests.test_privilege import _numbers, _object_coordinates
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.gym.oracle import expert_decisions
@@ -221,18 +222,6 @@ def test_inspect_ai_plays_an_episode_and_its_score_is_the_rows(tmp_path, oracle)
     assert log["status"] == "success" and log["tool_calls"] == len(decisions) + 1
     assert log["score"] == "C" and log["answer"] == row["end_reason"] == "success" and row["success"]
     assert row["model"].startswith("mcp:") and row["steps"] == len(decisions)
-
-
-SUMMARY = {
-    "grasp_object_part": "the red cube body",
-    "grasp_region": "the middle band of two opposite side faces",
-    "grasp_height_or_depth": "pads at about half the cube height",
-    "finger_placement": "one pad on each opposite face",
-    "approach_strategy": "from directly above after aligning over the cube",
-    "posture_or_rotation": "fingers pointing down, closing axis across two faces",
-    "pre_close_checks": ["the cube is centred between the pads from two views"],
-    "test_lift_rule": "lift well clear of the table, about ten centimetres",
-}
 
 
 def test_under_summary_own_the_sdk_client_studies_the_demonstration_writes_its_summary_then_plays(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_launch import composed
+from tests.test_learning import SUMMARY
 from vabench.core.boundary import Command, Stop, ToolCall
 from vabench.core.vocab import EndReason
 from vabench.gym.oracle import expert_decisions
@@ -116,18 +117,6 @@ held = claim(sys.argv[1], sys.argv[2])
 print("held" if held else "not held", flush=True)
 sys.stdin.read()
 """
-
-
-SUMMARY = {
-    "grasp_object_part": "the cube body",
-    "grasp_region": "two opposite side faces",
-    "grasp_height_or_depth": "pads at half the cube height",
-    "finger_placement": "one pad on each opposite face",
-    "approach_strategy": "from above after aligning over the cube",
-    "posture_or_rotation": "fingers pointing down",
-    "pre_close_checks": ["the cube is between the pads"],
-    "test_lift_rule": "lift well clear of the table",
-}
 
 
 def test_expert_and_shared_summaries_are_carried_as_a_models_and_a_missing_shared_one_is_refused(seats, tmp_path):
