@@ -24,6 +24,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 from vabench.envs import EnvConfig, VABenchEnv
+from vabench.human.serve import printed_urls
 
 TASK, SEED, STEPS = "grasp_single_cube", 1000, 3
 LOADED = "return [...document.images].every(i => i.complete && i.naturalWidth)"
@@ -48,14 +49,10 @@ def study(results: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     cmd = [sys.executable, "-m", "vabench.launch", *words]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-    urls = {}
-    for line in proc.stdout:
-        if "vabench human: operator" in line:
-            name, url = line.split("operator ", 1)[1].split(": ", 1)
-            urls[name] = url.strip()
-        if "Ctrl-C stops" in line:
-            return proc, urls
-    raise SystemExit(f"the study did not start (exit {proc.wait()})")
+    urls = printed_urls(proc.stdout)
+    if not urls:
+        raise SystemExit(f"the study did not start (exit {proc.wait()})")
+    return proc, urls
 
 
 def browser() -> webdriver.Chrome:

@@ -23,6 +23,7 @@ from vabench.core.boundary import Brief
 from vabench.core.vocab import EndReason
 from vabench.envs.actions import MOVE_MM, ROTATE_DEG
 from vabench.human import shown
+from vabench.human.serve import printed_urls
 
 pytestmark = pytest.mark.xdist_group("human")  # one study server for the module
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
@@ -74,13 +75,7 @@ def study(results: Path, *words: str):
     cmd = [sys.executable, "-m", "vabench.launch", f"results_dir={results}", *STUDY, *words]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     try:
-        urls = {}
-        for line in proc.stdout:
-            if "vabench human: operator" in line:
-                name, url = line.split("operator ", 1)[1].split(": ", 1)
-                urls[name] = url.strip()
-            if "Ctrl-C stops" in line:
-                break
+        urls = printed_urls(proc.stdout)
         assert len(urls) == 2, f"the server printed no URLs (exit {proc.poll()})"
         yield proc, urls
     finally:

@@ -18,6 +18,22 @@ from vabench.run.seat import Seats
 from .app import PLAY, create_app
 from .operators import Operator
 
+OPERATOR_LINE = "vabench human: operator "  # then "<name>: <url>", one line per operator
+READY = "vabench human: Ctrl-C stops"  # the last line printed before the server runs
+
+
+def printed_urls(lines) -> dict[str, str]:
+    """Each operator's URL, read from the lines a study printed, up to its ready line (for a
+    script or a test that starts ``python -m vabench.launch model=human``)."""
+    found = {}
+    for line in lines:
+        if line.startswith(OPERATOR_LINE):
+            name, url = line[len(OPERATOR_LINE) :].split(": ", 1)
+            found[name] = url.strip()
+        if line.startswith(READY):
+            break
+    return found
+
 
 def operator_names(n: int) -> list[str]:
     return [f"op{i}" for i in range(1, n + 1)]
@@ -28,7 +44,7 @@ def urls(host: str, address: str, port: int, token: str | None, names: list[str]
     name = socket.gethostname() if ipaddress.ip_address(address).is_unspecified else host
     root = f"http://{f'[{name}]' if ':' in name else name}:{port}{PLAY}"
     query = f"?{access.TOKEN_PARAM}={token}" if token else ""
-    return [f"vabench human: operator {n}: {root}/{n}{query}" for n in names]
+    return [f"{OPERATOR_LINE}{n}: {root}/{n}{query}" for n in names]
 
 
 def serve(run: RunConfig, log=print) -> bool:
@@ -55,7 +71,7 @@ def serve(run: RunConfig, log=print) -> bool:
             print(line, flush=True)
         if given:
             print(f"vabench human: each URL needs ?token= with the token in ${access.TOKEN_ENV}", flush=True)
-        print("vabench human: Ctrl-C stops (finished episodes are kept; the run_id resumes the rest)", flush=True)
+        print(f"{READY} (finished episodes are kept; the run_id resumes the rest)", flush=True)
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:
