@@ -22,7 +22,7 @@ from vabench.core.boundary import ArmProprio
 from vabench.core.vocab import LEFT, RIGHT
 
 from .embodiments import PANDA, Embodiment
-from .geometry import HAND_TO_GRIPPER, matrix_to_quat, matrix_to_rpy_deg
+from .geometry import HAND_TO_GRIPPER, matrix_to_quat_rpy_deg
 
 ARMS = (LEFT, RIGHT)
 BASE_Y = -0.46
@@ -167,10 +167,11 @@ class Arm:
     def proprio(self) -> ArmProprio:
         hand = self.hand_matrix()
         rot = hand[:3, :3] @ HAND_TO_GRIPPER
+        quat, rpy = matrix_to_quat_rpy_deg(rot)
         return ArmProprio(
             ee_position=tuple(float(v) for v in hand[:3, 3]),
-            ee_quat_wxyz=tuple(float(v) for v in matrix_to_quat(rot)),
-            ee_rpy_deg=tuple(float(v) for v in matrix_to_rpy_deg(rot)),
+            ee_quat_wxyz=tuple(float(v) for v in quat),
+            ee_rpy_deg=tuple(float(v) for v in rpy),
             gripper_closed=self.closed,
             gc=tuple(float(v) for v in self.gc()),
             rx=tuple(float(v) for v in rot[:, 0]),
