@@ -23,7 +23,7 @@ from vabench.agents.models.kinds import make_model
 from vabench.agents.models.offline import replay
 from vabench.analysis.load import load_runs, prepare
 from vabench.analysis.tables import success_matrix
-from vabench.core.boundary import Control, answer_of, payload
+from vabench.core.boundary import Agent, Control, answer_of, payload
 from vabench.core.condition import Condition
 from vabench.core.errors import ConfigError
 from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
@@ -32,6 +32,7 @@ from vabench.envs.seeds import eval_seeds
 from vabench.envs.sim.controller import rotation_error
 from vabench.envs.tasks import task_class
 from vabench.results.episodes import EpisodeSpec
+from vabench.results.media import VIDEO_NAME, video_info
 from vabench.results.outcomes import OutcomeRow, write_row
 from vabench.results.recordfile import read_events
 
@@ -189,6 +190,37 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
     assert "control ee_delta" in row.condition
     replayed = [e["payload"] for e in read_events(tmp_path / "again" / "events.jsonl") if e["type"] == "action"]
     assert replayed == [a["payload"] for a in actions] and again.steps == 6  # replay (and verify) send them again
+
+
+class Square(Agent):
+    """1 cm moves round a square, one Control answer per observation."""
+
+    name = "square"
+
+    def start(self, brief) -> None:
+        self.k = 0
+
+    def act(self, obs) -> Control:
+        self.k += 1
+        d = [(0.01, 0, 0), (0, 0.01, 0), (-0.01, 0, 0), (0, -0.01, 0)][self.k % 4]
+        return Control({"right": (*d, 0.0, 0.0, 0.0, 0.0)})
+
+
+def test_at_control_rate_the_recording_view_is_taken_in_real_time_and_after_the_last_step(tmp_path):
+    recording = RecordingConfig(fps=2.0)  # one view per 5 control steps (0.5 s at 10 Hz)
+    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=recording, control="ee_delta", wrist=False))
+    try:
+        budget = 12 / control_budget(task_class(TASK).budget, TASK)  # twelve control steps
+        episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
+        row = run_episode(env, Square(), episode, tmp_path / "ep")
+    finally:
+        env.close()
+    states = [e for e in read_events(tmp_path / "ep" / "events.jsonl") if e["type"] == "state"]
+    assert row.steps == 12 and [e["step"] for e in states] == list(range(13))  # the state after every step
+    assert [e["step"] for e in states if e["recording"]] == [0, 5, 10, 12]
+    assert video_info(tmp_path / "ep" / VIDEO_NAME)["frames"] == 4
+    commands = RecordingConfig(fps=2.0)
+    assert all(commands.due(k, False, "commands") for k in range(1, 13))  # the paper's: one per command
 
 
 def test_a_chat_model_is_refused_under_ee_delta(physics_env, tmp_path):

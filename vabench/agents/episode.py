@@ -288,7 +288,7 @@ class _Episode:
             step = self.env.step(fields)
             evaluation = self.env.evaluate()
             self._count(step, evaluation)
-            seen = self._evaluate(step.step, step.observation.last_action)
+            seen = self._evaluate(step.step, step.observation.last_action, step.done)
             self._intervene()
         obs = step.observation
         self.record.event(
@@ -322,10 +322,13 @@ class _Episode:
             r.compactions = self.exchange.conv.compactions if isinstance(self.exchange, Dialogue) else 0
         r.wall_s = round(wall_s, 3)
 
-    def _evaluate(self, step: int, label: str) -> tuple:
-        """The recording view and the evaluator-side state after reset or an action, for reviewers,
-        videos and diagnostic proxies, never for the model (called under the simulator lock)."""
-        return self.env.recording_view(f"step {step}: {label}"), self.env.evaluator_state()
+    def _evaluate(self, step: int, label: str, last: bool = False) -> tuple:
+        """The recording view (when due: RecordingConfig.due) and the evaluator-side state after
+        reset or an action, for reviewers, videos and diagnostic proxies, never for the model
+        (called under the simulator lock)."""
+        config = self.env.config
+        due = config.recording.due(step, last, config.control)
+        return self.env.recording_view(f"step {step}: {label}") if due else None, self.env.evaluator_state()
 
     def _keep(self, step: int, view, state: dict) -> None:
         """Store them in the record (outside the simulator lock: other episodes may step)."""

@@ -10,7 +10,7 @@ from vabench.core.checks import within
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
 from vabench.core.errors import ConfigError
 
-from .control import CONTROLS
+from .control import CONTROLS, recording_stride
 from .perturb import PerturbationConfig
 from .render import RENDER_PRESETS, RenderPreset, render_preset
 
@@ -22,7 +22,9 @@ STABILITY_WINDOW = 500  # ... then watch 500 more ...
 class RecordingConfig:
     """The evaluator's recording view (D.4, reference notes 4.4 ``gripper_follow``): rendered at
     reset and after every action for reviewers and videos, stored apart from the model's frames,
-    never in an Observation. ``fps`` is the episode video's frame rate (one frame per step)."""
+    never in an Observation. ``fps`` is the episode video's frame rate: one frame per paper command;
+    under ``control=ee_delta`` one per :func:`~vabench.envs.control.recording_stride` control steps
+    (the video plays in real time), the episode's last step always (:meth:`due`)."""
 
     enabled: bool = True  # render the recording view at reset and after every action
     width: int = 320  # recording view width in pixels (even: H.264)
@@ -38,6 +40,10 @@ class RecordingConfig:
             size = f"{self.width}x{self.height}"
             raise ConfigError(f"'recording.width' and 'recording.height' must be even (H.264), got {size}")
         within(self, "recording", 0.1, 60, "fps")
+
+    def due(self, step: int, last: bool, control: str) -> bool:
+        """Whether the view is taken after ``step`` (0: the reset) under the ``control`` mode."""
+        return self.enabled and (last or step % recording_stride(self.fps, control) == 0)
 
 
 @dataclass(frozen=True)

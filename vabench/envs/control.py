@@ -82,6 +82,13 @@ BUDGET_FACTOR: dict[str, int] = {
 DEFAULT_BUDGET_FACTOR = 8  # a family not measured (a new task): the largest measured
 
 
+def recording_stride(fps: float, control: str) -> int:
+    """Control steps per recording view: every paper command is one, and at control rate one view
+    per ``CONTROL_HZ / fps`` steps keeps the episode video (``recording.fps``) in real time, so the
+    reviewer's picture costs a policy's loop a fraction of a step (benchmarks/policy_throughput.py)."""
+    return max(1, round(CONTROL_HZ / fps)) if control == ControlMode.EE_DELTA else 1
+
+
 def control_budget(task_budget: int, family: str) -> int:
     """The step budget under ee_delta of a task whose paper budget is ``task_budget``."""
     return int(task_budget) * BUDGET_FACTOR.get(family, DEFAULT_BUDGET_FACTOR)
