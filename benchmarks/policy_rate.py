@@ -156,13 +156,14 @@ def main() -> None:
     ap.add_argument("--in-flight", type=int, default=4, help="served episodes at once (episodes per hour)")
     ap.add_argument("--episodes", type=int, default=8, help="episodes timed, served and bare")
     ap.add_argument("--episode-steps", type=int, default=30, help="control steps per episode")
+    ap.add_argument("--repeats", type=int, default=3, help="times each episodes-per-hour cell is played (median)")
     ap.add_argument("--no-maniskill", action="store_true", help="use issue 49's ManiSkill3 figures instead")
     args = ap.parse_args()
     start = os.getloadavg()[0]
     ms = step_ms(args)
     ms["warm reset, small"] = warm_reset_ms(eval_seeds(TASK)[: args.seeds])
     ms3 = None if args.no_maniskill else maniskill3(args.rounds, args.steps)
-    rate = episodes_per_hour(args.episodes, args.episode_steps, args.in_flight)
+    rate = episodes_per_hour(args.episodes, args.episode_steps, args.in_flight, args.repeats)
     report(ms, ms3, rate, args, (start, os.getloadavg()[0]))
 
 
@@ -196,11 +197,14 @@ def report(ms: dict[str, tuple[float, float]], ms3: dict | None, rate: dict, arg
 
 
 def served_report(rate: dict) -> None:
-    print(f"episodes per hour per core ({rate['steps']} control steps at small, {rate['policy']}):")
+    print(
+        f"episodes per hour per core ({rate['steps']} control steps at small, {rate['policy']}; "
+        f"median of {rate['repeats']}):"
+    )
     cells = ((f"served, {rate['in_flight']} in flight", rate["served"]), ("bare env loop", rate["bare"]),
              ("served, no recording view", rate["served, no recording view"]))  # fmt: skip
     for label, cell in cells:
-        whole = f" ({cell['ok']}/{cell['episodes']} played whole)" if "ok" in cell else ""
+        whole = f" ({cell['ok']}/{cell['played']} played whole)" if "ok" in cell else ""
         per = f"{cell['per_core_hour']:8.0f} per CPU hour, {cell['per_wall_hour']:6.0f} per wall hour"
         print(f"  {label:28s} {per}{whole}")
 
