@@ -7,10 +7,12 @@ and served again with the run's recording view and video off (``recording.enable
 show what of the gap the reviewer's picture and video take.
 
 Both under ``control=ee_delta`` at ``render=small`` on grasp_single_cube's manifest seeds, each
-episode ``--steps`` control steps (a short cycle of 1 cm moves; the script, not a trained policy:
-the figure is the harness's, not a policy's). Per core means per CPU second: the CPU time of every
-process that did the work (this one's threads and the server's), so a shared, loaded machine does
-not count others' work; wall time is printed beside it.
+episode at most ``--steps`` control steps: a short cycle of 1 cm moves served by the script (the
+figure is the harness's, not a policy's), or with ``checkpoint`` a trained policy served by
+``python -m vabench.serve_policy CHECKPOINT`` (its inference counted), whose episodes may end
+sooner on success: the rates count control steps, as episodes of ``--steps`` steps. Per core means
+per CPU second: the CPU time of every process that did the work (this one's threads and the
+server's), so a shared, loaded machine does not count others' work; wall time is printed beside it.
 """
 
 from __future__ import annotations
@@ -60,16 +62,19 @@ def bare(seeds: list[int], steps: int) -> dict:
             env.reset(TASK, seed)
             for v in vectors:
                 env.step({"ee_delta": v.tolist()})
-        return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "episodes": len(seeds)}
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return {"wall_s": wall, "cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
     finally:
         env.close()
 
 
-def serve(vectors: np.ndarray, folder: Path) -> tuple[subprocess.Popen, str]:
-    """serve_policy in its own process, and its URL (read from the line it prints once listening)."""
+def serve(vectors: np.ndarray, folder: Path, checkpoint: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """serve_policy in its own process (the script's vectors, or ``checkpoint``), and its URL (read
+    from the line it prints once listening)."""
     path = folder / "script.npy"
     np.save(path, vectors)
-    cmd = [sys.executable, "-m", "vabench.serve_policy", "--script", str(path), "--port", "0", "--horizon", "8"]
+    policy = [str(checkpoint)] if checkpoint else ["--script", str(path), "--horizon", "8"]
+    cmd = [sys.executable, "-m", "vabench.serve_policy", *policy, "--port", "0"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if " on ws://" not in line:
@@ -89,15 +94,18 @@ def run_config(url: str, folder: Path, seeds: int, steps: int, extra: tuple[str,
     return from_config(cfg, folder / "rate")
 
 
-def served(episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = ()) -> dict:
-    """``episodes`` episodes against the served script, ``in_flight`` at once on one worker (after
-    one unclocked episode per seat, on the manifest's first seeds); ``extra``: more run overrides."""
+def served(
+    episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = (), checkpoint: Path | None = None
+) -> dict:
+    """``episodes`` episodes against the served script (or ``checkpoint``), ``in_flight`` at once on
+    one worker (after one unclocked episode per seat, on the manifest's first seeds); ``extra``:
+    more run overrides."""
     from vabench.run.actors.worker import EpisodeWorker
     from vabench.run.actors.workerconfig import WorkerConfig
     from vabench.run.config.specs import expand
 
     with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
-        proc, url = serve(script(steps), Path(tmp))
+        proc, url = serve(script(steps), Path(tmp), checkpoint)
         try:
             run = run_config(url, Path(tmp), in_flight + episodes, steps, extra)
             worker, specs = EpisodeWorker(WorkerConfig.of(run, slots=in_flight)), expand(run)
@@ -110,8 +118,8 @@ def served(episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = (
         finally:
             proc.kill()
             proc.wait()
-    ok = sum(r["status"] == "ok" and r["steps"] == steps for r in rows)
-    return {"wall_s": wall, "cpu_s": cpu, "episodes": len(rows), "ok": ok}
+    ok = sum(r["status"] == "ok" and (r["steps"] == steps or r["success"]) for r in rows)
+    return {"wall_s": wall, "cpu_s": cpu, "episodes": len(rows), "ok": ok, "steps": sum(r["steps"] for r in rows)}
 
 
 def _together(worker, specs, in_flight: int) -> list[dict]:
@@ -135,15 +143,18 @@ def _cpu(pid: int) -> float:
     return t.user + t.system
 
 
-def episodes_per_hour(episodes: int, steps: int, in_flight: int, repeats: int = 3) -> dict:
-    """Episodes per hour per core (per CPU hour) and per wall hour, served and bare (the same seeds),
-    and their ratio: each cell played ``repeats`` times, interleaved, its median CPU and wall time
-    taken (one served measurement swings by a third on a shared 2-core machine)."""
+def episodes_per_hour(
+    episodes: int, steps: int, in_flight: int, repeats: int = 3, checkpoint: Path | None = None
+) -> dict:
+    """Episodes (of ``steps`` control steps) per hour per core (per CPU hour) and per wall hour,
+    served and bare (the same seeds), and their ratio: each cell played ``repeats`` times,
+    interleaved, its median CPU and wall time per step taken (one served measurement swings by a
+    third on a shared 2-core machine)."""
     seeds = eval_seeds(TASK)[in_flight : in_flight + episodes]
     cells = {
         "bare": lambda: bare(seeds, steps),
-        "served": lambda: served(episodes, steps, in_flight),
-        "served, no recording view": lambda: served(episodes, steps, in_flight, NO_RECORDING),
+        "served": lambda: served(episodes, steps, in_flight, (), checkpoint),
+        "served, no recording view": lambda: served(episodes, steps, in_flight, NO_RECORDING, checkpoint),
     }
     runs = {name: [] for name in cells}
     for _ in range(repeats):
@@ -151,16 +162,17 @@ def episodes_per_hour(episodes: int, steps: int, in_flight: int, repeats: int = 
             runs[name].append(measure())
     out = {name: _median(done) for name, done in runs.items()}
     for cell in out.values():
-        cell["per_core_hour"] = 3600 * cell["episodes"] / cell["cpu_s"]
-        cell["per_wall_hour"] = 3600 * cell["episodes"] / cell["wall_s"]
+        cell["per_core_hour"] = 3600 / steps / cell["cpu_step_s"]
+        cell["per_wall_hour"] = 3600 / steps / cell["wall_step_s"]
     out["ratio"] = out["served"]["per_core_hour"] / out["bare"]["per_core_hour"]
-    out |= {"in_flight": in_flight, "steps": steps, "repeats": repeats, "policy": "scripted (serve_policy --script)"}
-    return out
+    policy = f"the checkpoint {checkpoint.name} served" if checkpoint else "scripted (serve_policy --script)"
+    return out | {"in_flight": in_flight, "steps": steps, "repeats": repeats, "policy": policy}
 
 
 def _median(done: list[dict]) -> dict:
-    """One cell's repeats: median CPU and wall seconds; the episodes played whole over all of them."""
-    cell = {k: statistics.median(d[k] for d in done) for k in ("wall_s", "cpu_s")} | {"episodes": done[0]["episodes"]}
+    """One cell's repeats: median CPU and wall seconds per control step; the episodes played whole
+    (or to success) over all of them."""
+    cell = {f"{k}_step_s": statistics.median(d[f"{k}_s"] / d["steps"] for d in done) for k in ("wall", "cpu")}
     if "ok" in done[0]:
         cell |= {"ok": sum(d["ok"] for d in done), "played": sum(d["episodes"] for d in done)}
     return cell
