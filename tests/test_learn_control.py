@@ -5,6 +5,7 @@ of the other interface is refused in one line naming the fix."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +26,12 @@ from vabench.envs.tasks import task_class
 from vabench.export.__main__ import export
 from vabench.learn.data import read_export
 from vabench.learn.model import NetConfig, decode, loss_of
+from vabench.learn.policy import LearnedPolicy
 from vabench.learn.train import TrainConfig, train
 from vabench.results.recordfile import read_events
 from vabench.serve_policy import PolicyServer, checkpoint
 
+ROOT = Path(__file__).resolve().parents[1]
 TASK = "grasp_single_cube"
 TINY = NetConfig(width=48, height=36, channels=8, keypoints=4, hidden=32, horizon=3)
 NO_RECORDING = RecordingConfig(enabled=False, video=False)
@@ -108,3 +111,15 @@ def test_a_checkpoint_of_the_other_interface_is_one_line_naming_the_fix():
     assert line.count("\n") == 0 and "set control=commands" in line and "control=ee_delta export" in line
     assert control_mismatch({"control": "ee_delta"}, "ee_delta") is None
     assert control_mismatch({"name": "an openpi server"}, "ee_delta") is None  # a server that does not say
+
+
+def test_the_error_figures_of_a_control_step_checkpoint_compare_every_frames_first_step(trained, exported):
+    spec = importlib.util.spec_from_file_location("bc_errors", ROOT / "benchmarks" / "bc_errors.py")
+    bc_errors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc_errors)
+    out = bc_errors.figures(LearnedPolicy(trained[0]), exported[1], None)
+    steps = read_export(exported[1], TINY.horizon, (TINY.width, TINY.height)).targets[:, 0]
+    assert out["frames"] == len(steps) and "axis_choice_agreement" not in out  # no axis to pick
+    assert list(out["per_axis"]) == ["x", "y", "z", "rx", "ry", "rz"]
+    assert all(row["frames"] == len(steps) for row in out["per_axis"].values())
+    assert np.isclose(out["per_axis"]["z"]["oracle_mean_magnitude"], np.abs(steps[:, 2]).mean() * 1000, rtol=1e-3)
