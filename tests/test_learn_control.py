@@ -82,7 +82,7 @@ def test_the_checkpoint_records_its_interface_and_the_agent_passes_its_steps_str
     answered = []
     infer_batch = served.infer_batch
     served.infer_batch = lambda batch: [answered.append(a) or a for a in infer_batch(batch)]
-    assert served.metadata["control"] == "ee_delta"
+    assert served.metadata["control"] == "ee_delta" and "world rotation vector" in served.metadata["action"]
     server = PolicyServer(served, port=0).start()
     env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=NO_RECORDING, control="ee_delta"))
     try:

@@ -26,6 +26,10 @@ from vabench.learn.model import BCNet, NetConfig, decode, parameters
 from vabench.learn.train import FORMAT
 
 STATE_KEY, PROMPT_KEY = "observation/state", "prompt"  # the agent's default model.extra keys
+ACTIONS = {  # what its 7 numbers per arm are: a command's (local turns), a control step's (a world rotation vector)
+    False: "7 per arm: dx dy dz droll dpitch dyaw gripper",
+    True: "7 per arm: dx dy dz (m, world) rx ry rz (rad, world rotation vector) gripper 0..1",
+}
 
 
 class CheckpointError(VabenchError, ValueError):
@@ -70,7 +74,7 @@ class LearnedPolicy:
             "tasks": list(meta.get("tasks", [])),
             "horizon": self.execute,
             "parameters": parameters(self.net),
-            "action": "7 per arm: dx dy dz droll dpitch dyaw gripper",
+            "action": ACTIONS[self.net.cfg.continuous],
             CONTROL: self.net.cfg.control,  # the interface its actions are for: the agent refuses the other
             TRAINED_ON: trained_on(meta),  # the launcher warns when a run evaluates these seeds
         }
