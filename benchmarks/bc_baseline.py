@@ -295,6 +295,11 @@ def run_summary(run: Path) -> dict:
     }
 
 
+def shown(path: str) -> str:
+    """A path as the committed bundle names it: from the checkout's root (no machine's own folders)."""
+    return Path(path).relative_to(ROOT).as_posix() if Path(path).is_relative_to(ROOT) else path
+
+
 def write_bundle(
     args: argparse.Namespace, started: dict, tried: list[dict], chosen: dict, figures: dict, runs: list[Path]
 ) -> None:
@@ -308,7 +313,7 @@ def write_bundle(
         "train_seeds": args.train_seeds,
         "hold_out_per_task": args.hold_out,
         "eval_seeds": args.eval_seeds,
-        "candidates": tried,
+        "candidates": [{**c, "checkpoint": shown(c["checkpoint"])} for c in tried],
         "chosen_steps": chosen["steps"],
         "runs": {run.name: run_summary(run) for run in runs},
         "errors": figures,

@@ -1,7 +1,7 @@
 """The learned baseline under control=ee_delta (docs/learn.md): an ee_delta export's control steps
 are the samples' targets, the head regresses them, the checkpoint records its interface, the served
 policy's control steps pass straight through the policy agent to the controller, and a checkpoint
-of the other interface is refused in one line naming the fix."""
+of the other interface is refused in one line naming the fix, by the launcher before any episode."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_policy import policy
+from tests.openpi_server import OpenpiServer, Scripted
+from tests.test_policy import launch, policy
 from tests.test_verify import run_folder
 from vabench.agents.chat.model import ModelError
 from vabench.agents.episode import Episode, run_episode
@@ -24,6 +25,7 @@ from vabench.envs.control import control_budget
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import task_class
 from vabench.export.__main__ import export
+from vabench.launch import Exit
 from vabench.learn.data import read_export
 from vabench.learn.model import NetConfig, decode, loss_of
 from vabench.learn.policy import LearnedPolicy
@@ -123,3 +125,15 @@ def test_the_error_figures_of_a_control_step_checkpoint_compare_every_frames_fir
     assert list(out["per_axis"]) == ["x", "y", "z", "rx", "ry", "rz"]
     assert all(row["frames"] == len(steps) for row in out["per_axis"].values())
     assert np.isclose(out["per_axis"]["z"]["oracle_mean_magnitude"], np.abs(steps[:, 2]).mean() * 1000, rtol=1e-3)
+
+
+def test_the_launcher_refuses_a_server_of_the_other_interface_before_any_episode(tmp_path):
+    server = OpenpiServer(Scripted(np.zeros((1, 7))), {"control": "ee_delta"})
+    try:
+        done = launch(tmp_path, "model=policy", f"model.extra.url={server.url}", f"tasks=[{TASK}]", "seeds=1")
+    finally:
+        server.shutdown()
+    assert done.returncode == Exit.REFUSED, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if "control=ee_delta" in line]
+    assert len(lines) == 1 and "set control=ee_delta" in lines[0]
+    assert not list(tmp_path.rglob("*.parquet"))  # no episode ran
