@@ -11,13 +11,19 @@
 5. ``python -m vabench.analysis`` on the four runs (Wilson intervals), and benchmarks/bc_errors.py on
    the validation frames and on the oracle's evaluation frames.
 
+``--control ee_delta`` runs the same under the control-rate interface (vabench.envs.control): every
+launch with ``control=ee_delta``, so the oracle's episodes are control steps, the export's action
+is the seven numbers per arm and the trainer regresses them; results under ``results/bc_ee_delta``,
+the bundle under ``benchmarks/bc_baseline_ee_delta``. Its only reference is the oracle: the servo
+and the random agent answer the paper's commands.
+
 It prints the command, the commit and the date first; run folders, datasets and checkpoints go under
 ``--results`` (not committed: this script regenerates them; a rerun resumes, skipping what exists),
 and a small bundle (the tables, the checkpoint's metadata, the validation losses and the error
 figures) under ``--bundle``.
 
-    nice python benchmarks/bc_baseline.py [--train-seeds 100000-100029] [--hold-out 6] \\
-        [--candidates 1000,1500] [--eval-seeds all] [--results results/bc] [--bundle benchmarks/bc_baseline]
+    nice python benchmarks/bc_baseline.py [--control commands|ee_delta] [--train-seeds 100000-100029] \\
+        [--hold-out 6] [--candidates 1000,1500] [--eval-seeds all] [--results DIR] [--bundle DIR]
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ("grasp_single_cube", "place_cube_in_bowl", "click_bell_right")  # one-arm tasks of docs/learn.md
-REFERENCES = ("oracle", "servo", "random")
+REFERENCES = {  # per control mode: the agents evaluated beside the policy (the servo and random play commands only)
+    "commands": ("oracle", "servo", "random"),
+    "ee_delta": ("oracle",),
+}
 ENV = {
     "RAY_AUTH_MODE": "disabled",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -54,15 +63,25 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="launcher seeds= of the random agent (default: --eval-seeds; its episodes are the slowest)",
     )
     p.add_argument("--tasks", default=",".join(TASKS))
+    p.add_argument("--control", choices=tuple(REFERENCES), default="commands", help="the action interface (control=)")
     p.add_argument(
         "--tables-only",
         action="store_true",
         help="launch and train nothing: the tables, figures and bundle from the runs and checkpoints as they are",
     )
     p.add_argument("--port", type=int, default=0, help="serve_policy's port during the evaluation (0: a free one)")
-    p.add_argument("--results", type=Path, default=ROOT / "results" / "bc", help="run folders, data, checkpoints")
-    p.add_argument("--bundle", type=Path, default=ROOT / "benchmarks" / "bc_baseline", help="the committed summary")
-    return p.parse_args(argv)
+    p.add_argument("--results", type=Path, help="run folders, data, checkpoints (default results/bc[_ee_delta])")
+    p.add_argument("--bundle", type=Path, help="the committed summary (default benchmarks/bc_baseline[_ee_delta])")
+    args = p.parse_args(argv)
+    suffix = "" if args.control == "commands" else f"_{args.control}"
+    args.results = args.results or ROOT / "results" / f"bc{suffix}"
+    args.bundle = args.bundle or ROOT / "benchmarks" / f"bc_baseline{suffix}"
+    return args
+
+
+def control_keys(args: argparse.Namespace) -> list[str]:
+    """The launcher key of the interface (none for the paper's commands, the default)."""
+    return [] if args.control == "commands" else [f"control={args.control}"]
 
 
 def train_seed_keys(spec: str) -> list[str]:
@@ -137,13 +156,14 @@ def evaluate(args: argparse.Namespace, chosen: dict) -> list[Path]:
     seeds = f"seeds={args.eval_seeds}"
     server, url = served(chosen["checkpoint"], args.port)
     try:
-        keys = ["model=policy", f"model.extra.url={url}", "budget_scale=1", seeds]
+        keys = ["model=policy", f"model.extra.url={url}", "budget_scale=1", seeds, *control_keys(args)]
         runs = [launch(args.results, "eval_bc", args.tasks, keys)]
     finally:
         server.terminate()
         server.wait()
-    for model in REFERENCES:
+    for model in REFERENCES[args.control]:
         keys = [f"model={model}", f"seeds={args.random_seeds}" if model == "random" and args.random_seeds else seeds]
+        keys += control_keys(args)
         runs.append(launch(args.results, f"eval_{model}", args.tasks, keys))
     return runs
 
@@ -174,14 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     train_run = args.results / "oracle_train"
     if not args.tables_only:
         train_run = launch(
-            args.results, "oracle_train", args.tasks, ["model=oracle", *train_seed_keys(args.train_seeds)]
+            args.results,
+            "oracle_train",
+            args.tasks,
+            ["model=oracle", *control_keys(args), *train_seed_keys(args.train_seeds)],
         )
     dataset = export(args.results, train_run, "ds_train")
     tried = candidates(args, dataset)
     chosen = min(tried, key=lambda c: c["validation_loss"])
     print(f"chosen on the validation split: {chosen['steps']} steps ({chosen['checkpoint']})", flush=True)
     if args.tables_only:
-        runs = [args.results / f"eval_{name}" for name in ("bc", *REFERENCES)]
+        runs = [args.results / f"eval_{name}" for name in ("bc", *REFERENCES[args.control])]
     else:
         runs = evaluate(args, chosen)
     report(args, started, tried, chosen, dataset, runs)
@@ -272,6 +295,11 @@ def run_summary(run: Path) -> dict:
     }
 
 
+def shown(path: str) -> str:
+    """A path as the committed bundle names it: from the checkout's root (no machine's own folders)."""
+    return Path(path).relative_to(ROOT).as_posix() if Path(path).is_relative_to(ROOT) else path
+
+
 def write_bundle(
     args: argparse.Namespace, started: dict, tried: list[dict], chosen: dict, figures: dict, runs: list[Path]
 ) -> None:
@@ -281,10 +309,11 @@ def write_bundle(
     summary = {
         **started,
         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "control": args.control,
         "train_seeds": args.train_seeds,
         "hold_out_per_task": args.hold_out,
         "eval_seeds": args.eval_seeds,
-        "candidates": tried,
+        "candidates": [{**c, "checkpoint": shown(c["checkpoint"])} for c in tried],
         "chosen_steps": chosen["steps"],
         "runs": {run.name: run_summary(run) for run in runs},
         "errors": figures,

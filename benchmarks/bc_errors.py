@@ -8,6 +8,10 @@ policy sees them (no augmentation), and compares its first predicted command wit
   policy's magnitude on that axis (mm or rad) beside the oracle's mean magnitude;
 - how often it gets the gripper (closed or open) right.
 
+A checkpoint of control steps (``control=ee_delta``) has no axis to pick: per axis, the mean
+absolute error of its first step against the oracle's, over every frame, beside the oracle's mean
+step; and the gripper.
+
 ``--frames validation`` (the default) reads the checkpoint's own validation episodes (its
 ``meta["validation"]``, held out of training by ``train_bc.py --hold-out``); ``--frames all`` reads
 every successful episode of the export, e.g. an export of the oracle on the evaluation seeds.
@@ -55,8 +59,39 @@ def predictions(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]]
     return wanted.numpy(), decode(first, policy.motion_scale).numpy(), head, chosen.numpy(), oracle.numpy(), samples
 
 
+def step_figures(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None) -> dict:
+    """:func:`figures` of a control-step checkpoint: its first step against the oracle's, per axis."""
+    cfg = policy.net.cfg
+    samples = read_export(dataset, cfg.horizon, (cfg.width, cfg.height), only=only)
+    norms = {"state_mean": policy.state_mean.tolist(), "state_std": policy.state_std.tolist()}
+    images, states, prompts, targets, _ = tensors_of(samples, norms, cfg.text_dim)
+    with torch.no_grad():
+        out = torch.cat(
+            [policy.net(images[i : i + 64], states[i : i + 64], prompts[i : i + 64]) for i in range(0, len(images), 64)]
+        )
+    got, wanted = decode(out[:, 0], policy.motion_scale, True).numpy(), targets[:, 0].numpy()
+    per_axis = {
+        name: {
+            "frames": len(wanted),
+            "mean_abs_error": round(float(np.abs(got[:, a] - wanted[:, a]).mean() * UNITS[a]), 4),
+            "oracle_mean_magnitude": round(float(np.abs(wanted[:, a]).mean() * UNITS[a]), 4),
+            "unit": "mm" if a < 3 else "rad",
+        }
+        for a, name in enumerate(AXES)
+    }
+    gripper = round(float(((got[:, -1] > 0.5) == (wanted[:, -1] > 0.5)).mean()), 4)
+    return {
+        "frames": len(wanted),
+        "episodes": len(samples.episodes),
+        "gripper_agreement": gripper,
+        "per_axis": per_axis,
+    }
+
+
 def figures(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None) -> dict:
     """The numbers this script prints, as a dict (``--json``)."""
+    if policy.net.cfg.continuous:
+        return step_figures(policy, dataset, only)
     wanted, got, head, chosen, oracle, samples = predictions(policy, dataset, only)
     per_axis = {}
     for a, name in enumerate(AXES):
@@ -99,14 +134,19 @@ def main() -> None:
             sys.exit(f"{args.checkpoint}: no validation episodes in its metadata (train with --hold-out N)")
         only = {(str(t), int(s)) for t, s in meta["validation"]}
     out = figures(policy, args.dataset, only)
+    picked = (
+        f"the oracle's axis picked {out['axis_choice_agreement']:.0%} of the time, "
+        if "axis_choice_agreement" in out
+        else ""
+    )
     print(
-        f"{out['frames']} frames of {out['episodes']} {args.frames} episodes: the oracle's axis picked "
-        f"{out['axis_choice_agreement']:.0%} of the time, the gripper right {out['gripper_agreement']:.0%}"
+        f"{out['frames']} frames of {out['episodes']} {args.frames} episodes: {picked}"
+        f"the gripper right {out['gripper_agreement']:.0%}"
     )
     for name, row in out["per_axis"].items():
+        head = f"(the magnitude head alone {row['magnitude_head_error']:.3g}) " if "magnitude_head_error" in row else ""
         print(
-            f"  {name:>2}: {row['frames']:4d} frames, mean error {row['mean_abs_error']:.3g} {row['unit']} "
-            f"(the magnitude head alone {row['magnitude_head_error']:.3g}) "
+            f"  {name:>2}: {row['frames']:4d} frames, mean error {row['mean_abs_error']:.3g} {row['unit']} {head}"
             f"against a mean move of {row['oracle_mean_magnitude']:.3g} {row['unit']}"
         )
     if args.json:

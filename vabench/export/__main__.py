@@ -16,7 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from vabench.core.errors import command
-from vabench.core.vocab import Split
+from vabench.core.vocab import ControlMode, Split
 from vabench.results.layout import RECORDS, RUN_INFO
 
 from .clips import ExportError
@@ -44,10 +44,10 @@ def export(
     if out.exists() and not force:
         raise ExportError(f"{out} exists: choose another --out, or --force to replace it")
     if runs.is_run(source):
-        rate = fps or runs.run_fps(source) or DEFAULT_FPS
         found = list(runs.selected(source, where or {}, unjudged, tasks))
         bar = tqdm(found, desc="reading records", unit="episode", disable=not progress or None)
         clips = [runs.record_clip(source, folder, events, row) for folder, events, row in bar]
+        rate = fps or runs.run_fps(source, clips[0].control if clips else ControlMode.COMMANDS) or DEFAULT_FPS
         for clip in clips:
             clip.meta["split"] = runs.run_split(source)
         repo_id = repo_id or f"vabench/{source.name}"

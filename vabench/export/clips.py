@@ -15,10 +15,20 @@ from pathlib import Path
 import numpy as np
 
 from vabench.core.errors import VabenchError
-from vabench.core.vocab import StepKind
+from vabench.core.vocab import ControlMode, StepKind
 from vabench.envs.actions import CameraAction, DualMoveWorld, MoveWorld, RotateLocal, parse_action
+from vabench.envs.control import EE_DELTA, clipped, parse_control
 
-from .features import ACTION_KINDS, ARMS, CAMERA_ACTIONS, DEFAULT_FEATURES, NO_ACTION, Layout, action_names
+from .features import (
+    ACTION_KINDS,
+    ARMS,
+    CAMERA_ACTIONS,
+    DEFAULT_FEATURES,
+    EE_DELTA_NAMES,
+    NO_ACTION,
+    Layout,
+    action_names,
+)
 
 # the frame table's columns a clip holds (the rest are LeRobot's indices) and their numpy types
 DTYPES = {f.key: np.dtype(f.dtype) for f in Layout((), 0, 1, "").columns if f.key not in DEFAULT_FEATURES}
@@ -39,6 +49,7 @@ class Clip:
     meta: dict = field(default_factory=dict)
     dof: int = 0
     robot: str = ""
+    control: str = ControlMode.COMMANDS  # the action interface it was played under (its action columns)
 
     @property
     def length(self) -> int:
@@ -63,10 +74,15 @@ def robot_state(state: dict, where: str) -> tuple[np.ndarray, int]:
 
 
 def _motion(event: dict, arms: tuple[str, ...]) -> tuple[dict[str, float], int]:
-    """The motion components and the camera index (0: none) of an executed or refused decision."""
+    """The motion components and the camera index (0: none) of an executed or refused decision; a
+    control step's seven numbers per arm as the controller tracked them (clipped to its limits)."""
     if event["kind"] == StepKind.INVALID:
         return {}, 0
-    act = parse_action(event["payload"], arms, camera=True)  # already validated when it ran
+    if isinstance(event["payload"], dict) and EE_DELTA in event["payload"]:
+        step = parse_control(event["payload"], arms)  # already validated when it ran
+        sent = {arm: clipped(v)[0] for arm, v in step.deltas.items()}
+        return {f"{arm}.{n}": float(x) for arm, v in sent.items() for n, x in zip(EE_DELTA_NAMES, v, strict=True)}, 0
+    act = parse_action(event["payload"], arms, camera=True)
     if isinstance(act, CameraAction):
         return {}, 1 + CAMERA_ACTIONS.index(act.name)
     out = {}
@@ -78,11 +94,21 @@ def _motion(event: dict, arms: tuple[str, ...]) -> tuple[dict[str, float], int]:
     return out, 0
 
 
-def columns(states: dict[int, dict], actions: dict[int, dict], steps: int, ending: str, arms, where: str) -> tuple:
+def columns(
+    states: dict[int, dict],
+    actions: dict[int, dict],
+    steps: int,
+    ending: str,
+    arms,
+    where: str,
+    control: str = ControlMode.COMMANDS,
+) -> tuple:
     """The frame table's columns of ``steps`` frames (steps 0..steps-1) from the record's state and
     action events; ``ending`` is the action kind of a last frame that no action followed (the
-    model's stop, or none). Returns (columns, dof)."""
-    names = action_names()
+    model's stop, or none); ``control``, the interface the actions were sent through (their names).
+    Returns (columns, dof)."""
+    names = action_names(control)
+    held = "gripper_closed" if control == ControlMode.COMMANDS else None  # ee_delta: a parked arm's target stays 0
     rows = {key: [] for key in DTYPES}
     dof = 0
     for t in range(steps):
@@ -95,7 +121,7 @@ def columns(states: dict[int, dict], actions: dict[int, dict], steps: int, endin
         vector = np.zeros(len(names), dtype=np.float32)
         for i, name in enumerate(names):
             arm, part = name.split(".", 1)
-            vector[i] = float(after["robot"][arm]["closed"]) if part == "gripper_closed" else motion.get(name, 0.0)
+            vector[i] = float(after["robot"][arm]["closed"]) if part == held else motion.get(name, 0.0)
         kind = event["kind"] if event else (ending if t == steps - 1 else NO_ACTION)
         frame = {
             "observation.state": state,

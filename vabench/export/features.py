@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from vabench.core.vocab import LEFT, RIGHT, EndReason, StepKind
+from vabench.core.vocab import LEFT, RIGHT, ControlMode, EndReason, StepKind
 from vabench.envs.actions import camera_action_names
 
 CODEBASE_VERSION = "v3.0"  # the LeRobot dataset format written
@@ -96,22 +96,32 @@ def state_names(dof: int) -> tuple[str, ...]:
     return tuple(f"{arm}.{n}" for arm in ARMS for n in per_arm)
 
 
-def action_names() -> tuple[str, ...]:
+# per arm under control=ee_delta: the seven numbers the controller tracked (vabench.envs.control)
+EE_DELTA_NAMES = (*(f"d{a}_m" for a in AXES), *(f"r{a}_rad" for a in AXES), "gripper")
+
+
+def action_names(control: str = ControlMode.COMMANDS) -> tuple[str, ...]:
     """Per arm, the paper's metric robot action: a world-frame move (mm), a turn about the gripper's
-    own axes (deg), and the gripper command in force after the action (1 closed, 0 open)."""
-    per_arm = (*(f"move_{a}_mm" for a in AXES), *(f"rotate_r{a}_deg" for a in AXES), "gripper_closed")
+    own axes (deg), and the gripper command in force after the action (1 closed, 0 open); under
+    ``control=ee_delta`` the control step as the controller tracked it (after its clipping): the
+    TCP's translation (world frame, m), a world rotation vector (rad) and the gripper target 0..1."""
+    if control == ControlMode.EE_DELTA:
+        per_arm = EE_DELTA_NAMES
+    else:
+        per_arm = (*(f"move_{a}_mm" for a in AXES), *(f"rotate_r{a}_deg" for a in AXES), "gripper_closed")
     return tuple(f"{arm}.{n}" for arm in ARMS for n in per_arm)
 
 
 @dataclass(frozen=True)
 class Layout:
     """A dataset's whole feature mapping: its cameras (view -> (height, width)), the robot's joint
-    count, the frame rate and the robot type."""
+    count, the frame rate, the robot type and the action interface its episodes were played under."""
 
     views: tuple[tuple[str, tuple[int, int]], ...]
     dof: int
     fps: int
     robot_type: str
+    control: str = ControlMode.COMMANDS
 
     @property
     def features(self) -> tuple[Feature, ...]:
@@ -119,7 +129,7 @@ class Layout:
             Feature(f"observation.images.{v}", "video", (h, w, 3), tuple(IMAGE_NAMES), f"the {v} image the agent saw")
             for v, (h, w) in self.views
         )
-        state, action = state_names(self.dof), action_names()
+        state, action = state_names(self.dof), action_names(self.control)
         kinds = ", ".join(f"{i} {k}" for i, k in enumerate(ACTION_KINDS))
         return (
             *cameras,
@@ -167,10 +177,18 @@ class Layout:
         }
 
 
-def vocabularies() -> dict:
-    """What the integer features index into and the units of the vector ones, for info.json."""
+ACTION_UNITS = {
+    ControlMode.COMMANDS: "mm, deg, 1 = closed",
+    ControlMode.EE_DELTA: "m (world frame), rad (world rotation vector), gripper target 0 open .. 1 closed",
+}
+
+
+def vocabularies(control: str = ControlMode.COMMANDS) -> dict:
+    """What the integer features index into, the units of the vector ones and the action interface
+    (``control``), for info.json."""
     return {
         "complementary_info.action_kind": [str(k) for k in ACTION_KINDS],
         "complementary_info.camera_action": ["(not a camera action)", *CAMERA_ACTIONS],
-        "units": {"state": "rad (joints), m (fingers, positions), wxyz quaternion", "action": "mm, deg, 1 = closed"},
+        "units": {"state": "rad (joints), m (fingers, positions), wxyz quaternion", "action": ACTION_UNITS[control]},
+        "control": str(control),
     }

@@ -69,7 +69,12 @@ def layout_of(clips: list[Clip], fps: int) -> Layout:
             )
         if (clip.dof, clip.robot) != (first.dof, first.robot):
             raise ExportError(f"{where} is a {clip.robot}, an earlier episode a {first.robot}: use --where robot=NAME")
-    return Layout(views, first.dof, fps, first.robot)
+        if clip.control != first.control:
+            raise ExportError(
+                f"{where} was played under control={clip.control}, an earlier episode under control={first.control}: "
+                "a dataset has one action interface; use --where control=NAME"
+            )
+    return Layout(views, first.dof, fps, first.robot, first.control)
 
 
 def _size(path: Path) -> tuple[int, int]:
@@ -232,7 +237,7 @@ def _meta(root: Path, layout: Layout, clips: list[Clip], tasks: list[str], episo
     """meta/info.json, meta/stats.json, meta/tasks.parquet and the dataset card."""
     frames = sum(c.length for c in clips)
     splits = sorted({str(c.meta.get("split") or Split.EVAL) for c in clips})  # whose seeds: eval, train or demo
-    info = layout.info(len(clips), frames, len(tasks), {**vocabularies(), "split": "+".join(splits)})
+    info = layout.info(len(clips), frames, len(tasks), {**vocabularies(layout.control), "split": "+".join(splits)})
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4) + "\n")
     pooled = {f.key: stats.pooled([s[f.key] for s in episode_stats]) for f in layout.features}
     (root / "meta" / "stats.json").write_text(json.dumps(stats.as_json(pooled), indent=4) + "\n")

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vabench.core.condition import KEYS
-from vabench.core.vocab import EndReason, Split, Status
+from vabench.core.vocab import ControlMode, EndReason, Split, Status
+from vabench.envs.control import CONTROL_HZ
 from vabench.results.layout import RECORDS, RUN_INFO, read_run_info
 from vabench.results.recordfile import EVENTS, FRAMES, Event, read_events
 
@@ -41,8 +42,12 @@ def is_run(path: Path) -> bool:
     return (Path(path) / RECORDS).is_dir() or (Path(path) / RUN_INFO).is_file()
 
 
-def run_fps(run: Path) -> float | None:
-    """The run's recording frame rate (``recording.fps``: the episode videos' one frame per step)."""
+def run_fps(run: Path, control: str = ControlMode.COMMANDS) -> float | None:
+    """The dataset's frame rate of a run's episodes played under ``control``: the paper's commands at
+    the run's recording rate (``recording.fps``: the episode videos' one frame per step), control
+    steps at their own rate (:data:`~vabench.envs.control.CONTROL_HZ`: a frame is one control period)."""
+    if control == ControlMode.EE_DELTA:
+        return float(CONTROL_HZ)
     info = read_run_info(run)
     return info.fps if info else None
 
@@ -85,10 +90,11 @@ def record_clip(run: Path, folder: Path, events: list[dict], row: dict) -> Clip:
     states = {e["step"]: e for e in events if e.get("type") == Event.STATE}
     actions = {e["step"]: e for e in events if e.get("type") == Event.ACTION}
     ending = EndReason.STOP if row.get("end_reason") == EndReason.STOP else NO_ACTION
-    table, dof = columns(states, actions, steps, ending, tuple(start["arms"]), where)
+    control = row.get("control") or ControlMode.COMMANDS  # a row written before the key: the paper's commands
+    table, dof = columns(states, actions, steps, ending, tuple(start["arms"]), where, control)
     key = folder.parent.relative_to(Path(run) / RECORDS).as_posix()
     meta = {**{c: row.get(c) for c in ROW_COLUMNS}, "outcome_key": key, "record": f"{where}/{EVENTS}", "split": None}
-    return Clip(start["instruction"], images, table, meta, dof, row.get("robot") or "")
+    return Clip(start["instruction"], images, table, meta, dof, row.get("robot") or "", str(control))
 
 
 def _frames(folder: Path, where: str) -> dict[str, list[Path]]:

@@ -57,12 +57,15 @@ def _validated(cfg: DictConfig, run_dir: Path) -> RunConfig:
     if seated(run.model.id):
         _refuse(run_dir, f"config error: model={run.model.id}: {seated(run.model.id)}")
     if run.options.probe and not run.plan.enabled:
-        from vabench.run.probe import EndpointError, probe, trained_warning
+        from vabench.run.probe import EndpointError, control_refusal, probe, trained_warning
 
         try:
             probe(run.model, log=_say)
         except EndpointError as e:
             _refuse(run_dir, f"endpoint: {e}")
+        refusal = control_refusal(run)  # a checkpoint of the other interface
+        if refusal:
+            _refuse(run_dir, f"endpoint: {refusal}")
         warning = trained_warning(run)  # a checkpoint evaluated on seeds it was trained on
         if warning:
             _say(warning)

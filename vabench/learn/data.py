@@ -7,6 +7,8 @@
   first, GC, gripper), picked by name from the export's 40, as the agent sends them;
 - the target: the next ``horizon`` robot commands as 7-vectors (m, rad, gripper 0..1), the
   export's mm and degrees converted, which is ``policy_actions.vectors_of`` of the same commands;
+  from a ``control=ee_delta`` export (its info.json's ``vabench.control``) the next ``horizon``
+  control steps, the seven numbers per arm as the export holds them (m, world rotation vector, 0..1);
 - the prompt: the episode's instruction, as hashed word counts (no tokenizer needed).
 
 A frame whose action is not a robot command (a camera action, a refusal, the final stop) is no
@@ -27,10 +29,10 @@ from PIL import Image
 
 from vabench.agents.models.policy_actions import PER_ARM
 from vabench.core.errors import VabenchError
-from vabench.core.vocab import ACTIVE, StepKind
+from vabench.core.vocab import ACTIVE, ControlMode, StepKind
 from vabench.envs.state import FIELDS
 from vabench.envs.tasks import task_class
-from vabench.export.features import ACTION_KINDS, VIDEO_PATH
+from vabench.export.features import ACTION_KINDS, EE_DELTA_NAMES, VIDEO_PATH
 from vabench.results.media import read_video
 
 ROBOT = ACTION_KINDS.index(StepKind.ROBOT)
@@ -54,6 +56,7 @@ class Samples:
     targets: np.ndarray  # (n, horizon, 7) float32: this command's vector and the next ones
     mask: np.ndarray  # (n, horizon) bool: False past the episode's last command
     episodes: pd.DataFrame  # the chosen episodes' rows of meta/episodes (task, seed, ...)
+    control: str = ControlMode.COMMANDS  # the interface the targets are actions of
 
     def __len__(self) -> int:
         return len(self.states)
@@ -76,8 +79,13 @@ def resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.array(Image.fromarray(rgb).resize(size, Image.BILINEAR))
 
 
-def vectors_of_actions(actions: np.ndarray, names: list[str], arm: str) -> np.ndarray:
-    """The export's ``action`` rows (mm, deg, gripper_closed per arm) as ``arm``'s 7-vectors (m, rad, 0..1)."""
+def vectors_of_actions(
+    actions: np.ndarray, names: list[str], arm: str, control: str = ControlMode.COMMANDS
+) -> np.ndarray:
+    """The export's ``action`` rows (mm, deg, gripper_closed per arm) as ``arm``'s 7-vectors (m, rad,
+    0..1); a control=ee_delta export's are those already (picked by name)."""
+    if control == ControlMode.EE_DELTA:
+        return np.asarray(actions, dtype=np.float64)[:, [names.index(f"{arm}.{n}") for n in EE_DELTA_NAMES]]
     at = [names.index(f"{arm}.{n}") for n in ("move_x_mm", "move_y_mm", "move_z_mm")]
     at += [names.index(f"{arm}.{n}") for n in ("rotate_rx_deg", "rotate_ry_deg", "rotate_rz_deg", "gripper_closed")]
     picked = np.asarray(actions, dtype=np.float64)[:, at]
@@ -114,6 +122,7 @@ class Export:
             )
         self.info = json.loads(info_path.read_text())
         self.fps = float(self.info["fps"])
+        self.control = str(self.info.get("vabench", {}).get("control") or ControlMode.COMMANDS)  # older: commands
         features = self.info["features"]
         self.state_names = list(features["observation.state"]["names"])
         self.action_names = list(features["action"]["names"])
@@ -191,6 +200,7 @@ def read_export(
         np.concatenate(targets),
         np.concatenate(mask),
         chosen.reset_index(drop=True),
+        export.control,
     )
 
 
@@ -211,7 +221,8 @@ def _episode(export: Export, episode: pd.Series, horizon: int, size: tuple[int, 
         raise DatasetError(
             f"{export.root}: episode {episode['episode_index']} has {len(rows)} rows but {len(frames)} frames"
         )
-    vectors = vectors_of_actions(np.stack(rows["action"].to_numpy())[robot], export.action_names, arms[0])
+    actions = np.stack(rows["action"].to_numpy())[robot]
+    vectors = vectors_of_actions(actions, export.action_names, arms[0], export.control)
     targets, mask = chunks(vectors, horizon)
     images = np.stack([resize(f, size) for f, keep in zip(frames, robot, strict=True) if keep])
     states = arm_states(np.stack(rows["observation.state"].to_numpy())[robot], export.state_names, arms[0])

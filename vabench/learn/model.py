@@ -9,6 +9,11 @@ alone), how far along each axis (normalised) and the gripper's 0..1. A plain 7-n
 averages the demonstrations' axes into small moves on all six, each of which the executor runs as
 one more command; :func:`decode` keeps the chosen axis only, so one vector is one command.
 
+Under ``control=ee_delta`` a command is a control step, already a continuous 7-vector (two of the
+expert's per-axis commands never share a step, but a step's size varies near each target), so the
+head regresses the six normalised deltas (smooth L1) and the gripper's logit (BCE), and
+:func:`decode` snaps the gripper to 0 or 1, the only targets the oracle sends.
+
 A spatial softmax learns positions from few images (Levine et al. 2016, "End-to-End Training of
 Deep Visuomotor Policies"); the oracle gives 10-20 commands per episode, so a run of 14 seeds per
 task is a few hundred samples.
@@ -23,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vabench.agents.models.policy_actions import PER_ARM
+from vabench.core.vocab import ControlMode
 from vabench.envs.state import FIELDS
 
 MOTION = PER_ARM - 1  # dx dy dz droll dpitch dyaw
@@ -41,11 +47,17 @@ class NetConfig:
     text_dim: int = 64  # hashed-word buckets of the instruction
     horizon: int = 4  # vectors per predicted chunk
     state_dim: int = len(FIELDS)  # one arm's vabench.envs.state vector
+    control: str = str(ControlMode.COMMANDS)  # the export's interface (a plain str: weights_only loads it)
+
+    @property
+    def continuous(self) -> bool:
+        return self.control == ControlMode.EE_DELTA
 
     @property
     def outputs(self) -> int:
-        """Per command: the choice's logits, the six magnitudes, the gripper's logit."""
-        return CHOICES + MOTION + 1
+        """Per command: the choice's logits, the six magnitudes, the gripper's logit; per control
+        step the six normalised deltas and the gripper's logit."""
+        return PER_ARM if self.continuous else CHOICES + MOTION + 1
 
     def asdict(self) -> dict:
         return asdict(self)
@@ -103,10 +115,18 @@ def choices_of(normalised: torch.Tensor) -> torch.Tensor:
     return torch.where(size > 0, axis, torch.full_like(axis, MOTION))
 
 
-def loss_of(out: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+def loss_of(
+    out: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor, continuous: bool = False
+) -> torch.Tensor:
     """Cross-entropy on the choice, smooth L1 on the chosen axis' normalised magnitude, BCE on the
-    gripper; averaged over the chunk's real commands."""
+    gripper; averaged over the chunk's real commands. ``continuous`` (control steps): smooth L1 on
+    the six normalised deltas (their mean) and BCE on the gripper."""
     normalised = targets[..., :MOTION] / scale
+    if continuous:
+        motion = F.smooth_l1_loss(out[..., :MOTION], normalised, reduction="none").mean(dim=-1)
+        grip = F.binary_cross_entropy_with_logits(out[..., -1], targets[..., -1], reduction="none")
+        m = mask.float()
+        return ((motion + grip) * m).sum() / m.sum().clamp(min=1.0)
     choice = choices_of(normalised)
     picked = F.cross_entropy(out[..., :CHOICES].reshape(-1, CHOICES), choice.reshape(-1), reduction="none")
     moves = choice < MOTION
@@ -119,8 +139,11 @@ def loss_of(out: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor, scale:
     return ((picked.reshape(m.shape) + far + grip) * m).sum() / m.sum().clamp(min=1.0)
 
 
-def decode(out: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """The network's commands as 7-vectors (m, rad, gripper 0..1): only the chosen axis moves."""
+def decode(out: torch.Tensor, scale: torch.Tensor, continuous: bool = False) -> torch.Tensor:
+    """The network's commands as 7-vectors (m, rad, gripper 0..1): only the chosen axis moves; its
+    control steps (``continuous``) as they are, the gripper 0 or 1."""
+    if continuous:
+        return torch.cat([out[..., :MOTION] * scale, (out[..., -1:] >= 0).float()], dim=-1)
     choice = out[..., :CHOICES].argmax(dim=-1, keepdim=True)
     magnitudes = out[..., CHOICES : CHOICES + MOTION] * scale
     keep = torch.arange(MOTION, device=out.device) == choice

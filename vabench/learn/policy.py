@@ -6,6 +6,9 @@
 module that loads it, stays the one that imports the other. It reads what the policy agent sends
 by default (docs/policy.md): the active image, the 11-number state and the instruction, and answers
 the first ``execute`` vectors of its predicted chunk (default 1: it looks again after every vector).
+A checkpoint trained on a ``control=ee_delta`` export answers control steps; its metadata's
+``control`` says so, and the policy agent refuses an episode of the other interface
+(vabench.agents.models.policy).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vabench.agents.models.policy import ACTIVE_IMAGE_KEY, TRAINED_ON
+from vabench.agents.models.policy import ACTIVE_IMAGE_KEY, CONTROL, TRAINED_ON
 from vabench.core.errors import VabenchError
 from vabench.envs.state import FIELDS
 from vabench.learn.data import prompt_features, resize
@@ -23,6 +26,10 @@ from vabench.learn.model import BCNet, NetConfig, decode, parameters
 from vabench.learn.train import FORMAT
 
 STATE_KEY, PROMPT_KEY = "observation/state", "prompt"  # the agent's default model.extra keys
+ACTIONS = {  # what its 7 numbers per arm are: a command's (local turns), a control step's (a world rotation vector)
+    False: "7 per arm: dx dy dz droll dpitch dyaw gripper",
+    True: "7 per arm: dx dy dz (m, world) rx ry rz (rad, world rotation vector) gripper 0..1",
+}
 
 
 class CheckpointError(VabenchError, ValueError):
@@ -67,7 +74,8 @@ class LearnedPolicy:
             "tasks": list(meta.get("tasks", [])),
             "horizon": self.execute,
             "parameters": parameters(self.net),
-            "action": "7 per arm: dx dy dz droll dpitch dyaw gripper",
+            "action": ACTIONS[self.net.cfg.continuous],
+            CONTROL: self.net.cfg.control,  # the interface its actions are for: the agent refuses the other
             TRAINED_ON: trained_on(meta),  # the launcher warns when a run evaluates these seeds
         }
 
@@ -94,5 +102,5 @@ class LearnedPolicy:
                 torch.from_numpy(np.stack(states)),
                 torch.from_numpy(np.stack(prompts)),
             )
-            actions = decode(out, self.motion_scale).numpy()
+            actions = decode(out, self.motion_scale, self.net.cfg.continuous).numpy()
         return [{"actions": a[: self.execute].astype(np.float32)} for a in actions]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +72,7 @@ def fit(samples: Samples, net_cfg: NetConfig, cfg: TrainConfig, log: Callable[[s
     for step in range(1, cfg.steps + 1):
         at = torch.randint(0, len(samples), (min(cfg.batch, len(samples)),), generator=gen)
         out = net(shifted(images[at], cfg.shift, gen), states[at], prompts[at])
-        loss = loss_of(out, targets[at], mask[at], scale)
+        loss = loss_of(out, targets[at], mask[at], scale, net_cfg.continuous)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -101,7 +101,7 @@ def validation_loss(net: BCNet, samples: Samples, norms: dict) -> float:
     images, states, prompts, targets, mask = tensors_of(samples, norms, net.cfg.text_dim)
     scale = torch.tensor(norms["motion_scale"], dtype=torch.float32)
     with torch.no_grad():
-        return float(loss_of(net(images, states, prompts), targets, mask, scale))
+        return float(loss_of(net(images, states, prompts), targets, mask, scale, net.cfg.continuous))
 
 
 def train(
@@ -121,14 +121,19 @@ def train(
     size = (net_cfg.width, net_cfg.height)
     validation = held_out(Export(Path(dataset)).episodes, hold_out) if hold_out else set()
     samples = read_export(Path(dataset), net_cfg.horizon, size, tasks, without=validation)
+    net_cfg = replace(net_cfg, control=str(samples.control))  # the export's interface: the checkpoint's
     read_s = time.perf_counter() - started
     episodes = samples.episodes
-    log(f"{len(samples)} samples from {len(episodes)} episodes of {', '.join(sorted(set(episodes.task)))}")
+    log(
+        f"{len(samples)} samples from {len(episodes)} episodes of {', '.join(sorted(set(episodes.task)))} "
+        f"(control={samples.control})"
+    )
     started, cpu = time.perf_counter(), time.process_time()
     net, norms = fit(samples, net_cfg, cfg, log)
     meta = {
         "dataset": str(dataset),
         "tasks": sorted(set(episodes["task"])),
+        "control": str(samples.control),
         "episodes": [[str(t), int(s)] for t, s in zip(episodes["task"], episodes["seed"], strict=True)],
         "samples": len(samples),
         "train": asdict(cfg),

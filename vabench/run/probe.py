@@ -131,16 +131,33 @@ def _ask(cfg: ModelConfig, log) -> str | None:
     return None
 
 
-def trained_warning(run) -> str | None:
-    """One warning line when a policy run evaluates seeds its checkpoint was trained on, as the
-    metadata its server sent the probe says (vabench.agents.models.policy.trained_overlap); None
-    when none overlap, the model is no policy, or no probe read the metadata."""
+def _served(run) -> dict | None:
+    """The metadata a policy run's server sent the probe; None when the model is no policy or no
+    probe read it."""
     from vabench.agents.models.kinds import OFFLINE_AGENTS
-    from vabench.agents.models.policy import PolicyAgent, PolicyConfig, served, trained_overlap
-    from vabench.run.config.specs import expand
+    from vabench.agents.models.policy import PolicyAgent, PolicyConfig, served
 
     agent = OFFLINE_AGENTS.get(run.model.id)
     if agent is None or agent.make is not PolicyAgent:
         return None
-    metadata = served.get(PolicyConfig.of(dict(run.model.extra)).url)
+    return served.get(PolicyConfig.of(dict(run.model.extra)).url) or None
+
+
+def trained_warning(run) -> str | None:
+    """One warning line when a policy run evaluates seeds its checkpoint was trained on, as the
+    metadata its server sent the probe says (vabench.agents.models.policy.trained_overlap); None
+    when none overlap, the model is no policy, or no probe read the metadata."""
+    from vabench.agents.models.policy import trained_overlap
+    from vabench.run.config.specs import expand
+
+    metadata = _served(run)
     return trained_overlap(metadata, {(spec.task, spec.seed) for spec in expand(run)}) if metadata else None
+
+
+def control_refusal(run) -> str | None:
+    """One line when a policy run's server serves actions for the other interface than the run's
+    ``control`` (vabench.agents.models.policy.control_mismatch): refused before any episode."""
+    from vabench.agents.models.policy import control_mismatch
+
+    metadata = _served(run)
+    return control_mismatch(metadata, run.condition.control) if metadata else None

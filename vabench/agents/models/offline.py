@@ -1,8 +1,10 @@
 """Offline agents behind the agent boundary (vabench.core.boundary): no network, no keys, deterministic.
 
-- ``oracle`` runs the task's scripted expert and answers with its protocol JSON. It is
-  PRIVILEGED (the expert reads object poses): every record and result row says so, and its
-  score is a ceiling for the harness and executor, never a model result.
+- ``oracle`` runs the task's scripted expert and answers with its protocol JSON, or under
+  ``control=ee_delta`` with control steps toward each command's target
+  (vabench.agents.models.oracle_control). It is PRIVILEGED (the expert reads object poses):
+  every record and result row says so, and its score is a ceiling for the harness and
+  executor, never a model result.
 - ``random`` sends uniformly random valid decisions (a floor; it never stops by itself).
 - ``replay`` sends the replies of an earlier episode record again, in order, so an episode can
   be reproduced or inspected: a chat model's replies through the chat harness, an agent's typed
@@ -21,9 +23,12 @@ import numpy as np
 from vabench.agents.chat.model import Model, ModelError, Reply
 from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
 from vabench.agents.chat.protocol import INVALID, InvalidAnswer
-from vabench.core.boundary import ANSWERED, Agent, Answer, Brief, Command, Observation, Participant, Stop
+from vabench.core.boundary import ANSWERED, Agent, Answer, Brief, Command, Control, Observation, Participant, Stop
+from vabench.core.vocab import ControlMode
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
+
+from .oracle_control import ControlOracle
 
 ORACLE_REASON = "privileged oracle: scripted expert reading simulator state"
 ENDS = "replay: the recorded replies end here"
@@ -36,15 +41,21 @@ class OracleAgent(Agent):
     def __init__(self, name: str = "oracle"):
         self.name = name
         self._actions = None
+        self._control: ControlOracle | None = None  # under control=ee_delta
 
     def start(self, brief: Brief) -> None:
         if brief.expert is None:
             raise ModelError("the oracle needs the privileged expert; the harness did not provide it")
         self._actions = brief.expert()
+        control = brief.control == ControlMode.EE_DELTA
+        self._control = ControlOracle(self._actions, brief.arms) if control else None
 
     def act(self, obs: Observation) -> Answer:
         if self._actions is None:
             raise ModelError("oracle: no episode started")
+        if self._control is not None:
+            deltas = self._control.step(dict(obs.arms))
+            return Stop(ORACLE_REASON + ": expert finished") if deltas is None else Control(deltas, ORACLE_REASON)
         action = next(self._actions, None)
         if action is None:
             return Stop(ORACLE_REASON + ": expert finished")

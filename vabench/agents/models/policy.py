@@ -145,6 +145,10 @@ class PolicyAgent(Agent):
         self.pending.clear()
         self.inferences = 0
         self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env, self.config.max_frame_mb)
+        why = control_mismatch(self.client.metadata, brief.control)
+        if why:
+            self.end()
+            raise ModelError(why, True)  # the same server refuses every episode of this run
 
     def act(self, obs: Observation) -> Answer:
         if self.maker is None or self.client is None:
@@ -242,6 +246,21 @@ class PolicyAgent(Agent):
 
 
 TRAINED_ON = "trained_on"  # the metadata key of the (task -> seeds) a served checkpoint was trained on
+CONTROL = "control"  # the metadata key of the interface a served checkpoint's actions are for (vabench.learn)
+
+
+def control_mismatch(metadata: dict, control: str) -> str | None:
+    """One line when the server says its actions are for the other interface than ``control``
+    (its metadata's ``control``), naming the fix; None when they agree or it does not say."""
+    acts = metadata.get(CONTROL) if isinstance(metadata, dict) else None
+    if not isinstance(acts, str) or acts == control:
+        return None
+    return (
+        f"policy server: its checkpoint's actions are for control={acts}, this run is control={control}: "
+        f"set control={acts}, or serve a checkpoint trained on a control={control} export"
+    )
+
+
 served: dict[str, dict] = {}  # url -> the metadata its server sent the last probe (for trained_overlap)
 
 
