@@ -6,6 +6,7 @@ the Gym env's Box; a policy passing its chunk's vectors straight through; a chat
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
@@ -221,6 +222,31 @@ def test_at_control_rate_the_recording_view_is_taken_in_real_time_and_after_the_
     assert video_info(tmp_path / "ep" / VIDEO_NAME)["frames"] == 4
     commands = RecordingConfig(fps=2.0)
     assert all(commands.due(k, False, "commands") for k in range(1, 13))  # the paper's: one per command
+
+
+def test_at_control_rate_the_recording_view_is_the_active_picture_of_now_not_a_third_render():
+    clean = RecordingConfig(overlay=False)
+    small, fast = (EnvConfig(preset=RENDER_PRESETS[p], recording=clean, wrist=False) for p in ("small", "fast"))
+    envs = [
+        VABenchEnv(replace(small, control="ee_delta")),
+        VABenchEnv(small),
+        VABenchEnv(replace(fast, control="ee_delta")),
+    ]
+    try:
+        control, paper, larger = envs
+        obs = control.reset(TASK, SEED)
+        assert np.array_equal(control.recording_view(), obs.images["active"])
+        moved = control.step({"ee_delta": [0.02, 0, 0, 0, 0, 0, 0]}).observation
+        assert not np.array_equal(moved.images["active"], obs.images["active"])
+        assert np.array_equal(control.recording_view(), moved.images["active"])  # the picture of now
+        first = paper.reset(TASK, SEED).images["active"]
+        view = paper.recording_view()  # the paper's commands: the gripper-following view of its own
+        assert view.shape == first.shape and not np.array_equal(view, first)
+        assert larger.reset(TASK, SEED).images["active"].shape == (480, 640, 3)
+        assert larger.recording_view().shape == (240, 320, 3)  # at the recording's size
+    finally:
+        for env in envs:
+            env.close()
 
 
 def test_a_chat_model_is_refused_under_ee_delta(physics_env, tmp_path):

@@ -45,7 +45,7 @@ from .perturb import rng as perturbation_rng
 from .perturb import scene as look
 from .privileged import PrivilegedState
 from .sim import overlay
-from .sim.camera import OBSERVER_FOVY_DEG, PASSIVE_ORDER, CameraRig, observer_pose
+from .sim.camera import PASSIVE_ORDER, CameraRig, observer_pose
 from .sim.controller import Controller
 from .sim.embodiments import embodiment, robot_files
 from .sim.executor import Executor, Outcome
@@ -190,6 +190,8 @@ class VABenchEnv:
             raise RuntimeError("call reset() before step()")
         if self.done:
             raise RuntimeError("the episode is over (success or budget); call reset()")
+        if self.camera is not None:
+            self.camera.shown = None  # the world moves: the active picture is retaken (recording_view)
         self.steps += 1
         try:
             act = self._parse(action)
@@ -310,14 +312,15 @@ class VABenchEnv:
         model), with the debug overlay when configured; None when recording or rendering is off."""
         if self.camera is None or not self.config.recording.enabled:
             return None
-        rgb, pose = self.camera.recording(self._ees(), self.controlled)
+        shown = self.config.control == ControlMode.EE_DELTA  # the active view, as it is: no third picture
+        rgb, pose, fovy = self.camera.recording(self._ees(), self.controlled, shown)
         if not self.config.recording.overlay:
             return rgb
         arms = {}
         for arm in self.controlled:
             p = self.world.arms[arm].proprio()
             arms[arm] = {"gc": p.gc, "ee": p.ee_position, "rotation": np.array([p.rx, p.ry, p.rz]).T}
-        return overlay.draw(rgb, pose, np.deg2rad(OBSERVER_FOVY_DEG), arms, caption)
+        return overlay.draw(rgb, pose, fovy, arms, caption)
 
     def evaluator_state(self) -> dict:
         """Object poses and lifts, grippers and finger contacts, for the episode record (diagnostic

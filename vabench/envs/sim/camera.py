@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sapien
+from PIL import Image
 
 from vabench.core.errors import ConfigError
 from vabench.core.vocab import ACTIVE, LEFT, RIGHT
@@ -174,6 +175,7 @@ class CameraRig:
         self.config, self.scene, self.hold, self.record_size = config, scene, hold, record_size
         self.observer_size = observer_size or (config.width, config.height)
         self.pose = np.eye(4)
+        self.shown: np.ndarray | None = None  # the active camera's latest picture of the world as it is
         self._held: dict[str, object] = {}
 
     def _make(self, kind: str):
@@ -243,7 +245,10 @@ class CameraRig:
         """RGB uint8 image (H, W, 3) from ``pose`` (default: the active pose) with the ``active``
         or the ``observer`` camera."""
         with self.lens(kind) as camera:
-            return self._picture(camera, self.pose if pose is None else pose)
+            rgb = self._picture(camera, self.pose if pose is None else pose)
+        if pose is None and kind == ACTIVE.name:
+            self.shown = rgb  # the active view now (the env clears it before the world moves)
+        return rgb
 
     def _picture(self, camera, pose: np.ndarray) -> np.ndarray:
         camera.entity.set_pose(sapien.Pose(pose))
@@ -252,12 +257,23 @@ class CameraRig:
         rgba = camera.get_picture("Color")  # uint8: see scene._process_setup
         return np.ascontiguousarray(rgba[..., :3])
 
-    def recording(self, ees: dict[str, np.ndarray], controlled: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """The evaluator's recording view (reference notes 4.4, ``gripper_follow``): the image and
-        the camera pose it was taken from (for the debug overlay). Never part of an Observation."""
+    def recording(
+        self, ees: dict[str, np.ndarray], controlled: tuple[str, ...], shown: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """The evaluator's recording view (reference notes 4.4, ``gripper_follow``): the image, and
+        the camera pose and vertical field of view (radians) it was taken with (for the debug
+        overlay). Never part of an Observation. ``shown`` (control=ee_delta): the active camera's
+        picture of now instead, at the recording size, when there is one of the same shape: a policy
+        never moves that camera, and a control step then renders no third picture."""
+        w, h = self.record_size
+        if shown and self.shown is not None and self.shown.shape[1] * h == self.shown.shape[0] * w:
+            rgb = (
+                self.shown if self.shown.shape[:2] == (h, w) else np.asarray(Image.fromarray(self.shown).resize((w, h)))
+            )
+            return rgb, self.pose, float(np.deg2rad(self.config.fovy_deg))
         pose = observer_pose("gripper_follow", ees, controlled)
         with self.lens("recording") as camera:
-            return self._picture(camera, pose), pose
+            return self._picture(camera, pose), pose, float(np.deg2rad(OBSERVER_FOVY_DEG))
 
     def wrist_views(self, hands: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The wrist camera's view per arm (``hands``: arm -> its hand's 4x4 world pose), named
