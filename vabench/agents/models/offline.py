@@ -3,7 +3,8 @@
 - ``oracle`` runs the task's scripted expert and answers with its protocol JSON. It is
   PRIVILEGED (the expert reads object poses): every record and result row says so, and its
   score is a ceiling for the harness and executor, never a model result.
-- ``random`` sends uniformly random valid decisions (a floor; it never stops by itself).
+- ``random`` sends uniformly random valid decisions, or control steps under control=ee_delta (a
+  floor under both interfaces; it never stops by itself).
 - ``replay`` sends the replies of an earlier episode record again, in order, so an episode can
   be reproduced or inspected: a chat model's replies through the chat harness, an agent's typed
   answers directly; it inherits the recorded episode's privileged flag. Past the last reply it
@@ -21,7 +22,20 @@ import numpy as np
 from vabench.agents.chat.model import Model, ModelError, Reply
 from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
 from vabench.agents.chat.protocol import INVALID, InvalidAnswer
-from vabench.core.boundary import ANSWERED, Agent, Answer, Brief, Command, Observation, Participant, Stop
+from vabench.core.boundary import (
+    ANSWERED,
+    Agent,
+    Answer,
+    Brief,
+    Command,
+    Control,
+    Observation,
+    Participant,
+    Stop,
+    answer_of,
+)
+from vabench.core.vocab import ControlMode
+from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, clipped
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
 
@@ -73,18 +87,38 @@ class Seated(Agent):
 
 
 class RandomAgent(Agent):
+    """The floor under both interfaces: uniformly random valid commands, or under control=ee_delta
+    uniformly random control steps within the interface's limits; seeded per episode."""
+
     def __init__(self, name: str = "random", seed: int = 0):
         self.name, self.seed = name, seed
         self.rng = np.random.default_rng(seed)
         self.names: tuple[str, ...] = ()
         self.arms: tuple[str, ...] = ()
         self.chain = 0
+        self.control = False
 
     def start(self, brief: Brief) -> None:
         self.rng = np.random.default_rng([self.seed, brief.seed])
         self.arms = brief.arms
         self.names = brief.actions
         self.chain = 0
+        self.control = brief.control == ControlMode.EE_DELTA
+
+    def step(self) -> Control:
+        """Per arm a translation and a rotation vector drawn uniformly from the limits' cubes, then
+        held to the limits by norm as the env would, and a gripper target in 0..1."""
+        deltas = {}
+        for arm in self.arms:
+            v = np.concatenate(
+                [
+                    self.rng.uniform(-MAX_STEP_M, MAX_STEP_M, 3),
+                    self.rng.uniform(-MAX_STEP_RAD, MAX_STEP_RAD, 3),
+                    self.rng.uniform(0.0, 1.0, 1),
+                ]
+            )
+            deltas[arm] = tuple(float(x) for x in clipped(v)[0])
+        return Control(deltas, "random")
 
     def _move(self) -> dict:
         return {
@@ -113,7 +147,7 @@ class RandomAgent(Agent):
         return out
 
     def act(self, obs: Observation) -> Answer:
-        return Command(self.decision(), "random")
+        return self.step() if self.control else Command(self.decision(), "random")
 
 
 def replay(record: Path, name: str | None = None, then_stop: bool = False) -> Participant:
@@ -190,6 +224,9 @@ class AnswerReplay(_Replay, Agent):
         super().__init__(events, name, then_stop)
         self.recorded = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
         self.said = "answers"
+        # a record of the paper's commands (a refused answer, {INVALID: why}, names no interface)
+        said = (p for p in self.recorded if isinstance(p, dict) and INVALID not in p)
+        self.plays_commands = any(isinstance(answer_of(p), Command) for p in said)
 
     def start(self, brief: Brief) -> None:
         self._begin(brief)

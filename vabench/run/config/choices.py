@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from vabench.core.boundary import Agent, Participant
+from vabench.core.boundary import Participant
 from vabench.core.checks import bound
 from vabench.core.condition import KEYS, Condition, check, config_default, default, rule
 from vabench.core.errors import ConfigError, UnknownName
@@ -81,12 +81,11 @@ def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summar
     ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
     summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
     keys = condition_keys(cfg, agent)
-    if keys["control"] == ControlMode.EE_DELTA and not isinstance(agent, Agent):  # a chat model
-        from vabench.envs.control import CHAT_CONTROL
+    from vabench.envs.control import refusal
 
-        raise ConfigError(CHAT_CONTROL)
-    if keys["control"] == ControlMode.EE_DELTA and getattr(agent, "plays_commands", False):
-        raise ConfigError(f"control=ee_delta: model={agent.name} plays the paper's commands; leave control unset")
+    why = refusal(agent, keys["control"])
+    if why:
+        raise ConfigError(why)
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
     kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)
