@@ -17,12 +17,16 @@ from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import (
     DEMO_POOL,
     EVAL_POOL,
+    HELD_OUT,
+    MANIFEST_DIR,
     TRAIN_POOL,
     demo_seed,
     eval_seeds,
+    held_out,
     load_manifest,
     manifest_path,
     probe,
+    screen,
     split_seeds,
     train_seeds,
 )
@@ -37,13 +41,18 @@ from vabench.verify import verify
 TASK = "click_bell_right"  # the expert's shortest episode
 
 
-def _held_out(task: str) -> set[int]:
-    """Every seed an evaluation manifest of ``task`` holds (every robot's), and its demo seed."""
-    held = {demo_seed(task)}
-    for robot in Robot:
-        if manifest_path(task, robot).exists():
-            held |= set(eval_seeds(task, robot))
+def _on_disk(task: str) -> set[int]:
+    """Read from the files themselves: every seed any evaluation manifest of ``task`` holds (any
+    robot's, wherever it lies outside ``train/``) and every demonstration seed they name."""
+    held = set()
+    for path in MANIFEST_DIR.rglob(f"{task}.json"):
+        if Split.TRAIN not in path.relative_to(MANIFEST_DIR).parts:
+            data = json.loads(path.read_text())
+            held |= {*data["accepted"], data["demo_seed"]}
     return held
+
+
+TRAIN_MANIFESTS = [(r, t) for r in Robot for t in sorted(TASKS) if manifest_path(t, r, Split.TRAIN).exists()]
 
 
 def test_the_pools_share_no_seed():
@@ -53,16 +62,32 @@ def test_the_pools_share_no_seed():
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
-def test_every_tasks_train_seeds_are_screened_and_disjoint_from_every_evaluation_manifest(task):
-    data = load_manifest(task, Robot.PANDA, Split.TRAIN)
-    seeds = train_seeds(task)
-    assert data["split"] == Split.TRAIN and data["candidate_pool"] == list(TRAIN_POOL)
-    assert len(seeds) == len(set(seeds)) == TRAIN_SEEDS_PER_TASK
+def test_the_held_out_seeds_are_every_robots_evaluation_manifest_and_the_demo_seed(task):
+    assert held_out(task) == _on_disk(task) and demo_seed(task) in held_out(task)
+    assert {r for r in Robot if manifest_path(task, r).exists()} == set(Robot)  # every robot's was read
+
+
+@pytest.mark.parametrize(("robot", "task"), TRAIN_MANIFESTS, ids=[f"{r}-{t}" for r, t in TRAIN_MANIFESTS])
+def test_every_train_manifest_is_screened_and_disjoint_from_every_evaluation_manifest(robot, task):
+    data = load_manifest(task, robot, Split.TRAIN)
+    seeds = train_seeds(task, robot)
+    assert data["split"] == Split.TRAIN and data["robot"] == robot and data["candidate_pool"] == list(TRAIN_POOL)
+    assert len(seeds) == len(set(seeds)) and (len(seeds) == TRAIN_SEEDS_PER_TASK or data.get("declared"))
     assert all(TRAIN_POOL[0] <= s <= TRAIN_POOL[1] for s in seeds)
-    assert not set(seeds) & _held_out(task), f"{task}: a train seed is an evaluation or demonstration seed"
+    assert not set(seeds) & _on_disk(task), f"{robot} {task}: a train seed is an evaluation or demonstration seed"
     tried = {*seeds, *(r["seed"] for r in data["rejected"])}
     assert tried == set(range(TRAIN_POOL[0], TRAIN_POOL[0] + len(tried))), "candidates are visited in order"
-    assert split_seeds(task, Robot.PANDA, Split.TRAIN) == seeds and split_seeds(task) == eval_seeds(task)
+    assert split_seeds(task, robot, Split.TRAIN) == seeds and split_seeds(task, robot) == eval_seeds(task, robot)
+
+
+def test_every_task_has_a_panda_train_manifest():
+    assert {t for r, t in TRAIN_MANIFESTS if r == Robot.PANDA} == set(TASKS)
+
+
+def test_the_screening_rejects_a_held_out_seed_unplayed():
+    seed = sorted(held_out(TASK))[0]
+    accepted, rejected = screen(None, TASK, pool=(seed, seed), n_accept=1, strict=False, held=held_out(TASK))
+    assert (accepted, rejected) == ([], [{"seed": seed, "reason": HELD_OUT}])  # no env: never probed
 
 
 def test_a_train_seed_is_solved_by_the_expert_as_the_screening_said():
@@ -75,8 +100,10 @@ def test_a_train_seed_is_solved_by_the_expert_as_the_screening_said():
 
 
 def test_a_missing_train_manifest_names_the_command_that_makes_it():
-    with pytest.raises(FileNotFoundError, match="--robot ur5 --split train --write"):
-        train_seeds(TASK, Robot.UR5)
+    cannot = "put_everything_in_basket"  # the xarm7 cannot do it (its evaluation manifest's 'declared'): no train seeds
+    assert not eval_seeds(cannot, Robot.XARM7)
+    with pytest.raises(FileNotFoundError, match=f"--task {cannot} --robot xarm7 --split train --write"):
+        train_seeds(cannot, Robot.XARM7)
 
 
 def test_gym_trains_on_the_train_split_and_evaluates_on_the_manifests():
@@ -93,6 +120,10 @@ def test_gym_trains_on_the_train_split_and_evaluates_on_the_manifests():
     train.unverified_seeds = True  # as unverified_seeds=True makes it
     with pytest.raises(ValueError, match="evaluation or demonstration scene"):
         train.scene_seed_for(eval_seeds(TASK)[0])
+    with pytest.raises(
+        ValueError, match="evaluation or demonstration scene"
+    ):  # the xarm7's, though Gym plays the Panda
+        train.scene_seed_for(min(set(eval_seeds(TASK, Robot.XARM7)) - set(eval_seeds(TASK))))
     with pytest.warns(UserWarning, match="not in the verified manifest"):
         assert train.scene_seed_for(TRAIN_POOL[1]) == TRAIN_POOL[1]
     with pytest.raises(ValueError, match="split must be one of"):
@@ -108,6 +139,9 @@ def test_the_launcher_plays_the_splits_seeds_and_refuses_an_evaluation_seed_unde
         validate("tasks=[click_bell_right]", "split=test")
     with pytest.raises(ConfigError, match=f"{eval_seeds(TASK)[0]} of {TASK} is an evaluation or demonstration seed"):
         validate("tasks=[click_bell_right]", f"seeds=[{eval_seeds(TASK)[0]}]", "split=train")
+    xarm7 = min(set(eval_seeds(TASK, Robot.XARM7)) - set(eval_seeds(TASK)))  # another robot's scene: held out too
+    with pytest.raises(ConfigError, match=f"{xarm7} of {TASK} is an evaluation or demonstration seed"):
+        validate("tasks=[click_bell_right]", f"seeds=[{xarm7}]", "split=train")
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def playable(
             continue
         chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
         if split == Split.TRAIN:
-            _no_eval_seeds(task, robot, chosen)
+            _no_eval_seeds(task, chosen)
         arms = tuple(task_class(task).arms)
         refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
         if refused and every and len(refused) == len(chosen) * len(protocols):
@@ -179,12 +179,15 @@ def playable(
     return tuple(keep)
 
 
-def _no_eval_seeds(task: str, robot: str, chosen: list[int]) -> None:
-    from vabench.envs.seeds import demo_seed, eval_seeds
+def _no_eval_seeds(task: str, chosen: list[int]) -> None:
+    from vabench.envs.seeds import held_out
 
-    held = sorted(set(chosen) & {*eval_seeds(task, robot), demo_seed(task)})
+    held = sorted(set(chosen) & held_out(task))
     if held:
-        raise ConfigError(f"'seeds': {held[0]} of {task} is an evaluation or demonstration seed; not with split=train")
+        raise ConfigError(
+            f"'seeds': {held[0]} of {task} is an evaluation or demonstration seed (every robot's manifests count); "
+            "not with split=train"
+        )
 
 
 def seeds_of(raw) -> int | tuple[int, ...] | None:
