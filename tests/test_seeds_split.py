@@ -7,11 +7,16 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import vabench.gym.env
 from tests.test_launch import validate
 from tests.test_verify import run_folder
+from vabench.analysis.load import load_runs, prepare
+from vabench.analysis.tables import success_matrix
+from vabench.core.condition import Condition
 from vabench.core.vocab import TRAIN_SEEDS_PER_TASK, Robot, Split
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import (
@@ -32,8 +37,9 @@ from vabench.envs.seeds import (
 )
 from vabench.envs.tasks import TASKS
 from vabench.export.__main__ import export, export_oracle, main
+from vabench.results.episodes import EpisodeSpec
 from vabench.results.layout import RunInfo
-from vabench.results.outcomes import read_rows
+from vabench.results.outcomes import OutcomeRow, read_rows, write_row
 from vabench.run.config.run import ConfigError
 from vabench.run.config.specs import expand
 from vabench.verify import verify
@@ -135,7 +141,7 @@ def test_the_launcher_plays_the_splits_seeds_and_refuses_an_evaluation_seed_unde
     assert run.split == "train" and [s.seed for s in expand(run)] == train_seeds(TASK)[:3]
     default = validate("tasks=[click_bell_right]", "seeds=3")
     assert default.split == "eval" and [s.seed for s in expand(default)] == eval_seeds(TASK)[:3]
-    with pytest.raises(ConfigError, match="'split' must be one of eval, train, got 'test'"):
+    with pytest.raises(ConfigError, match="'split': unknown split 'test' choices: eval, train"):
         validate("tasks=[click_bell_right]", "split=test")
     with pytest.raises(ConfigError, match=f"{eval_seeds(TASK)[0]} of {TASK} is an evaluation or demonstration seed"):
         validate("tasks=[click_bell_right]", f"seeds=[{eval_seeds(TASK)[0]}]", "split=train")
@@ -153,6 +159,8 @@ def test_a_train_split_run_records_its_split_plays_a_train_seed_and_verifies(tra
     info = RunInfo.read(train_run)
     rows = read_rows(train_run / "outcomes")
     assert info.split == "train" and list(rows["seed"]) == train_seeds(TASK)[:1] and rows["success"].all()
+    assert list(rows["split"]) == ["train"] and rows["condition"][0].endswith("| split train")
+    assert "/split_train/" in rows["record"][0]  # its own folder: never resumed as an evaluation episode
     digest = info.provenance["inputs"]["seed_manifests"][TASK]
     assert digest and verify(train_run).ok
 
@@ -175,3 +183,21 @@ def test_the_oracle_export_command_says_what_to_fix_in_one_line(tmp_path, capsys
     assert main(["lerobot", "--out", str(tmp_path / "y")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "--oracle needs --tasks" in lines[0] and "or --oracle with --tasks" in lines[1]
+
+
+def test_rows_record_their_split_older_rows_read_as_eval_and_the_analysis_never_pools_the_two(tmp_path):
+    scored = Condition("oracle")
+    training = scored.but(split="train")
+    assert training.label == "oracle | active | summary none | split train" and training.folders() == ("split_train",)
+    assert Condition.of_row(training.columns()) == training
+    done = dict(status="ok", success=True, end_reason="success", steps=3)
+    for name, cond, seed in (("eval", scored, eval_seeds(TASK)[0]), ("train", training, train_seeds(TASK)[0])):
+        write_row(tmp_path / f"{name}.parquet", OutcomeRow(**EpisodeSpec(cond, TASK, seed).identity(), **done))
+    old = OutcomeRow(**EpisodeSpec(scored, TASK, eval_seeds(TASK)[1]).identity(), **done).row()
+    del old["split"]  # a row written before the column (schema 12): an evaluation episode
+    pq.write_table(pa.Table.from_pylist([old]), tmp_path / "old.parquet")
+    p, _ = prepare(load_runs(tmp_path))
+    assert sorted(p["split"]) == ["eval", "eval", "train"]
+    m = success_matrix(p)
+    assert sorted(set(m["condition"])) == sorted([scored.label, training.label])
+    assert dict(zip(m["condition"], m["n"], strict=True)) == {scored.label: 2, training.label: 1}

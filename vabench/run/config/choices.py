@@ -19,6 +19,7 @@ from vabench.run.config.sections import typed
 
 CONDITION_KEYS = KEYS  # top-level keys, declared as Condition's fields (vabench.core.condition.key)
 PROFILES = Registry("observation profile", ((p, p) for p in ObservationProfile), "observation=NAME")
+SPLITS = Registry("split", ((s, s) for s in Split), "split=NAME")
 # Keys of configs written before they moved (a run folder's run info), and where they live now.
 MOVED = {
     "model.extra.budget_scale": "budget_scale",
@@ -121,13 +122,6 @@ def tasks_of(raw, track: str) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise ConfigError(f"'tasks' lists a task twice: {names}")
     return tuple(names)
-
-
-def split_of(raw) -> str:
-    """The run's ``split`` (``eval``: the evaluation manifests; ``train``: the training split's seeds)."""
-    if raw not in tuple(Split):
-        raise ConfigError(f"'split' must be one of {', '.join(Split)}, got {raw!r}")
-    return str(raw)
 
 
 def playable(
