@@ -35,6 +35,7 @@ from vabench.core.boundary import (
     answer_of,
 )
 from vabench.core.vocab import ControlMode
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, SIGNS
 from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, clipped
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
@@ -122,8 +123,8 @@ class RandomAgent(Agent):
 
     def _move(self) -> dict:
         return {
-            "axis": str(self.rng.choice(["x", "y", "z"])),
-            "sign": str(self.rng.choice(["+", "-"])),
+            "axis": str(self.rng.choice(MOVE_AXES)),
+            "sign": str(self.rng.choice(SIGNS)),
             "distance_mm": round(float(self.rng.uniform(1, 100)), 1),
         }
 
@@ -136,8 +137,8 @@ class RandomAgent(Agent):
             out.update(self._move())
         elif name == "gripper.rotate_local":
             out.update(
-                axis=str(self.rng.choice(["rx", "ry", "rz"])),
-                sign=str(self.rng.choice(["+", "-"])),
+                axis=str(self.rng.choice(ROTATE_AXES)),
+                sign=str(self.rng.choice(SIGNS)),
                 angle_deg=round(float(self.rng.uniform(1, 90)), 1),
             )
         elif name == "dual_gripper.move_world":
