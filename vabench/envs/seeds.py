@@ -19,10 +19,11 @@ the robot's own expert run.
 
 The training split (``split=train``) has manifests of its own, ``seed_manifests/train/`` (another
 robot's under ``train/<robot>/``), screened by the same criteria from :data:`TRAIN_POOL`, a range
-that shares no seed with the evaluation and demonstration pools; tests/test_seeds_split.py checks
-every task's train seeds against every evaluation manifest. Train on these, evaluate on the others:
+that shares no seed with the evaluation and demonstration pools; :func:`held_out` is the one rule
+for what training never plays, and tests/test_seeds_split.py checks every robot's train seeds
+against every evaluation manifest. Train on these, evaluate on the others:
 
-    python -m vabench.envs.cli.seeds --split train --write [--count 20]   # screen the train pool
+    python -m vabench.envs.cli.seeds --split train --write [--robot xarm7] [--count 20]
 
 A task the robot cannot do is declared: when no seed of the first
 :data:`GIVE_UP_AFTER` candidates is accepted (or the pool runs out first), its manifest keeps the
