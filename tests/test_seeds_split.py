@@ -7,29 +7,39 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import vabench.gym.env
 from tests.test_launch import validate
 from tests.test_verify import run_folder
+from vabench.analysis.load import load_runs, prepare
+from vabench.analysis.tables import success_matrix
+from vabench.core.condition import Condition
 from vabench.core.vocab import TRAIN_SEEDS_PER_TASK, Robot, Split
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.envs.seeds import (
     DEMO_POOL,
     EVAL_POOL,
+    HELD_OUT,
+    MANIFEST_DIR,
     TRAIN_POOL,
     demo_seed,
     eval_seeds,
+    held_out,
     load_manifest,
     manifest_path,
     probe,
+    screen,
     split_seeds,
     train_seeds,
 )
 from vabench.envs.tasks import TASKS
 from vabench.export.__main__ import export, export_oracle, main
+from vabench.results.episodes import EpisodeSpec
 from vabench.results.layout import RunInfo
-from vabench.results.outcomes import read_rows
+from vabench.results.outcomes import OutcomeRow, read_rows, write_row
 from vabench.run.config.run import ConfigError
 from vabench.run.config.specs import expand
 from vabench.verify import verify
@@ -37,13 +47,18 @@ from vabench.verify import verify
 TASK = "click_bell_right"  # the expert's shortest episode
 
 
-def _held_out(task: str) -> set[int]:
-    """Every seed an evaluation manifest of ``task`` holds (every robot's), and its demo seed."""
-    held = {demo_seed(task)}
-    for robot in Robot:
-        if manifest_path(task, robot).exists():
-            held |= set(eval_seeds(task, robot))
+def _on_disk(task: str) -> set[int]:
+    """Read from the files themselves: every seed any evaluation manifest of ``task`` holds (any
+    robot's, wherever it lies outside ``train/``) and every demonstration seed they name."""
+    held = set()
+    for path in MANIFEST_DIR.rglob(f"{task}.json"):
+        if Split.TRAIN not in path.relative_to(MANIFEST_DIR).parts:
+            data = json.loads(path.read_text())
+            held |= {*data["accepted"], data["demo_seed"]}
     return held
+
+
+TRAIN_MANIFESTS = [(r, t) for r in Robot for t in sorted(TASKS) if manifest_path(t, r, Split.TRAIN).exists()]
 
 
 def test_the_pools_share_no_seed():
@@ -53,16 +68,32 @@ def test_the_pools_share_no_seed():
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
-def test_every_tasks_train_seeds_are_screened_and_disjoint_from_every_evaluation_manifest(task):
-    data = load_manifest(task, Robot.PANDA, Split.TRAIN)
-    seeds = train_seeds(task)
-    assert data["split"] == Split.TRAIN and data["candidate_pool"] == list(TRAIN_POOL)
-    assert len(seeds) == len(set(seeds)) == TRAIN_SEEDS_PER_TASK
+def test_the_held_out_seeds_are_every_robots_evaluation_manifest_and_the_demo_seed(task):
+    assert held_out(task) == _on_disk(task) and demo_seed(task) in held_out(task)
+    assert {r for r in Robot if manifest_path(task, r).exists()} == set(Robot)  # every robot's was read
+
+
+@pytest.mark.parametrize(("robot", "task"), TRAIN_MANIFESTS, ids=[f"{r}-{t}" for r, t in TRAIN_MANIFESTS])
+def test_every_train_manifest_is_screened_and_disjoint_from_every_evaluation_manifest(robot, task):
+    data = load_manifest(task, robot, Split.TRAIN)
+    seeds = train_seeds(task, robot)
+    assert data["split"] == Split.TRAIN and data["robot"] == robot and data["candidate_pool"] == list(TRAIN_POOL)
+    assert len(seeds) == len(set(seeds)) and (len(seeds) == TRAIN_SEEDS_PER_TASK or data.get("declared"))
     assert all(TRAIN_POOL[0] <= s <= TRAIN_POOL[1] for s in seeds)
-    assert not set(seeds) & _held_out(task), f"{task}: a train seed is an evaluation or demonstration seed"
+    assert not set(seeds) & _on_disk(task), f"{robot} {task}: a train seed is an evaluation or demonstration seed"
     tried = {*seeds, *(r["seed"] for r in data["rejected"])}
     assert tried == set(range(TRAIN_POOL[0], TRAIN_POOL[0] + len(tried))), "candidates are visited in order"
-    assert split_seeds(task, Robot.PANDA, Split.TRAIN) == seeds and split_seeds(task) == eval_seeds(task)
+    assert split_seeds(task, robot, Split.TRAIN) == seeds and split_seeds(task, robot) == eval_seeds(task, robot)
+
+
+def test_every_task_has_a_panda_train_manifest():
+    assert {t for r, t in TRAIN_MANIFESTS if r == Robot.PANDA} == set(TASKS)
+
+
+def test_the_screening_rejects_a_held_out_seed_unplayed():
+    seed = sorted(held_out(TASK))[0]
+    accepted, rejected = screen(None, TASK, pool=(seed, seed), n_accept=1, strict=False, held=held_out(TASK))
+    assert (accepted, rejected) == ([], [{"seed": seed, "reason": HELD_OUT}])  # no env: never probed
 
 
 def test_a_train_seed_is_solved_by_the_expert_as_the_screening_said():
@@ -75,8 +106,10 @@ def test_a_train_seed_is_solved_by_the_expert_as_the_screening_said():
 
 
 def test_a_missing_train_manifest_names_the_command_that_makes_it():
-    with pytest.raises(FileNotFoundError, match="--robot ur5 --split train --write"):
-        train_seeds(TASK, Robot.UR5)
+    cannot = "put_everything_in_basket"  # the xarm7 cannot do it (its evaluation manifest's 'declared'): no train seeds
+    assert not eval_seeds(cannot, Robot.XARM7)
+    with pytest.raises(FileNotFoundError, match=f"--task {cannot} --robot xarm7 --split train --write"):
+        train_seeds(cannot, Robot.XARM7)
 
 
 def test_gym_trains_on_the_train_split_and_evaluates_on_the_manifests():
@@ -93,6 +126,10 @@ def test_gym_trains_on_the_train_split_and_evaluates_on_the_manifests():
     train.unverified_seeds = True  # as unverified_seeds=True makes it
     with pytest.raises(ValueError, match="evaluation or demonstration scene"):
         train.scene_seed_for(eval_seeds(TASK)[0])
+    with pytest.raises(
+        ValueError, match="evaluation or demonstration scene"
+    ):  # the xarm7's, though Gym plays the Panda
+        train.scene_seed_for(min(set(eval_seeds(TASK, Robot.XARM7)) - set(eval_seeds(TASK))))
     with pytest.warns(UserWarning, match="not in the verified manifest"):
         assert train.scene_seed_for(TRAIN_POOL[1]) == TRAIN_POOL[1]
     with pytest.raises(ValueError, match="split must be one of"):
@@ -104,10 +141,13 @@ def test_the_launcher_plays_the_splits_seeds_and_refuses_an_evaluation_seed_unde
     assert run.split == "train" and [s.seed for s in expand(run)] == train_seeds(TASK)[:3]
     default = validate("tasks=[click_bell_right]", "seeds=3")
     assert default.split == "eval" and [s.seed for s in expand(default)] == eval_seeds(TASK)[:3]
-    with pytest.raises(ConfigError, match="'split' must be one of eval, train, got 'test'"):
+    with pytest.raises(ConfigError, match="'split': unknown split 'test' choices: eval, train"):
         validate("tasks=[click_bell_right]", "split=test")
     with pytest.raises(ConfigError, match=f"{eval_seeds(TASK)[0]} of {TASK} is an evaluation or demonstration seed"):
         validate("tasks=[click_bell_right]", f"seeds=[{eval_seeds(TASK)[0]}]", "split=train")
+    xarm7 = min(set(eval_seeds(TASK, Robot.XARM7)) - set(eval_seeds(TASK)))  # another robot's scene: held out too
+    with pytest.raises(ConfigError, match=f"{xarm7} of {TASK} is an evaluation or demonstration seed"):
+        validate("tasks=[click_bell_right]", f"seeds=[{xarm7}]", "split=train")
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +159,8 @@ def test_a_train_split_run_records_its_split_plays_a_train_seed_and_verifies(tra
     info = RunInfo.read(train_run)
     rows = read_rows(train_run / "outcomes")
     assert info.split == "train" and list(rows["seed"]) == train_seeds(TASK)[:1] and rows["success"].all()
+    assert list(rows["split"]) == ["train"] and rows["condition"][0].endswith("| split train")
+    assert "/split_train/" in rows["record"][0]  # its own folder: never resumed as an evaluation episode
     digest = info.provenance["inputs"]["seed_manifests"][TASK]
     assert digest and verify(train_run).ok
 
@@ -141,3 +183,21 @@ def test_the_oracle_export_command_says_what_to_fix_in_one_line(tmp_path, capsys
     assert main(["lerobot", "--out", str(tmp_path / "y")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "--oracle needs --tasks" in lines[0] and "or --oracle with --tasks" in lines[1]
+
+
+def test_rows_record_their_split_older_rows_read_as_eval_and_the_analysis_never_pools_the_two(tmp_path):
+    scored = Condition("oracle")
+    training = scored.but(split="train")
+    assert training.label == "oracle | active | summary none | split train" and training.folders() == ("split_train",)
+    assert Condition.of_row(training.columns()) == training
+    done = dict(status="ok", success=True, end_reason="success", steps=3)
+    for name, cond, seed in (("eval", scored, eval_seeds(TASK)[0]), ("train", training, train_seeds(TASK)[0])):
+        write_row(tmp_path / f"{name}.parquet", OutcomeRow(**EpisodeSpec(cond, TASK, seed).identity(), **done))
+    old = OutcomeRow(**EpisodeSpec(scored, TASK, eval_seeds(TASK)[1]).identity(), **done).row()
+    del old["split"]  # a row written before the column (schema 12): an evaluation episode
+    pq.write_table(pa.Table.from_pylist([old]), tmp_path / "old.parquet")
+    p, _ = prepare(load_runs(tmp_path))
+    assert sorted(p["split"]) == ["eval", "eval", "train"]
+    m = success_matrix(p)
+    assert sorted(set(m["condition"])) == sorted([scored.label, training.label])
+    assert dict(zip(m["condition"], m["n"], strict=True)) == {scored.label: 2, training.label: 1}

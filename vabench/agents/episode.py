@@ -56,7 +56,7 @@ from vabench.core.vocab import (
     protocol_named,
 )
 from vabench.envs.actions import action_names
-from vabench.envs.control import CHAT_CONTROL
+from vabench.envs.control import refusal
 from vabench.envs.tasks import episode_budget
 from vabench.results.episodes import EpisodeSpec
 from vabench.results.media import episode_video
@@ -177,8 +177,9 @@ def _played_on(spec: EpisodeSpec, model: Participant, env) -> EpisodeSpec:
     """The spec, named after its agent when it names none (an episode outside a run); refused
     unless ``env`` was built for its condition's look (:meth:`vabench.envs.EnvConfig.of`)."""
     protocol_named(spec.protocol)  # UnknownName names the allowed protocols
-    if spec.condition.control == ControlMode.EE_DELTA and isinstance(model, Model):
-        raise ConfigError(CHAT_CONTROL)
+    why = refusal(model, spec.condition.control)
+    if why:
+        raise ConfigError(why)
     if env.config.look != spec.condition.look:
         built = dict(zip(LOOK, env.config.look, strict=True))
         raise ValueError(f"the env was built for {built}, but this episode's condition is {spec.condition}")

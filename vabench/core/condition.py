@@ -1,6 +1,7 @@
 """What the paper compares, as one frozen value (:class:`Condition`): one model under one protocol
 and summary source, plus every named departure from the paper's measurement (an observation
-profile, an intervention, a render preset, a robot, a visual perturbation, a step budget scale).
+profile, an intervention, a render preset, a robot, a visual perturbation, a step budget scale,
+an action interface, the training split's seeds).
 
 One value travels from the launcher to the worker, the env, the harness, the row and the review
 app, and every one of them reads it: the worker builds the env for its :attr:`Condition.look`, the
@@ -30,6 +31,7 @@ from vabench.core.vocab import (
     Perturbation,
     Render,
     Robot,
+    Split,
     SummaryKind,
     SummaryMode,
     summary_mode,
@@ -114,6 +116,13 @@ class Condition:
         "vabench.envs.control:CONTROLS",
         label=5,
         look=True,
+    )
+    split: str = key(
+        Split.EVAL,
+        " | ".join(Split) + ": whose seeds the episode played (split=; eval: the evaluation manifests; "
+        "train: the training split's, vabench.envs.seeds)",
+        "vabench.run.config.choices:SPLITS",
+        label=6,
     )
 
     @property

@@ -16,6 +16,9 @@ from vabench.core.vocab import LEFT, RIGHT
 
 MOVE_MM = (1.0, 100.0)
 ROTATE_DEG = (1.0, 90.0)
+MOVE_AXES = ("x", "y", "z")  # gripper.move_world's world axes
+ROTATE_AXES = ("rx", "ry", "rz")  # gripper.rotate_local's gripper-local axes
+SIGNS = ("+", "-")  # the 'sign' field's words (the parser also takes the aliases below)
 SEMANTIC_VIEWS = ("topdown", "side", "front_side_45", "side_top_45", "oblique_45")
 INCREMENTAL_CAMERA = (
     "move_left",
@@ -38,6 +41,11 @@ class ActionError(VabenchError, ValueError):
     """A decision that is not a valid action; the message is meant for the model."""
 
 
+def sign_word(amount: float) -> str:
+    """The 'sign' field of a signed amount: '+' above zero, else '-'."""
+    return SIGNS[0] if amount > 0 else SIGNS[1]
+
+
 @dataclass(frozen=True)
 class MoveWorld:
     arm: str
@@ -47,7 +55,7 @@ class MoveWorld:
 
     @property
     def label(self) -> str:
-        return f"{self.arm}.move_world {self.axis}{'+' if self.sign > 0 else '-'} {self.distance_mm:g}mm"
+        return f"{self.arm}.move_world {self.axis}{sign_word(self.sign)} {self.distance_mm:g}mm"
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,7 @@ class RotateLocal:
 
     @property
     def label(self) -> str:
-        return f"{self.arm}.rotate_local {self.axis}{'+' if self.sign > 0 else '-'} {self.angle_deg:g}deg"
+        return f"{self.arm}.rotate_local {self.axis}{sign_word(self.sign)} {self.angle_deg:g}deg"
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,7 @@ def _sign(obj: dict) -> int:
         return 1
     if token in _NEG:
         return -1
-    raise ActionError(f"field 'sign' must be '+' or '-', got {_show(value)}")
+    raise ActionError(f"field 'sign' must be '{SIGNS[0]}' or '{SIGNS[1]}', got {_show(value)}")
 
 
 def _choice(obj: dict, key: str, allowed: tuple[str, ...], aliases: dict[str, str] | None = None) -> str:
@@ -160,9 +168,7 @@ def _arm(obj: dict, arms: tuple[str, ...], name: str) -> str:
 
 
 def _move(obj: dict, arm: str) -> MoveWorld:
-    return MoveWorld(
-        arm, _choice(obj, "axis", ("x", "y", "z")), _sign(obj), _number(obj, "distance_mm", *MOVE_MM, "mm")
-    )
+    return MoveWorld(arm, _choice(obj, "axis", MOVE_AXES), _sign(obj), _number(obj, "distance_mm", *MOVE_MM, "mm"))
 
 
 def camera_action_names(arms: tuple[str, ...]) -> tuple[str, ...]:
@@ -203,10 +209,10 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
     if name == "gripper.move_world":
         return _move(obj, _arm(obj, arms, name))
     if name == "gripper.rotate_local":
-        aliases = {"x": "rx", "y": "ry", "z": "rz"}
+        aliases = dict(zip(MOVE_AXES, ROTATE_AXES, strict=True))  # "x" for "rx"
         return RotateLocal(
             _arm(obj, arms, name),
-            _choice(obj, "axis", ("rx", "ry", "rz"), aliases),
+            _choice(obj, "axis", ROTATE_AXES, aliases),
             _sign(obj),
             _number(obj, "angle_deg", *ROTATE_DEG, "deg"),
         )

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.core.boundary import EE_DELTA  # the decision object's field: {"ee_delta": {arm: [7 numbers]}}
+# EE_DELTA: the decision object's field, {"ee_delta": {arm: [7 numbers]}}
+from vabench.core.boundary import EE_DELTA, Agent, Participant
 from vabench.core.registry import Registry
 from vabench.core.vocab import ControlMode
 
@@ -50,6 +51,20 @@ CHAT_CONTROL = (  # a chat model under control=ee_delta: the config's refusal
     "control=ee_delta is for agents that read observations (model=policy, an Agent); a chat model acts "
     "through the paper's commands: drop control=ee_delta"
 )
+
+
+def refusal(agent: Participant, control: str) -> str | None:
+    """Why ``agent`` cannot play under ``control`` (one line naming the fix), or None. Both the
+    launcher and the episode loop ask, so no agent sends paper commands into an ee_delta episode."""
+    if control != ControlMode.EE_DELTA:
+        return None
+    if not isinstance(agent, Agent):  # a chat model
+        return CHAT_CONTROL
+    if agent.plays_commands:
+        return f"control=ee_delta: model={agent.name} plays the paper's commands only; leave control unset"
+    return None
+
+
 PER_ARM = 7
 CONTROL_HZ = 10  # control steps per simulated second
 MAX_STEP_M = 0.02  # the translation of one step, by norm (2 cm: 0.2 m/s at 10 Hz)

@@ -19,10 +19,11 @@ the robot's own expert run.
 
 The training split (``split=train``) has manifests of its own, ``seed_manifests/train/`` (another
 robot's under ``train/<robot>/``), screened by the same criteria from :data:`TRAIN_POOL`, a range
-that shares no seed with the evaluation and demonstration pools; tests/test_seeds_split.py checks
-every task's train seeds against every evaluation manifest. Train on these, evaluate on the others:
+that shares no seed with the evaluation and demonstration pools; :func:`held_out` is the one rule
+for what training never plays, and tests/test_seeds_split.py checks every robot's train seeds
+against every evaluation manifest. Train on these, evaluate on the others:
 
-    python -m vabench.envs.cli.seeds --split train --write [--count 20]   # screen the train pool
+    python -m vabench.envs.cli.seeds --split train --write [--robot xarm7] [--count 20]
 
 A task the robot cannot do is declared: when no seed of the first
 :data:`GIVE_UP_AFTER` candidates is accepted (or the pool runs out first), its manifest keeps the
@@ -101,10 +102,12 @@ def screen(
     strict: bool = True,
     max_tries: int | None = None,
     prior: tuple[list[int], list[dict]] = ((), ()),
+    held: frozenset[int] = frozenset(),
 ) -> tuple[list[int], list[dict]]:
     """Candidates in order until ``n_accept`` pass; ``strict=False`` (another robot) returns short
     instead of raising, gives up after GIVE_UP_AFTER candidates without one accepted, and stops after
-    ``max_tries`` candidates in all. ``prior`` (accepted, rejected) resumes after its last seed."""
+    ``max_tries`` candidates in all. ``prior`` (accepted, rejected) resumes after its last seed. A
+    seed in ``held`` (the training split's :func:`held_out`) is rejected unplayed."""
     accepted, rejected = list(prior[0]), list(prior[1])
     start = max([*accepted, *(r["seed"] for r in rejected)], default=pool[0] - 1) + 1
     for seed in range(start, pool[1] + 1):
@@ -114,6 +117,9 @@ def screen(
             break
         if max_tries is not None and len(accepted) + len(rejected) >= max_tries:
             break
+        if seed in held:
+            rejected.append({"seed": seed, "reason": HELD_OUT})
+            continue
         v = probe(env, task, seed)
         log(f"[{task}] seed {seed}: {'accepted' if v.ok else 'rejected: ' + v.reason}")
         if v.ok:
@@ -163,6 +169,20 @@ def demo_seed(task: str) -> int:
     return int(load_manifest(task)["demo_seed"])
 
 
+HELD_OUT = "held out: an evaluation or demonstration seed"
+
+
+def held_out(task: str) -> frozenset[int]:
+    """The seeds of ``task`` no training may play: every robot's evaluation manifest and the
+    demonstration seed. The one rule that the training screening, the launcher (``split=train``)
+    and Gym (``split="train"``) each ask, so a seed one robot evaluates on never trains another."""
+    held = {demo_seed(task)}
+    for robot in Robot:
+        if manifest_path(task, robot).exists():
+            held |= set(eval_seeds(task, robot))
+    return frozenset(held)
+
+
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in ("vabench", "sapien", "mplib", "numpy"):
@@ -204,13 +224,17 @@ def write_manifest(env: VABenchEnv, task: str, log=print, max_tries: int | None 
 
 def write_train_manifest(env: VABenchEnv, task: str, count: int = TRAIN_SEEDS_PER_TASK, log=print) -> dict:
     """Screen :data:`TRAIN_POOL` for ``task`` on the env's robot until ``count`` seeds pass (more
-    than the manifest holds: it continues after its last candidate) and write the train manifest."""
+    than the manifest holds: it continues after its last candidate) and write the train manifest.
+    Another robot's gives up as its evaluation screening does and says why in ``declared``."""
     robot, path = env.config.robot, manifest_path(task, env.config.robot, Split.TRAIN)
     prior = ((), ())
     if path.exists():
         old = load_manifest(task, robot, Split.TRAIN)
         prior = (old["accepted"], old["rejected"])
-    accepted, rejected = screen(env, task, pool=TRAIN_POOL, n_accept=count, log=log, prior=prior)
+    strict = robot == Robot.PANDA
+    accepted, rejected = screen(
+        env, task, pool=TRAIN_POOL, n_accept=count, log=log, strict=strict, prior=prior, held=held_out(task)
+    )
     data = {
         "format": FORMAT,
         "task": task,
@@ -222,6 +246,8 @@ def write_train_manifest(env: VABenchEnv, task: str, count: int = TRAIN_SEEDS_PE
         "rejected": rejected,
         "versions": _versions(),
     }
+    if not strict:
+        data["declared"] = None if len(accepted) >= count else _why_short(accepted, rejected)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
     return data

@@ -25,7 +25,7 @@ import numpy as np
 from vabench.core.condition import DEFAULT_RENDER, Condition, default
 from vabench.core.vocab import ACTIVE, ControlMode, Split, protocol_named
 from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.seeds import demo_seed, eval_seeds, split_seeds
+from vabench.envs.seeds import held_out, split_seeds
 from vabench.envs.sim.embodiments import EMBODIMENTS
 from vabench.envs.state import state_names, state_vector
 from vabench.envs.tasks import task_class
@@ -107,8 +107,7 @@ class VABenchGymEnv(gym.Env):
         if seed in self.seeds:
             return int(seed)
         if self.unverified_seeds:
-            held = (*eval_seeds(self.task, self.robot), demo_seed(self.task))
-            if self.split == Split.TRAIN and seed in held:
+            if self.split == Split.TRAIN and seed in held_out(self.task):
                 raise ValueError(f"{self.task}: seed {seed} is an evaluation or demonstration scene, not for training")
             warnings.warn(f"{self.task}: seed {seed} is not in the verified manifest; played unverified", stacklevel=3)
             return int(seed)

@@ -28,8 +28,11 @@ from gymnasium import spaces
 from vabench.core.boundary import EE_DELTA
 from vabench.core.vocab import ACTIVE
 from vabench.envs.actions import (
+    MOVE_AXES,
     MOVE_MM,
+    ROTATE_AXES,
     ROTATE_DEG,
+    SIGNS,
     Action,
     CameraAction,
     DualGripper,
@@ -45,7 +48,6 @@ from vabench.envs.render import RenderPreset
 from vabench.envs.sim.camera import PASSIVE_ORDER, WRIST
 from vabench.envs.state import state_bounds
 
-MOVE_AXES, ROTATE_AXES, SIGNS = ("x", "y", "z"), ("rx", "ry", "rz"), ("+", "-")
 MOVE, ROTATE, OPEN, CLOSE = "gripper.move_world", "gripper.rotate_local", "gripper.open", "gripper.close"
 DUAL_MOVE, DUAL_OPEN, DUAL_CLOSE = "dual_gripper.move_world", "dual_gripper.open", "dual_gripper.close"
 CAMERA_PREFIX = "camera."

@@ -12,12 +12,11 @@ from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL, MIN_DISTINC
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Brief, Observation
 from vabench.core.vocab import LEFT, RIGHT, ObservationProfile
-from vabench.envs.actions import MOVE_MM, ROTATE_DEG
+from vabench.envs.actions import MOVE_AXES, MOVE_MM, ROTATE_AXES, ROTATE_DEG, SIGNS
 from vabench.run.study import Study
 
-SIGNS = ("+", "-")
-MOVE = ({"name": "axis", "choices": ("x", "y", "z")}, {"name": "sign", "choices": SIGNS})
-ROTATE = ({"name": "axis", "choices": ("rx", "ry", "rz")}, {"name": "sign", "choices": SIGNS})
+MOVE = ({"name": "axis", "choices": MOVE_AXES}, {"name": "sign", "choices": SIGNS})
+ROTATE = ({"name": "axis", "choices": ROTATE_AXES}, {"name": "sign", "choices": SIGNS})
 
 
 def _number(name: str, lo_hi: tuple[float, float], unit: str) -> dict:

@@ -29,7 +29,7 @@ from vabench.agents.summaries.demo_tools import MAX_FRAMES_PER_CALL
 from vabench.agents.summaries.summary_schema import REQUIRED_LIST, REQUIRED_TEXT
 from vabench.core.boundary import Answer, Command, Observation, Stop, ToolCall
 from vabench.core.vocab import LEFT, RIGHT, ObservationProfile
-from vabench.envs.actions import MOVE_MM, ROTATE_DEG, action_names
+from vabench.envs.actions import MOVE_AXES, MOVE_MM, ROTATE_AXES, ROTATE_DEG, SIGNS, action_names
 from vabench.envs.render import render_preset, sent_bytes
 from vabench.run.seat import ENDS, Seat, Turn
 from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY
@@ -37,14 +37,14 @@ from vabench.run.study import DEMONSTRATION, WRITE_SUMMARY
 OBSERVE = "observe"
 STOP = "stop"  # the paper's stop decision ({"stop": true}): the episode ends, judged as it stands
 REASON = {"reason": {"type": "string", "description": "why (kept in the episode record, as a model's reason is)"}}
-SIGN = {"type": "string", "enum": ["+", "-"]}
+SIGN = {"type": "string", "enum": list(SIGNS)}
 MOVE = {
-    "axis": {"type": "string", "enum": ["x", "y", "z"], "description": "a world axis"},
+    "axis": {"type": "string", "enum": list(MOVE_AXES), "description": "a world axis"},
     "sign": SIGN,
     "distance_mm": {"type": "number", "minimum": MOVE_MM[0], "maximum": MOVE_MM[1]},
 }
 ROTATE = {
-    "axis": {"type": "string", "enum": ["rx", "ry", "rz"], "description": "a gripper-local axis"},
+    "axis": {"type": "string", "enum": list(ROTATE_AXES), "description": "a gripper-local axis"},
     "sign": SIGN,
     "angle_deg": {"type": "number", "minimum": ROTATE_DEG[0], "maximum": ROTATE_DEG[1]},
 }

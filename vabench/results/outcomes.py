@@ -28,8 +28,8 @@ from vabench.core.vocab import EndReason, ErrorKind, Status, SummaryKind, Track
 # 2: provider_attempts, provider_retries, backoff_s; 3: summary_learned, summary_digest, observation; 4: limit_wait_s;
 # 5: render, camera_chain_over, reasoning_tokens, error_kind; 6: provenance_digest, record_digest,
 # cache_hits, rescored_from; 7: intervention; 8: cached_tokens, cache_write_tokens; 9: robot, perturbation;
-# 10: model_latency_s; 11: budget_scale; 12: operator, control
-SCHEMA_VERSION = 12
+# 10: model_latency_s; 11: budget_scale; 12: operator, control; 13: split
+SCHEMA_VERSION = 13
 
 
 def _col(arrow: pa.DataType, default=None, about: str = ""):

@@ -5,7 +5,8 @@
   (vabench.agents.models.oracle_control). It is PRIVILEGED (the expert reads object poses):
   every record and result row says so, and its score is a ceiling for the harness and
   executor, never a model result.
-- ``random`` sends uniformly random valid decisions (a floor; it never stops by itself).
+- ``random`` sends uniformly random valid decisions, or control steps under control=ee_delta (a
+  floor under both interfaces; it never stops by itself).
 - ``replay`` sends the replies of an earlier episode record again, in order, so an episode can
   be reproduced or inspected: a chat model's replies through the chat harness, an agent's typed
   answers directly; it inherits the recorded episode's privileged flag. Past the last reply it
@@ -23,8 +24,21 @@ import numpy as np
 from vabench.agents.chat.model import Model, ModelError, Reply
 from vabench.agents.chat.prompts import CAMERA_CHAIN_LIMIT
 from vabench.agents.chat.protocol import INVALID, InvalidAnswer
-from vabench.core.boundary import ANSWERED, Agent, Answer, Brief, Command, Control, Observation, Participant, Stop
+from vabench.core.boundary import (
+    ANSWERED,
+    Agent,
+    Answer,
+    Brief,
+    Command,
+    Control,
+    Observation,
+    Participant,
+    Stop,
+    answer_of,
+)
 from vabench.core.vocab import ControlMode
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, SIGNS
+from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, clipped
 from vabench.results.recordfile import Event
 from vabench.results.records import read_events
 
@@ -84,23 +98,43 @@ class Seated(Agent):
 
 
 class RandomAgent(Agent):
+    """The floor under both interfaces: uniformly random valid commands, or under control=ee_delta
+    uniformly random control steps within the interface's limits; seeded per episode."""
+
     def __init__(self, name: str = "random", seed: int = 0):
         self.name, self.seed = name, seed
         self.rng = np.random.default_rng(seed)
         self.names: tuple[str, ...] = ()
         self.arms: tuple[str, ...] = ()
         self.chain = 0
+        self.control = False
 
     def start(self, brief: Brief) -> None:
         self.rng = np.random.default_rng([self.seed, brief.seed])
         self.arms = brief.arms
         self.names = brief.actions
         self.chain = 0
+        self.control = brief.control == ControlMode.EE_DELTA
+
+    def step(self) -> Control:
+        """Per arm a translation and a rotation vector drawn uniformly from the limits' cubes, then
+        held to the limits by norm as the env would, and a gripper target in 0..1."""
+        deltas = {}
+        for arm in self.arms:
+            v = np.concatenate(
+                [
+                    self.rng.uniform(-MAX_STEP_M, MAX_STEP_M, 3),
+                    self.rng.uniform(-MAX_STEP_RAD, MAX_STEP_RAD, 3),
+                    self.rng.uniform(0.0, 1.0, 1),
+                ]
+            )
+            deltas[arm] = tuple(float(x) for x in clipped(v)[0])
+        return Control(deltas, "random")
 
     def _move(self) -> dict:
         return {
-            "axis": str(self.rng.choice(["x", "y", "z"])),
-            "sign": str(self.rng.choice(["+", "-"])),
+            "axis": str(self.rng.choice(MOVE_AXES)),
+            "sign": str(self.rng.choice(SIGNS)),
             "distance_mm": round(float(self.rng.uniform(1, 100)), 1),
         }
 
@@ -113,8 +147,8 @@ class RandomAgent(Agent):
             out.update(self._move())
         elif name == "gripper.rotate_local":
             out.update(
-                axis=str(self.rng.choice(["rx", "ry", "rz"])),
-                sign=str(self.rng.choice(["+", "-"])),
+                axis=str(self.rng.choice(ROTATE_AXES)),
+                sign=str(self.rng.choice(SIGNS)),
                 angle_deg=round(float(self.rng.uniform(1, 90)), 1),
             )
         elif name == "dual_gripper.move_world":
@@ -124,7 +158,7 @@ class RandomAgent(Agent):
         return out
 
     def act(self, obs: Observation) -> Answer:
-        return Command(self.decision(), "random")
+        return self.step() if self.control else Command(self.decision(), "random")
 
 
 def replay(record: Path, name: str | None = None, then_stop: bool = False) -> Participant:
@@ -201,6 +235,9 @@ class AnswerReplay(_Replay, Agent):
         super().__init__(events, name, then_stop)
         self.recorded = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
         self.said = "answers"
+        # a record of the paper's commands (a refused answer, {INVALID: why}, names no interface)
+        said = (p for p in self.recorded if isinstance(p, dict) and INVALID not in p)
+        self.plays_commands = any(isinstance(answer_of(p), Command) for p in said)
 
     def start(self, brief: Brief) -> None:
         self._begin(brief)

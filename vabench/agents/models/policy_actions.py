@@ -20,10 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.envs.actions import MOVE_MM, ROTATE_DEG
+from vabench.envs.actions import MOVE_AXES, MOVE_MM, ROTATE_AXES, ROTATE_DEG, sign_word
 
 PER_ARM = 7
-MOVE_AXES, ROTATE_AXES = ("x", "y", "z"), ("rx", "ry", "rz")
 FRAMES = ("local", "world")
 AXES = tuple(zip(MOVE_AXES + ROTATE_AXES, (MOVE_MM,) * 3 + (ROTATE_DEG,) * 3, strict=True))  # each axis' range
 
@@ -79,7 +78,7 @@ class CommandMaker:
                 continue
             amount = min(abs(asked), hi)
             self.carry[arm][i] = asked - np.sign(asked) * amount if abs(asked) <= hi else 0.0
-            sign = "+" if asked > 0 else "-"
+            sign = sign_word(asked)
             if i < 3:
                 out.append(_command("gripper.move_world", arm, self.arms, axis=axis, sign=sign, distance_mm=amount))
             else:

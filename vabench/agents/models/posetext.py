@@ -181,6 +181,7 @@ def procedure(family: str, s: PoseState) -> Iterator[dict]:
 
 class PosetextAgent(Agent):
     privileged = False
+    plays_commands = True  # the experts' helpers it drives plan paper commands: control=ee_delta is refused
 
     def __init__(self, name: str = "posetext"):
         self.name = name

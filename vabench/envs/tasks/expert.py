@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..actions import MOVE_MM, ROTATE_DEG
+from ..actions import MOVE_AXES, MOVE_MM, ROTATE_DEG, sign_word
 from ..privileged import PrivilegedState
 
 DOWN = np.array([0.0, 0.0, -1.0])
@@ -23,7 +23,7 @@ def _arm_field(s: PrivilegedState, arm: str) -> dict:
 def move_gc(s: PrivilegedState, arm: str, target, axes: str = "xyz", tol_mm: float = 1.0) -> Iterator[dict]:
     """World-axis moves (<= 100 mm each) until GC is within ``tol_mm`` of ``target`` per axis."""
     for axis in axes:
-        i = "xyz".index(axis)
+        i = MOVE_AXES.index(axis)
         for _ in range(8):  # a move can stop short (clamp, contact); re-measure and retry
             err_mm = (float(target[i]) - float(s.gc(arm)[i])) * 1000.0
             if abs(err_mm) < max(tol_mm, MOVE_MM[0]):
@@ -32,7 +32,7 @@ def move_gc(s: PrivilegedState, arm: str, target, axes: str = "xyz", tol_mm: flo
             yield {
                 "action": "gripper.move_world",
                 "axis": axis,
-                "sign": "+" if err_mm > 0 else "-",
+                "sign": sign_word(err_mm),
                 "distance_mm": round(d, 1),
                 **_arm_field(s, arm),
             }
@@ -46,7 +46,7 @@ def rotate(s: PrivilegedState, arm: str, axis: str, angle_deg: float) -> Iterato
         yield {
             "action": "gripper.rotate_local",
             "axis": axis,
-            "sign": "+" if piece > 0 else "-",
+            "sign": sign_word(piece),
             "angle_deg": round(abs(piece), 2),
             **_arm_field(s, arm),
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from vabench.core.boundary import Agent, Participant
+from vabench.core.boundary import Participant
 from vabench.core.checks import bound
 from vabench.core.condition import KEYS, Condition, check, config_default, default, rule
 from vabench.core.errors import ConfigError, UnknownName
@@ -19,6 +19,7 @@ from vabench.run.config.sections import typed
 
 CONDITION_KEYS = KEYS  # top-level keys, declared as Condition's fields (vabench.core.condition.key)
 PROFILES = Registry("observation profile", ((p, p) for p in ObservationProfile), "observation=NAME")
+SPLITS = Registry("split", ((s, s) for s in Split), "split=NAME")
 # Keys of configs written before they moved (a run folder's run info), and where they live now.
 MOVED = {
     "model.extra.budget_scale": "budget_scale",
@@ -81,12 +82,11 @@ def conditions(cfg: dict, agent: Participant, protocols: tuple[str, ...], summar
     ``expert``; a view intervention keeps the protocols it changes, and an offline agent reads no
     summary: ``log`` gets a line for each (the caller says them once the config is accepted)."""
     keys = condition_keys(cfg, agent)
-    if keys["control"] == ControlMode.EE_DELTA and not isinstance(agent, Agent):  # a chat model
-        from vabench.envs.control import CHAT_CONTROL
+    from vabench.envs.control import refusal
 
-        raise ConfigError(CHAT_CONTROL)
-    if keys["control"] == ControlMode.EE_DELTA and getattr(agent, "plays_commands", False):
-        raise ConfigError(f"control=ee_delta: model={agent.name} plays the paper's commands; leave control unset")
+    why = refusal(agent, keys["control"])
+    if why:
+        raise ConfigError(why)
     if keys["intervention"] == Intervention.EXPERT_SUMMARY:
         keys["intervention"], summary = Intervention.NONE, SummaryMode(SummaryKind.EXPERT)
     kept = tuple(p for p in protocols if p in MANIFESTS[keys["intervention"]].protocols)
@@ -124,13 +124,6 @@ def tasks_of(raw, track: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def split_of(raw) -> str:
-    """The run's ``split`` (``eval``: the evaluation manifests; ``train``: the training split's seeds)."""
-    if raw not in tuple(Split):
-        raise ConfigError(f"'split' must be one of {', '.join(Split)}, got {raw!r}")
-    return str(raw)
-
-
 def playable(
     agent: Participant, tasks: tuple[str, ...], every: bool, seeds, protocols, log, robot: str, split: str = Split.EVAL
 ):
@@ -158,7 +151,7 @@ def playable(
             continue
         chosen = verified if seeds is None else verified[:seeds] if isinstance(seeds, int) else list(seeds)
         if split == Split.TRAIN:
-            _no_eval_seeds(task, robot, chosen)
+            _no_eval_seeds(task, chosen)
         arms = tuple(task_class(task).arms)
         refused = [w for s in chosen for p in protocols if (w := agent.refuses(task, arms, s, p))]
         if refused and every and len(refused) == len(chosen) * len(protocols):
@@ -180,12 +173,15 @@ def playable(
     return tuple(keep)
 
 
-def _no_eval_seeds(task: str, robot: str, chosen: list[int]) -> None:
-    from vabench.envs.seeds import demo_seed, eval_seeds
+def _no_eval_seeds(task: str, chosen: list[int]) -> None:
+    from vabench.envs.seeds import held_out
 
-    held = sorted(set(chosen) & {*eval_seeds(task, robot), demo_seed(task)})
+    held = sorted(set(chosen) & held_out(task))
     if held:
-        raise ConfigError(f"'seeds': {held[0]} of {task} is an evaluation or demonstration seed; not with split=train")
+        raise ConfigError(
+            f"'seeds': {held[0]} of {task} is an evaluation or demonstration seed (every robot's manifests count); "
+            "not with split=train"
+        )
 
 
 def seeds_of(raw) -> int | tuple[int, ...] | None:

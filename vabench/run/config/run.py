@@ -23,7 +23,7 @@ from vabench.agents.models.kinds import check_model_id, make_model, reads_no_sum
 from vabench.agents.models.policy import PolicyConfig
 from vabench.core.checks import at_least, within
 from vabench.core.condition import Condition, config_default
-from vabench.core.vocab import PROTOCOLS, TRACKS, Split, SummaryMode, summary_mode
+from vabench.core.vocab import PROTOCOLS, TRACKS, SummaryMode, summary_mode
 from vabench.envs import RecordingConfig
 from vabench.results.layout import OUTCOMES
 from vabench.run.config.choices import (
@@ -33,7 +33,6 @@ from vabench.run.config.choices import (
     need,
     playable,
     seeds_of,
-    split_of,
     summary_root,
     tasks_of,
 )
@@ -140,13 +139,17 @@ class RunConfig:
     plan: PlanConfig = field(default_factory=PlanConfig)  # plan=true: print what the run will cost, run nothing
     human: HumanConfig = field(default_factory=HumanConfig)  # model=human: the operators' page
     privileged: bool = False  # the agent reads simulator state (the oracle)
-    split: str = Split.EVAL  # whose seeds it plays: the evaluation manifests, or the training split's (seeds.py)
     resolved: dict = field(default_factory=dict)  # the composed config, for the run folder
 
     @property
     def condition(self) -> Condition:
         """The run's condition (the first protocol's; the others differ only in the protocol)."""
         return self.conditions[0]
+
+    @property
+    def split(self) -> str:
+        """Whose seeds it plays: the evaluation manifests, or the training split's (a condition key)."""
+        return self.condition.split
 
     @property
     def protocols(self) -> tuple[str, ...]:
@@ -248,7 +251,7 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
     ray = dict(cfg.get("ray") or {})
     if ray.get("address", NO_RAY) is None:
         ray["address"] = NO_RAY
-    seeds, split = seeds_of(need(cfg, "seeds")), split_of(cfg.get("split", Split.EVAL))  # older runs: eval
+    seeds, split = seeds_of(need(cfg, "seeds")), conds[0].split  # older runs name none: eval
     every = need(cfg, "tasks") == "all"
     protos = [c.protocol for c in conds]
     tasks = playable(agent, tasks_of(cfg["tasks"], track), every, seeds, protos, notes.append, conds[0].robot, split)
@@ -270,7 +273,6 @@ def from_config(cfg: dict, run_dir: Path, log=print) -> RunConfig:
         plan=build(PlanConfig, cfg.get("plan") or {}, "plan"),
         human=build(HumanConfig, cfg.get("human") or {}, "human"),
         privileged=bool(agent.privileged),
-        split=split,
         resolved=cfg,
     )
     for note in notes:

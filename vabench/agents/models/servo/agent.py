@@ -76,6 +76,7 @@ def gives_up(why: str) -> Skill:
 
 class ServoAgent(Agent):
     privileged = False
+    plays_commands = True  # its skills measure with paper commands (probe moves): control=ee_delta is refused
 
     def __init__(self, name: str = "servo"):
         self.name = name
