@@ -20,12 +20,13 @@ from collections.abc import Iterator
 import numpy as np
 
 from vabench.core.boundary import ArmProprio
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, SIGNS
 from vabench.envs.control import GRIPPER_STEPS, MAX_STEP_M, MAX_STEP_RAD
 
 TOL_M = 0.001  # the expert's own tolerance: it re-measures and moves again from 1 mm
 TOL_RAD = math.radians(0.5)
 SLACK_STEPS = 6  # a command's step cap beyond the steps its length needs at the limits
-AXES = {"x": 0, "y": 1, "z": 2, "rx": 0, "ry": 1, "rz": 2}
+AXES = {axis: i for names in (MOVE_AXES, ROTATE_AXES) for i, axis in enumerate(names)}  # x/rx 0, y/ry 1, z/rz 2
 
 
 def rotation_vector(target: np.ndarray, now: np.ndarray) -> np.ndarray:
@@ -74,7 +75,7 @@ class Target:
         self.moves, need = True, 1
         for arm, part in parts:
             position, rotation = self.pose[arm]
-            sign = 1.0 if part.get("sign") in ("+", 1, "1") else -1.0
+            sign = 1.0 if part.get("sign") == SIGNS[0] else -1.0  # the expert writes envs.actions.sign_word
             if name.endswith("move_world"):
                 position = position.copy()
                 position[AXES[part["axis"]]] += sign * float(part["distance_mm"]) / 1000.0
