@@ -133,7 +133,9 @@ def _number(obj: dict, key: str, lo: float, hi: float, unit: str) -> float:
     return number
 
 
-def _sign(obj: dict) -> int:
+def sign_of(obj: dict) -> int:
+    """+1 or -1 from a decision's 'sign' field, its aliases included (ActionError otherwise): the
+    one reading of it, for the parser and for whoever turns recorded commands into vectors."""
     value = obj.get("sign")
     token = str(value).strip().lower() if isinstance(value, (str, int)) and not isinstance(value, bool) else None
     if token in _POS:
@@ -168,7 +170,7 @@ def _arm(obj: dict, arms: tuple[str, ...], name: str) -> str:
 
 
 def _move(obj: dict, arm: str) -> MoveWorld:
-    return MoveWorld(arm, _choice(obj, "axis", MOVE_AXES), _sign(obj), _number(obj, "distance_mm", *MOVE_MM, "mm"))
+    return MoveWorld(arm, _choice(obj, "axis", MOVE_AXES), sign_of(obj), _number(obj, "distance_mm", *MOVE_MM, "mm"))
 
 
 def camera_action_names(arms: tuple[str, ...]) -> tuple[str, ...]:
@@ -213,7 +215,7 @@ def parse_action(obj, arms: tuple[str, ...], camera: bool = True) -> Action:
         return RotateLocal(
             _arm(obj, arms, name),
             _choice(obj, "axis", ROTATE_AXES, aliases),
-            _sign(obj),
+            sign_of(obj),
             _number(obj, "angle_deg", *ROTATE_DEG, "deg"),
         )
     if name in ("gripper.open", "gripper.close"):

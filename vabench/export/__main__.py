@@ -49,7 +49,7 @@ def export(
         clips = [runs.record_clip(source, folder, events, row) for folder, events, row in bar]
         rate = fps or runs.run_fps(source, clips[0].control if clips else ControlMode.COMMANDS) or DEFAULT_FPS
         for clip in clips:
-            clip.meta["split"] = runs.run_split(source)
+            clip.meta["split"] = clip.meta["split"] or runs.run_split(source)  # a row before schema 13: the run's
         repo_id = repo_id or f"vabench/{source.name}"
         return _write(clips, out, _whole(rate), repo_id, force, progress)
     if demos.is_demos(source):

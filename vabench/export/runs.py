@@ -93,7 +93,7 @@ def record_clip(run: Path, folder: Path, events: list[dict], row: dict) -> Clip:
     control = row.get("control") or ControlMode.COMMANDS  # a row written before the key: the paper's commands
     table, dof = columns(states, actions, steps, ending, tuple(start["arms"]), where, control)
     key = folder.parent.relative_to(Path(run) / RECORDS).as_posix()
-    meta = {**{c: row.get(c) for c in ROW_COLUMNS}, "outcome_key": key, "record": f"{where}/{EVENTS}", "split": None}
+    meta = {**{c: row.get(c) for c in ROW_COLUMNS}, "outcome_key": key, "record": f"{where}/{EVENTS}"}  # split: a key
     return Clip(start["instruction"], images, table, meta, dof, row.get("robot") or "", str(control))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vabench.core.boundary import ArmProprio
-from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, SIGNS
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, sign_of
 from vabench.envs.control import GRIPPER_STEPS, MAX_STEP_M, MAX_STEP_RAD
 
 TOL_M = 0.001  # the expert's own tolerance: it re-measures and moves again from 1 mm
@@ -75,7 +75,7 @@ class Target:
         self.moves, need = True, 1
         for arm, part in parts:
             position, rotation = self.pose[arm]
-            sign = 1.0 if part.get("sign") == SIGNS[0] else -1.0  # the expert writes envs.actions.sign_word
+            sign = float(sign_of(part))
             if name.endswith("move_world"):
                 position = position.copy()
                 position[AXES[part["axis"]]] += sign * float(part["distance_mm"]) / 1000.0

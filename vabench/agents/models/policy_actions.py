@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vabench.envs.actions import MOVE_AXES, MOVE_MM, ROTATE_AXES, ROTATE_DEG, sign_word
+from vabench.envs.actions import MOVE_AXES, MOVE_MM, ROTATE_AXES, ROTATE_DEG, sign_of, sign_word
 
 PER_ARM = 7
 FRAMES = ("local", "world")
@@ -104,11 +104,11 @@ def vectors_of(decisions: list[dict], arms: tuple[str, ...], closed: dict | None
         if name == "dual_gripper.move_world":
             moves = [(side, d[side]) for side in arms]
         for arm, mv in moves:
-            k, sign = arms.index(arm), (1.0 if mv.get("sign") in ("+", 1, "1") else -1.0)
+            k = arms.index(arm)
             if name.endswith("move_world"):
-                row[PER_ARM * k + MOVE_AXES.index(mv["axis"])] = sign * float(mv["distance_mm"]) / 1000.0
+                row[PER_ARM * k + MOVE_AXES.index(mv["axis"])] = sign_of(mv) * float(mv["distance_mm"]) / 1000.0
             elif name.endswith("rotate_local"):
-                row[PER_ARM * k + 3 + ROTATE_AXES.index(mv["axis"])] = sign * np.radians(float(mv["angle_deg"]))
+                row[PER_ARM * k + 3 + ROTATE_AXES.index(mv["axis"])] = sign_of(mv) * np.radians(float(mv["angle_deg"]))
         if name.endswith((".open", ".close")):
             side = name.split("_gripper.")[0] if "_gripper." in name else d.get("arm", arms[0])
             for arm in arms if name.startswith("dual_gripper.") else (side,):
