@@ -14,8 +14,8 @@
 ``--control ee_delta`` runs the same under the control-rate interface (vabench.envs.control): every
 launch with ``control=ee_delta``, so the oracle's episodes are control steps, the export's action
 is the seven numbers per arm and the trainer regresses them; results under ``results/bc_ee_delta``,
-the bundle under ``benchmarks/bc_baseline_ee_delta``. Its only reference is the oracle: the servo
-and the random agent answer the paper's commands.
+the bundle under ``benchmarks/bc_baseline_ee_delta``. Its references are the oracle and the random
+agent (random control steps within the limits); the servo answers the paper's commands only.
 
 It prints the command, the commit and the date first; run folders, datasets and checkpoints go under
 ``--results`` (not committed: this script regenerates them; a rerun resumes, skipping what exists),
@@ -40,9 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ("grasp_single_cube", "place_cube_in_bowl", "click_bell_right")  # one-arm tasks of docs/learn.md
-REFERENCES = {  # per control mode: the agents evaluated beside the policy (the servo and random play commands only)
+REFERENCES = {  # per control mode: the agents evaluated beside the policy (the servo plays commands only)
     "commands": ("oracle", "servo", "random"),
-    "ee_delta": ("oracle",),
+    "ee_delta": ("oracle", "random"),
 }
 ENV = {
     "RAY_AUTH_MODE": "disabled",
