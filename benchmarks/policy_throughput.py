@@ -12,7 +12,9 @@ figure is the harness's, not a policy's), or with ``checkpoint`` a trained polic
 ``python -m vabench.serve_policy CHECKPOINT`` (its inference counted), whose episodes may end
 sooner on success: the rates count control steps, as episodes of ``--steps`` steps. Per core means
 per CPU second: the CPU time of every process that did the work (this one's threads and the
-server's), so a shared, loaded machine does not count others' work; wall time is printed beside it.
+server's), so a shared, loaded machine does not count others' work; wall time is printed beside it,
+and the rate per CPU second of this process alone (the env side, as when the server has a machine or
+a GPU of its own).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def bare(seeds: list[int], steps: int) -> dict:
             for v in vectors:
                 env.step({"ee_delta": v.tolist()})
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        return {"wall_s": wall, "cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
+        return {"wall_s": wall, "cpu_s": cpu, "env_cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
     finally:
         env.close()
 
@@ -113,13 +115,21 @@ def served(
             server_cpu = _cpu(proc.pid)
             wall, cpu = time.perf_counter(), time.process_time()
             rows = _together(worker, specs[in_flight:], in_flight)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu + _cpu(proc.pid) - server_cpu
+            wall, cpu, server_cpu = time.perf_counter() - wall, time.process_time() - cpu, _cpu(proc.pid) - server_cpu
             worker.close()
         finally:
             proc.kill()
             proc.wait()
     ok = sum(r["status"] == "ok" and (r["steps"] == steps or r["success"]) for r in rows)
-    return {"wall_s": wall, "cpu_s": cpu, "episodes": len(rows), "ok": ok, "steps": sum(r["steps"] for r in rows)}
+    steps = sum(r["steps"] for r in rows)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu + server_cpu,
+        "env_cpu_s": cpu,
+        "episodes": len(rows),
+        "ok": ok,
+        "steps": steps,
+    }
 
 
 def _together(worker, specs, in_flight: int) -> list[dict]:
@@ -164,6 +174,7 @@ def episodes_per_hour(
     for cell in out.values():
         cell["per_core_hour"] = 3600 / steps / cell["cpu_step_s"]
         cell["per_wall_hour"] = 3600 / steps / cell["wall_step_s"]
+        cell["per_env_core_hour"] = 3600 / steps / cell["env_cpu_step_s"]  # the server's CPU elsewhere (a GPU's)
     out["ratio"] = out["served"]["per_core_hour"] / out["bare"]["per_core_hour"]
     policy = f"the checkpoint {checkpoint.name} served" if checkpoint else "scripted (serve_policy --script)"
     return out | {"in_flight": in_flight, "steps": steps, "repeats": repeats, "policy": policy}
@@ -172,7 +183,9 @@ def episodes_per_hour(
 def _median(done: list[dict]) -> dict:
     """One cell's repeats: median CPU and wall seconds per control step; the episodes played whole
     (or to success) over all of them."""
-    cell = {f"{k}_step_s": statistics.median(d[f"{k}_s"] / d["steps"] for d in done) for k in ("wall", "cpu")}
+    cell = {
+        f"{k}_step_s": statistics.median(d[f"{k}_s"] / d["steps"] for d in done) for k in ("wall", "cpu", "env_cpu")
+    }
     if "ok" in done[0]:
         cell |= {"ok": sum(d["ok"] for d in done), "played": sum(d["episodes"] for d in done)}
     return cell
