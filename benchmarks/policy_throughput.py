@@ -51,23 +51,25 @@ def script(steps: int) -> np.ndarray:
     return np.concatenate([moves, np.zeros((steps, 4), np.float32)], axis=1)
 
 
-def bare(seeds: list[int], steps: int) -> dict:
-    """The bare env loop: reset and step each seed's episode, nothing else."""
+def bare_env() -> VABenchEnv:
+    """The bare loop's env (its shaders compiled before any clock)."""
     env = VABenchEnv(
         EnvConfig(preset=RENDER_PRESETS["small"], control="ee_delta", recording=RecordingConfig(enabled=False))
     )
+    env.reset(TASK, eval_seeds(TASK)[0])
+    return env
+
+
+def bare(env: VABenchEnv, seeds: list[int], steps: int) -> dict:
+    """The bare env loop: reset and step each seed's episode, nothing else."""
     vectors = script(steps)
-    try:
-        env.reset(TASK, eval_seeds(TASK)[0])  # the shader compile, before any clock
-        wall, cpu = time.perf_counter(), time.process_time()
-        for seed in seeds:
-            env.reset(TASK, seed)
-            for v in vectors:
-                env.step({"ee_delta": v.tolist()})
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        return {"wall_s": wall, "cpu_s": cpu, "env_cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
-    finally:
-        env.close()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for seed in seeds:
+        env.reset(TASK, seed)
+        for v in vectors:
+            env.step({"ee_delta": v.tolist()})
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"wall_s": wall, "cpu_s": cpu, "env_cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
 
 
 def serve(vectors: np.ndarray, folder: Path, checkpoint: Path | None = None) -> tuple[subprocess.Popen, str]:
@@ -96,40 +98,36 @@ def run_config(url: str, folder: Path, seeds: int, steps: int, extra: tuple[str,
     return from_config(cfg, folder / "rate")
 
 
-def served(
-    episodes: int, steps: int, in_flight: int, extra: tuple[str, ...] = (), checkpoint: Path | None = None
-) -> dict:
-    """``episodes`` episodes against the served script (or ``checkpoint``), ``in_flight`` at once on
-    one worker (after one unclocked episode per seat, on the manifest's first seeds); ``extra``:
-    more run overrides."""
-    from vabench.run.actors.worker import EpisodeWorker
-    from vabench.run.actors.workerconfig import WorkerConfig
-    from vabench.run.config.specs import expand
+class Served:
+    """One worker's seats against the served policy (``extra``: more run overrides), warmed by one
+    unclocked episode per seat on the manifest's first seeds; :meth:`batch` plays and clocks a few."""
 
-    with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
-        proc, url = serve(script(steps), Path(tmp), checkpoint)
-        try:
-            run = run_config(url, Path(tmp), in_flight + episodes, steps, extra)
-            worker, specs = EpisodeWorker(WorkerConfig.of(run, slots=in_flight)), expand(run)
-            _together(worker, specs[:in_flight], in_flight)  # each seat's first scene and shader compile, unclocked
-            server_cpu = _cpu(proc.pid)
-            wall, cpu = time.perf_counter(), time.process_time()
-            rows = _together(worker, specs[in_flight:], in_flight)
-            wall, cpu, server_cpu = time.perf_counter() - wall, time.process_time() - cpu, _cpu(proc.pid) - server_cpu
-            worker.close()
-        finally:
-            proc.kill()
-            proc.wait()
-    ok = sum(r["status"] == "ok" and (r["steps"] == steps or r["success"]) for r in rows)
-    steps = sum(r["steps"] for r in rows)
-    return {
-        "wall_s": wall,
-        "cpu_s": cpu + server_cpu,
-        "env_cpu_s": cpu,
-        "episodes": len(rows),
-        "ok": ok,
-        "steps": steps,
-    }
+    def __init__(self, url: str, folder: Path, batch: tuple[int, int, int, int], extra: tuple[str, ...]):
+        from vabench.run.actors.worker import EpisodeWorker
+        from vabench.run.actors.workerconfig import WorkerConfig
+        from vabench.run.config.specs import expand
+
+        episodes, steps, in_flight, repeats = batch
+        folder.mkdir()
+        run = run_config(url, folder, in_flight + episodes, steps, (*extra, f"runs={repeats}"))
+        self.worker, self.specs = EpisodeWorker(WorkerConfig.of(run, slots=in_flight)), expand(run)
+        self.steps, self.in_flight, self.per_run = steps, in_flight, in_flight + episodes
+        _together(self.worker, self.specs[:in_flight], in_flight)  # each seat's first scene and shader compile
+
+    def clocked(self, repeat: int, k: int) -> list:
+        """The specs of repeat ``repeat``'s ``k``-th batch (each repeat a run index: its own records)."""
+        first = repeat * self.per_run + self.in_flight * (k + 1)
+        return self.specs[first : first + self.in_flight]
+
+    def batch(self, repeat: int, k: int, server: int) -> dict:
+        """One batch's ``in_flight`` episodes, at once; the server's CPU (process ``server``) counted."""
+        specs = self.clocked(repeat, k)
+        server_cpu, wall, cpu = _cpu(server), time.perf_counter(), time.process_time()
+        rows = _together(self.worker, specs, self.in_flight)
+        wall, cpu, server_cpu = time.perf_counter() - wall, time.process_time() - cpu, _cpu(server) - server_cpu
+        ok = sum(r["status"] == "ok" and (r["steps"] == self.steps or r["success"]) for r in rows)
+        return {"wall_s": wall, "cpu_s": cpu + server_cpu, "env_cpu_s": cpu, "episodes": len(rows), "ok": ok,
+                "steps": sum(r["steps"] for r in rows)}  # fmt: skip
 
 
 def _together(worker, specs, in_flight: int) -> list[dict]:
@@ -157,20 +155,34 @@ def episodes_per_hour(
     episodes: int, steps: int, in_flight: int, repeats: int = 3, checkpoint: Path | None = None
 ) -> dict:
     """Episodes (of ``steps`` control steps) per hour per core (per CPU hour) and per wall hour,
-    served and bare (the same seeds), and their ratio: each cell played ``repeats`` times,
-    interleaved, its median CPU and wall time per step taken (one served measurement swings by a
-    third on a shared 2-core machine)."""
-    seeds = eval_seeds(TASK)[in_flight : in_flight + episodes]
-    cells = {
-        "bare": lambda: bare(seeds, steps),
-        "served": lambda: served(episodes, steps, in_flight, (), checkpoint),
-        "served, no recording view": lambda: served(episodes, steps, in_flight, NO_RECORDING, checkpoint),
-    }
-    runs = {name: [] for name in cells}
-    for _ in range(repeats):
-        for name, measure in cells.items():
-            runs[name].append(measure())
-    out = {name: _median(done) for name, done in runs.items()}
+    served and bare (the same seeds), and their ratio. The cells take turns batch by batch
+    (``in_flight`` episodes each, ``episodes`` in all, ``repeats`` times), every cell warm, and each
+    cell's median CPU and wall time per step is taken: on a shared machine one cell's minute can
+    cost a fifth more than the next's, so only close turns compare."""
+    with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
+        proc, url = serve(script(steps), Path(tmp), checkpoint)
+        env = bare_env()
+        try:
+            runs = {
+                "served": Served(url, Path(tmp) / "on", (episodes, steps, in_flight, repeats), ()),
+                "served, no recording view": Served(
+                    url, Path(tmp) / "off", (episodes, steps, in_flight, repeats), NO_RECORDING
+                ),
+            }
+            done: dict[str, list[dict]] = {"bare": [], **{name: [] for name in runs}}
+            for repeat in range(repeats):
+                for k in range(episodes // in_flight):
+                    seeds = [spec.seed for spec in runs["served"].clocked(repeat, k)]
+                    done["bare"].append(bare(env, seeds, steps))
+                    for name, cell in runs.items():
+                        done[name].append(cell.batch(repeat, k, proc.pid))
+            for cell in runs.values():
+                cell.worker.close()
+        finally:
+            env.close()
+            proc.kill()
+            proc.wait()
+    out = {name: _median(batches) for name, batches in done.items()}
     for cell in out.values():
         cell["per_core_hour"] = 3600 / steps / cell["cpu_step_s"]
         cell["per_wall_hour"] = 3600 / steps / cell["wall_step_s"]
@@ -181,7 +193,7 @@ def episodes_per_hour(
 
 
 def _median(done: list[dict]) -> dict:
-    """One cell's repeats: median CPU and wall seconds per control step; the episodes played whole
+    """One cell's batches: median CPU and wall seconds per control step; the episodes played whole
     (or to success) over all of them."""
     cell = {
         f"{k}_step_s": statistics.median(d[f"{k}_s"] / d["steps"] for d in done) for k in ("wall", "cpu", "env_cpu")
