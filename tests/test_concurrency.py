@@ -251,6 +251,25 @@ def test_building_a_workers_env_is_evidence_of_progress(tmp_path, monkeypatch):
         worker.close()
 
 
+def test_several_seats_keep_their_render_targets_only_at_control_rate(tmp_path, monkeypatch):
+    """With several slots a seat's scene makes each camera for one render (its targets' memory is
+    idle while a model thinks), but under control=ee_delta, which renders every control step."""
+    built: list[EnvConfig] = []
+
+    def fake(config: EnvConfig) -> SimpleNamespace:  # what the worker asked for, no scene
+        built.append(config)
+        return SimpleNamespace(config=config, reset=lambda *args: None, close=lambda: None)
+
+    monkeypatch.setattr(worker_module, "VABenchEnv", fake)
+    for control, slots, held in (("commands", 2, False), ("ee_delta", 2, True), ("commands", 1, True)):
+        keys = ("ray.address=none", "tasks=[grasp_single_cube]", "seeds=1", f"control={control}")
+        run = smoke(tmp_path, f"{control}_{slots}", *keys)
+        worker = EpisodeWorker(WorkerConfig.of(run, slots=slots))
+        worker.env_for(worker.seats[0], expand(run)[0].condition)
+        assert (built[-1].control, built[-1].hold_cameras) == (control, held)
+        worker.close()
+
+
 def test_waits_on_rate_limits_never_count_toward_the_time_limit(tmp_path, monkeypatch):
     """model.rpm=12 (a request every ~5.1 s) and episode_timeout_s=4: each episode is granted well
     over 4 s of waits by the limiter (its row counts them), yet none times out."""

@@ -14,7 +14,9 @@ decision), so the episodes of a worker run as threads: while some wait for their
 steps. The simulator is not shared between threads: every env call holds the worker's
 simulator lock (:func:`vabench.agents.episode.run_episode`). The scenes share the process's
 renderer, compiled shaders and robot assets; with several slots they keep no render targets
-between renders (``EnvConfig.hold_cameras``), so an extra episode costs a few MB, not ~35.
+between renders (``EnvConfig.hold_cameras``), so an extra episode costs a few MB, not ~35, except
+under ``control=ee_delta``, whose episodes render every control step (every 0.1 s of simulated
+time, not every model reply): remaking the targets cost them ~7% more CPU per step.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from vabench.agents.summaries.summary_store import SummaryStore
 from vabench.core.boundary import Participant
 from vabench.core.condition import DEFAULT_RENDER, Condition
 from vabench.core.errors import CostCapReached
-from vabench.core.vocab import EndReason
+from vabench.core.vocab import ControlMode, EndReason
 from vabench.envs import EnvConfig, VABenchEnv
 from vabench.results.layout import CACHE
 from vabench.results.records import set_aside
@@ -161,12 +163,13 @@ class EpisodeWorker:
     def env_for(self, seat: Seat, condition: Condition) -> None:
         """Give ``seat`` an env built for ``condition``'s look, before the episode's clock starts.
         A run has one look, so this builds once per seat; with several slots no render targets are
-        kept between renders (a few MB an extra episode, not ~35). Each stage is pushed to the board
+        kept between renders (a few MB an extra episode, not ~35), but under control=ee_delta. Each stage is pushed to the board
         at once: a build takes no simulator step and may hold the GIL, so it is the backstop's only
         evidence that this worker is not hung."""
         if seat.env is not None and seat.env.config.look == condition.look:
             return
-        settings = {"recording": self.config.recording, "hold_cameras": self.config.slots == 1}
+        hold = self.config.slots == 1 or condition.control == ControlMode.EE_DELTA  # renders every control step
+        settings = {"recording": self.config.recording, "hold_cameras": hold}
         with self.sim_lock:
             self.progress.bump(push=True)
             if seat.env is not None:
