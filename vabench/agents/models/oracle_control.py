@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from vabench.core.boundary import ArmProprio
 from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, sign_of
@@ -31,22 +32,12 @@ AXES = {axis: i for names in (MOVE_AXES, ROTATE_AXES) for i, axis in enumerate(n
 
 def rotation_vector(target: np.ndarray, now: np.ndarray) -> np.ndarray:
     """The world rotation vector that turns orientation ``now`` into ``target`` (3x3 each)."""
-    m = target @ now.T
-    angle = math.acos(float(np.clip((np.trace(m) - 1) / 2, -1.0, 1.0)))
-    axis = np.array([m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]])
-    if angle < 1e-9:
-        return axis / 2
-    if angle > math.pi - 1e-6:  # a half turn: the axis is the symmetric part's eigenvector
-        w, v = np.linalg.eigh((m + m.T) / 2)
-        return v[:, int(np.argmax(w))] * math.pi
-    return axis * angle / (2 * math.sin(angle))
+    return Rotation.from_matrix(target @ now.T).as_rotvec()
 
 
 def turned(rotation: np.ndarray, axis: int, angle: float) -> np.ndarray:
     """``rotation`` (columns: the gripper-local axes in world) turned by ``angle`` about its column ``axis``."""
-    k = rotation[:, axis]
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return (np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx) @ rotation
+    return Rotation.from_rotvec(rotation[:, axis] * angle).as_matrix() @ rotation
 
 
 def pose(arm: ArmProprio) -> tuple[np.ndarray, np.ndarray]:
