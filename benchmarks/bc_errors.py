@@ -32,17 +32,18 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES  # noqa: E402
 from vabench.learn.data import read_export  # noqa: E402
 from vabench.learn.model import CHOICES, MOTION, choices_of, decode  # noqa: E402
 from vabench.learn.policy import LearnedPolicy  # noqa: E402
 from vabench.learn.train import tensors_of  # noqa: E402
 
-AXES = ("x", "y", "z", "rx", "ry", "rz")
+AXES = MOVE_AXES + ROTATE_AXES  # the control step's six deltas, in order
 UNITS = (1000.0,) * 3 + (1.0,) * 3  # m -> mm; rad stays rad
 
 
-def predictions(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None):
-    """The oracle's first commands, the policy's (decoded) and both choices, over the chosen frames."""
+def outputs(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None):
+    """The network's raw outputs over the chosen frames, the oracle's targets and the samples."""
     cfg = policy.net.cfg
     samples = read_export(dataset, cfg.horizon, (cfg.width, cfg.height), only=only)
     norms = {"state_mean": policy.state_mean.tolist(), "state_std": policy.state_std.tolist()}
@@ -51,6 +52,12 @@ def predictions(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]]
         out = torch.cat(
             [policy.net(images[i : i + 64], states[i : i + 64], prompts[i : i + 64]) for i in range(0, len(images), 64)]
         )
+    return out, targets, samples
+
+
+def predictions(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None):
+    """The oracle's first commands, the policy's (decoded) and both choices, over the chosen frames."""
+    out, targets, samples = outputs(policy, dataset, only)
     first = out[:, 0]
     wanted = targets[:, 0]
     chosen = first[:, :CHOICES].argmax(dim=-1)
@@ -61,14 +68,7 @@ def predictions(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]]
 
 def step_figures(policy: LearnedPolicy, dataset: Path, only: set[tuple[str, int]] | None) -> dict:
     """:func:`figures` of a control-step checkpoint: its first step against the oracle's, per axis."""
-    cfg = policy.net.cfg
-    samples = read_export(dataset, cfg.horizon, (cfg.width, cfg.height), only=only)
-    norms = {"state_mean": policy.state_mean.tolist(), "state_std": policy.state_std.tolist()}
-    images, states, prompts, targets, _ = tensors_of(samples, norms, cfg.text_dim)
-    with torch.no_grad():
-        out = torch.cat(
-            [policy.net(images[i : i + 64], states[i : i + 64], prompts[i : i + 64]) for i in range(0, len(images), 64)]
-        )
+    out, targets, samples = outputs(policy, dataset, only)
     got, wanted = decode(out[:, 0], policy.motion_scale, True).numpy(), targets[:, 0].numpy()
     per_axis = {
         name: {
