@@ -38,7 +38,7 @@ from vabench.envs.seeds import (
 from vabench.envs.tasks import TASKS
 from vabench.export.__main__ import export, export_oracle, main
 from vabench.results.episodes import EpisodeSpec
-from vabench.results.layout import RunInfo
+from vabench.results.layout import RUN_INFO, RunInfo
 from vabench.results.outcomes import OutcomeRow, read_rows, write_row
 from vabench.run.config.run import ConfigError
 from vabench.run.config.specs import expand
@@ -163,6 +163,16 @@ def test_a_train_split_run_records_its_split_plays_a_train_seed_and_verifies(tra
     assert "/split_train/" in rows["record"][0]  # its own folder: never resumed as an evaluation episode
     digest = info.provenance["inputs"]["seed_manifests"][TASK]
     assert digest and verify(train_run).ok
+
+
+def test_a_train_split_runs_rows_from_before_the_column_read_as_train(train_run, tmp_path):
+    """Schema 12 rows named no split; a split=train run's must not read as scored rows."""
+    (tmp_path / "outcomes").mkdir()
+    (tmp_path / RUN_INFO).write_text((train_run / RUN_INFO).read_text())
+    for k, path in enumerate(sorted((train_run / "outcomes").rglob("*.parquet"))):
+        pq.write_table(pq.read_table(path).drop_columns(["split"]), tmp_path / "outcomes" / f"old{k}.parquet")
+    rows = load_runs(tmp_path)
+    assert len(rows) >= 1 and set(rows["split"]) == {"train"}
 
 
 def test_an_export_records_the_split_of_a_run_and_of_the_experts_train_episodes(train_run, tmp_path):

@@ -20,6 +20,7 @@ import pandas as pd
 from vabench.core.condition import KEYS, Condition, default, rule
 from vabench.core.errors import VabenchError
 from vabench.core.vocab import Arms, Status, Track
+from vabench.results.layout import RUN_INFO, read_run_info
 from vabench.results.outcomes import COLUMNS
 from vabench.results.outcometable import gather, to_pandas
 
@@ -69,6 +70,7 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
     got = gather(*folders)  # through each run's outcome table; unreadable files are named in a note
     rows = to_pandas(got.rows)
     rows.attrs["unreadable"] = [(Path(path), why) for path, why in got.unreadable + got.set_aside]
+    _split_of_old_rows(rows, folders)
     if rows.empty:
         where = ", ".join(str(f) for f in folders)
         raise NoOutcomesError(
@@ -76,6 +78,17 @@ def load_runs(*folders: str | Path) -> pd.DataFrame:
             "outcomes (its outcomes/ subfolder is written as episodes finish)"
         )
     return rows
+
+
+def _split_of_old_rows(rows: pd.DataFrame, folders) -> None:
+    """Rows before schema 13 name no split; their run's info does (a ``split=train`` run's rows
+    must not read as scored ones)."""
+    if rows.empty or "run_id" not in rows or ("split" in rows and rows["split"].notna().all()):
+        return
+    runs = {p.parent for f in folders for p in Path(f).rglob(RUN_INFO)} | {Path(f) for f in folders}
+    splits = {info.run_id: info.split for info in map(read_run_info, runs) if info is not None}
+    known = rows["run_id"].map(splits)
+    rows["split"] = known if "split" not in rows else rows["split"].where(rows["split"].notna(), known)
 
 
 def _strings(s: pd.Series) -> pd.Series:
