@@ -244,6 +244,9 @@ def test_at_control_rate_the_recording_view_is_the_active_picture_of_now_not_a_t
         assert view.shape == first.shape and not np.array_equal(view, first)
         assert larger.reset(TASK, SEED).images["active"].shape == (480, 640, 3)
         assert larger.recording_view().shape == (240, 320, 3)  # at the recording's size
+        passive = control.reset(TASK, SEED, "passive").images  # no active picture: the view is rendered
+        assert control.camera.shown is None and control.recording_view().shape == (240, 320, 3)
+        assert not any(np.array_equal(control.recording_view(), rgb) for rgb in passive.values())
     finally:
         for env in envs:
             env.close()

@@ -24,8 +24,9 @@ class RecordingConfig:
     reset and after every action for reviewers and videos, stored apart from the model's frames,
     never in an Observation. ``fps`` is the episode video's frame rate: one frame per paper command;
     under ``control=ee_delta`` one per :func:`~vabench.envs.control.recording_stride` control steps
-    (the video plays in real time), the episode's last step always (:meth:`due`), and the view is the
-    active camera's picture of that moment (vabench.envs.sim.camera.CameraRig.recording)."""
+    (the video plays in real time), the episode's last step always (:meth:`due`), and under the
+    active protocol the view is the active camera's picture of that moment
+    (vabench.envs.sim.camera.CameraRig.recording)."""
 
     enabled: bool = True  # render the recording view at reset and after every action
     width: int = 320  # recording view width in pixels (even: H.264)

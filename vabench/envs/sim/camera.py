@@ -263,13 +263,13 @@ class CameraRig:
         """The evaluator's recording view (reference notes 4.4, ``gripper_follow``): the image, and
         the camera pose and vertical field of view (radians) it was taken with (for the debug
         overlay). Never part of an Observation. ``shown`` (control=ee_delta): the active camera's
-        picture of now instead, at the recording size, when there is one of the same shape: a policy
-        never moves that camera, and a control step then renders no third picture."""
+        picture of now instead (a copy, at the recording size), when the active protocol took one
+        and the recording size has its aspect ratio: a policy never moves that camera, and a
+        control step then renders no third picture."""
         w, h = self.record_size
-        if shown and self.shown is not None and self.shown.shape[1] * h == self.shown.shape[0] * w:
-            rgb = (
-                self.shown if self.shown.shape[:2] == (h, w) else np.asarray(Image.fromarray(self.shown).resize((w, h)))
-            )
+        now = self.shown
+        if shown and now is not None and now.shape[1] * h == now.shape[0] * w:
+            rgb = now.copy() if now.shape[:2] == (h, w) else np.asarray(Image.fromarray(now).resize((w, h)))
             return rgb, self.pose, float(np.deg2rad(self.config.fovy_deg))
         pose = observer_pose("gripper_follow", ees, controlled)
         with self.lens("recording") as camera:
