@@ -57,7 +57,10 @@ def test_a_replay_plays_the_interface_its_record_played(tmp_path):
         validate("model=replay", f"model.extra.record={commands}", "control=ee_delta", *EPISODE)
     run = validate("model=replay", f"model.extra.record={controls}", "control=ee_delta", *EPISODE)
     assert run.condition.control == "ee_delta"
+    with pytest.raises(ConfigError, match="model=replay:x answers control steps .*; add control=ee_delta"):
+        validate("model=replay", f"model.extra.record={controls}", *EPISODE)  # the paper's commands, the default
     assert replay(commands).plays_commands and not replay(controls).plays_commands
+    assert replay(controls).plays_controls and not replay(commands).plays_controls
 
 
 def test_the_episode_loop_refuses_a_commands_agent_as_the_launcher_does(tmp_path):

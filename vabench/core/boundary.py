@@ -278,6 +278,7 @@ class Participant(ABC):  # noqa: B024 (the hooks are optional; the answering met
     # True: it answers the paper's commands only (servo, posetext, a seat), so control=ee_delta refuses it
     # (vabench.envs.control.refusal) rather than let it send commands into a control-rate episode
     plays_commands: bool = False
+    plays_controls: bool = False  # True: it answers control steps only (a replay of an ee_delta record)
     # The run's rate limiter (anything with acquire/settle/pause, see vabench.agents.models.ratelimit), set by
     # the worker so every caller of the run shares it; None: the agent has none, or makes its own.
     limiter = None

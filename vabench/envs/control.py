@@ -55,8 +55,11 @@ CHAT_CONTROL = (  # a chat model under control=ee_delta: the config's refusal
 
 def refusal(agent: Participant, control: str) -> str | None:
     """Why ``agent`` cannot play under ``control`` (one line naming the fix), or None. Both the
-    launcher and the episode loop ask, so no agent sends paper commands into an ee_delta episode."""
+    launcher and the episode loop ask, so no agent sends paper commands into an ee_delta episode,
+    nor control steps into one of the paper's commands."""
     if control != ControlMode.EE_DELTA:
+        if getattr(agent, "plays_controls", False):
+            return f"model={agent.name} answers control steps (an ee_delta record); add control=ee_delta"
         return None
     if not isinstance(agent, Agent):  # a chat model
         return CHAT_CONTROL

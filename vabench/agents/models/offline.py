@@ -235,9 +235,11 @@ class AnswerReplay(_Replay, Agent):
         super().__init__(events, name, then_stop)
         self.recorded = [e["payload"] for e in events if e.get("type") == Event.ANSWER]
         self.said = "answers"
-        # a record of the paper's commands (a refused answer, {INVALID: why}, names no interface)
-        said = (p for p in self.recorded if isinstance(p, dict) and INVALID not in p)
-        self.plays_commands = any(isinstance(answer_of(p), Command) for p in said)
+        # a record of the paper's commands or of control steps (a refused answer, {INVALID: why},
+        # names no interface)
+        said = [answer_of(p) for p in self.recorded if isinstance(p, dict) and INVALID not in p]
+        self.plays_commands = any(isinstance(a, Command) for a in said)
+        self.plays_controls = any(isinstance(a, Control) for a in said)
 
     def start(self, brief: Brief) -> None:
         self._begin(brief)
