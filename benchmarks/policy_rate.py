@@ -168,6 +168,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="times each episodes-per-hour cell is played (median)")
     ap.add_argument("--no-maniskill", action="store_true", help="use issue 49's ManiSkill3 figures instead")
     args = ap.parse_args()
+    if any(args.episodes % n for n in args.in_flight):  # each cell plays whole batches of its count
+        ap.error(f"--episodes {args.episodes} must be a multiple of each --in-flight count ({args.in_flight})")
     start = os.getloadavg()[0]
     ms = step_ms(args)
     ms["warm reset, small"] = warm_reset_ms(eval_seeds(TASK)[: args.seeds])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from vabench.core.vocab import LEFT, RIGHT, ControlMode, EndReason, StepKind
-from vabench.envs.actions import camera_action_names
+from vabench.envs.actions import MOVE_AXES, camera_action_names
 
 CODEBASE_VERSION = "v3.0"  # the LeRobot dataset format written
 CHUNKS_SIZE = 1000  # LeRobot's defaults: files per chunk folder, MB per data and per video file
@@ -27,7 +27,7 @@ EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.par
 CODEC, PIX_FMT, GOP = "h264", "yuv420p", 2  # a keyframe every 2 frames, as LeRobot encodes: cheap random access
 
 ARMS = (LEFT, RIGHT)  # the scene's two arms (vabench.envs.sim.robot.ARMS), in this order
-AXES = ("x", "y", "z")
+AXES = MOVE_AXES  # the world axes of a position
 NO_ACTION = "no_action"  # the last frame of an episode that ended without a decision (repairs, call limit)
 # per frame, what followed the observation: an index into this tuple (complementary_info.action_kind)
 ACTION_KINDS = (StepKind.ROBOT, StepKind.CAMERA, StepKind.INVALID, EndReason.STOP, NO_ACTION)

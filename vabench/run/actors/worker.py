@@ -163,9 +163,9 @@ class EpisodeWorker:
     def env_for(self, seat: Seat, condition: Condition) -> None:
         """Give ``seat`` an env built for ``condition``'s look, before the episode's clock starts.
         A run has one look, so this builds once per seat; with several slots no render targets are
-        kept between renders (a few MB an extra episode, not ~35), but under control=ee_delta. Each stage is pushed to the board
-        at once: a build takes no simulator step and may hold the GIL, so it is the backstop's only
-        evidence that this worker is not hung."""
+        kept between renders (a few MB an extra episode, not ~35), but under control=ee_delta. Each
+        stage is pushed to the board at once: a build takes no simulator step and may hold the GIL,
+        so it is the backstop's only evidence that this worker is not hung."""
         if seat.env is not None and seat.env.config.look == condition.look:
             return
         hold = self.config.slots == 1 or condition.control == ControlMode.EE_DELTA  # renders every control step
