@@ -302,18 +302,23 @@ def test_lerobot_opens_the_exports_and_lerobot_doctor_finds_no_failure(run, data
     record's values, and ``lerobot-doctor check`` fails nothing, for a run and a demonstration."""
     venv = lerobot(results)
     export(demo_root / "small", results / "ds_demo", "vabench/demo", progress=False)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_LEROBOT_HOME": str(results / "hf")}
     for ds, repo in ((dataset, "vabench/test"), (results / "ds_demo", "vabench/demo")):
-        out = results / f"read_{ds.name}"
-        script = Path(__file__).with_name("lerobot_open.py")
-        subprocess.run([str(venv / "bin/python"), str(script), str(ds), repo, str(out)], env=env, check=True)
-        _check_read(ds, json.loads((out / "read.json").read_text()), out)
-        doctor = subprocess.run(
-            [str(venv / "bin/lerobot-doctor"), "check", str(ds), "--json"], env=env, capture_output=True, text=True
-        )
-        report = json.loads(doctor.stdout)
-        failed = [m["message"] for c in report["checks"] for m in c["messages"] if m["severity"] == "FAIL"]
-        assert report["total_frames"] == info_of(ds)["total_frames"] and failed == []
+        lerobot_reads(venv, ds, repo, results)
+
+
+def lerobot_reads(venv: Path, ds: Path, repo: str, results: Path) -> None:
+    """LeRobot's loader reads ``ds`` back as written (:func:`_check_read`) and its doctor fails nothing."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_LEROBOT_HOME": str(results / "hf")}
+    out = results / f"read_{ds.name}"
+    script = Path(__file__).with_name("lerobot_open.py")
+    subprocess.run([str(venv / "bin/python"), str(script), str(ds), repo, str(out)], env=env, check=True)
+    _check_read(ds, json.loads((out / "read.json").read_text()), out)
+    doctor = subprocess.run(
+        [str(venv / "bin/lerobot-doctor"), "check", str(ds), "--json"], env=env, capture_output=True, text=True
+    )
+    report = json.loads(doctor.stdout)
+    failed = [m["message"] for c in report["checks"] for m in c["messages"] if m["severity"] == "FAIL"]
+    assert report["total_frames"] == info_of(ds)["total_frames"] and failed == []
 
 
 def _check_read(ds: Path, read: dict, out: Path) -> None:

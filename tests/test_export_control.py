@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.test_export import lerobot, lerobot_reads
 from tests.test_verify import run_folder
 from vabench.core.vocab import StepKind
 from vabench.envs.control import CONTROL_HZ
@@ -68,3 +69,11 @@ def test_episodes_of_the_two_interfaces_are_refused_together_with_the_filter_to_
     ]
     with pytest.raises(ExportError, match=r"b was played under control=ee_delta.*--where control=NAME"):
         layout_of(clips, CONTROL_HZ)
+
+
+@pytest.mark.interop
+def test_lerobot_reads_an_ee_delta_export_as_written(exported, tmp_path):
+    """LeRobot 0.4's own loader and doctor on the control-rate dataset: its 10 fps and its action
+    names per component, as a user trains from it."""
+    _, ds = exported
+    lerobot_reads(lerobot(tmp_path), ds, "vabench/ctl", tmp_path)
