@@ -1,7 +1,8 @@
 """The oracle under control=ee_delta (vabench.agents.models.oracle_control): each expert command as
 a target, approached by clipped control steps from the measured pose; the launcher takes
 model=oracle control=ee_delta, and the oracle succeeds through the episode loop within the control
-budget on a manifest seed of each one-arm task the BC baseline learns."""
+budget on a manifest seed of each one-arm task the BC baseline learns; per-arm command names set
+the arm they name."""
 
 from __future__ import annotations
 
@@ -64,6 +65,17 @@ def test_a_gripper_command_holds_the_arm_for_its_periods_and_dual_commands_move_
     }
     both = Target(move, arms, {"left": 0.0, "right": 0.0}).step(arms)
     assert np.allclose(both["left"][:3], (0, 0, 0.01)) and np.allclose(both["right"][:3], (0, -0.01, 0))
+
+
+def test_per_arm_gripper_names_set_the_arm_they_name_not_the_first_arm():
+    arms = {"left": proprio(gc=(0.0, 0.3, 0.3)), "right": proprio()}
+    closed = Target({"action": "right_gripper.close"}, arms, {"left": 0.0, "right": 0.0})
+    assert closed.grip == {"left": 0.0, "right": 1.0} and not closed.moves
+    opened = Target({"action": "Left_Gripper.Open"}, arms, {"left": 1.0, "right": 1.0})
+    assert opened.grip == {"left": 0.0, "right": 1.0}
+    move = {"action": "gripper.move_world", "arm": "RIGHT", "axis": "z", "sign": "plus", "distance_mm": 10}
+    step = Target(move, arms, {"left": 0.0, "right": 0.0}).step(arms)
+    assert np.allclose(step["right"][:3], (0, 0, 0.01)) and np.allclose(step["left"][:6], 0)
 
 
 def test_the_launcher_takes_the_oracle_under_ee_delta(physics_env):

@@ -2,9 +2,10 @@
 
 The expert (vabench.envs.tasks.expert) yields one paper command at a time and reads the live
 privileged state when asked for the next, so it stays closed-loop whatever executes its commands.
-Here each command becomes a target per arm, fixed when the command starts from the observation's
-robot state: a ``move_world`` the grip centre (``gc``) then plus the signed distance on its axis,
-a ``rotate_local`` the orientation then turned about its local axis, an ``open``/``close`` the
+Here each command, read by the env's own parser (so every naming form the env takes names the
+same arm), becomes a target per arm, fixed when the command starts from the observation's robot
+state: a ``move_world`` the grip centre (``gc``) then plus the signed distance on its axis, a
+``rotate_local`` the orientation then turned about its local axis, an ``open``/``close`` the
 gripper target, held for :data:`~vabench.envs.control.GRIPPER_STEPS` periods. Each control step is
 then the clipped delta from the measured pose toward the target (translation in world metres, a
 world rotation vector, the gripper's 0/1), until the arm is within :data:`TOL_M` and
@@ -21,7 +22,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from vabench.core.boundary import ArmProprio
-from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, sign_of
+from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, DualGripper, DualMoveWorld, Gripper, MoveWorld, parse_action
 from vabench.envs.control import GRIPPER_STEPS, MAX_STEP_M, MAX_STEP_RAD
 
 TOL_M = 0.001  # the expert's own tolerance: it re-measures and moves again from 1 mm
@@ -53,29 +54,26 @@ class Target:
         self.grip = dict(grip)
         self.moves = False
         self.steps, self.cap = 0, GRIPPER_STEPS
-        arms = tuple(proprio)
-        name = str(command["action"])
-        if name == "dual_gripper.move_world":
-            parts = [(arm, command[arm]) for arm in arms]
-        else:
-            parts = [(str(command.get("arm", arms[0])), command)]
-        if name.endswith((".open", ".close")):
-            which = arms if name.startswith("dual_") else [arm for arm, _ in parts]
-            self.grip.update({arm: float(name.endswith(".close")) for arm in which})
+        # the env's own parser: every naming form it takes (an 'arm' field, left_/right_/dual_gripper)
+        # names the same arm here as there
+        action = parse_action(command, tuple(proprio), camera=False)
+        if isinstance(action, (Gripper, DualGripper)):
+            which = tuple(proprio) if isinstance(action, DualGripper) else (action.arm,)
+            self.grip.update({arm: float(action.close) for arm in which})
             return
+        parts = (action.left, action.right) if isinstance(action, DualMoveWorld) else (action,)
         self.moves, need = True, 1
-        for arm, part in parts:
-            position, rotation = self.pose[arm]
-            sign = float(sign_of(part))
-            if name.endswith("move_world"):
+        for part in parts:
+            position, rotation = self.pose[part.arm]
+            if isinstance(part, MoveWorld):
                 position = position.copy()
-                position[AXES[part["axis"]]] += sign * float(part["distance_mm"]) / 1000.0
-                need = max(need, math.ceil(float(part["distance_mm"]) / 1000.0 / MAX_STEP_M))
+                position[AXES[part.axis]] += part.sign * part.distance_mm / 1000.0
+                need = max(need, math.ceil(part.distance_mm / 1000.0 / MAX_STEP_M))
             else:
-                angle = sign * math.radians(float(part["angle_deg"]))
-                rotation = turned(rotation, AXES[part["axis"]], angle)
+                angle = part.sign * math.radians(part.angle_deg)
+                rotation = turned(rotation, AXES[part.axis], angle)
                 need = max(need, math.ceil(abs(angle) / MAX_STEP_RAD))
-            self.pose[arm] = (position, rotation)
+            self.pose[part.arm] = (position, rotation)
         self.cap = need + SLACK_STEPS
 
     def step(self, proprio: dict[str, ArmProprio]) -> dict[str, tuple[float, ...]] | None:
