@@ -1,8 +1,8 @@
 """The oracle under control=ee_delta (vabench.agents.models.oracle_control): each expert command as
 a target, approached by clipped control steps from the measured pose; the launcher takes
 model=oracle control=ee_delta, and the oracle succeeds through the episode loop within the control
-budget on a manifest seed of each one-arm task the BC baseline learns; per-arm command names set
-the arm they name."""
+budget on a manifest seed of each one-arm task the BC baseline learns and (slow) of both two-arm
+tasks; per-arm command names set the arm they name."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from vabench.envs.tasks import task_class
 from vabench.results.recordfile import read_events
 
 TASKS = ("grasp_single_cube", "place_cube_in_bowl", "click_bell_right")
+TWO_ARM = ("lift_pot", "handover_horizontal_block")
 
 
 def proprio(gc=(0.0, 0.0, 0.3), rotation=None, closed=False) -> ArmProprio:
@@ -83,8 +84,9 @@ def test_the_launcher_takes_the_oracle_under_ee_delta(physics_env):
     assert run.condition.control == "ee_delta" and run.condition.budget_scale == 1
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_the_oracle_succeeds_under_ee_delta_within_the_control_budget(task, tmp_path):
+def play(task: str, tmp_path) -> tuple:
+    """The oracle's episode on the task's first manifest seed under ee_delta: its row, and the
+    control steps it sent per arm (one array of 7-vectors per arm)."""
     recording = RecordingConfig(enabled=False, video=False)
     env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=recording, control="ee_delta", wrist=False))
     try:
@@ -95,8 +97,28 @@ def test_the_oracle_succeeds_under_ee_delta_within_the_control_budget(task, tmp_
     budget = control_budget(task_class(task).budget, task)
     assert row.success and row.privileged and row.control == "ee_delta" and row.invalid_actions == 0
     assert row.budget == budget and row.steps < budget
-    sent = [e["payload"]["ee_delta"]["right"] for e in read_events(tmp_path / "events.jsonl") if e["type"] == "action"]
-    assert len(sent) == row.steps and all(len(v) == 7 for v in sent)
-    moves = np.array(sent)
-    assert np.linalg.norm(moves[:, :3], axis=1).max() <= MAX_STEP_M + 1e-9  # within the limits: nothing clipped
-    assert np.linalg.norm(moves[:, 3:6], axis=1).max() <= MAX_STEP_RAD + 1e-9
+    sent = [e["payload"]["ee_delta"] for e in read_events(tmp_path / "events.jsonl") if e["type"] == "action"]
+    assert len(sent) == row.steps and all(list(v) == list(task_class(task).arms) for v in sent)
+    moves = {arm: np.array([v[arm] for v in sent]) for arm in sent[0]}
+    for steps in moves.values():
+        assert steps.shape == (row.steps, 7)
+        assert np.linalg.norm(steps[:, :3], axis=1).max() <= MAX_STEP_M + 1e-9  # within the limits: nothing clipped
+        assert np.linalg.norm(steps[:, 3:6], axis=1).max() <= MAX_STEP_RAD + 1e-9
+    return row, moves
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_oracle_succeeds_under_ee_delta_within_the_control_budget(task, tmp_path):
+    row, moves = play(task, tmp_path)
+    assert list(moves) == ["right"]
+
+
+@pytest.mark.slow  # 3-5 s each once the assets are loaded, about 12 s cold (106 and 178 control steps)
+@pytest.mark.parametrize("task", TWO_ARM)
+def test_the_oracle_succeeds_under_ee_delta_on_the_two_arm_tasks(task, tmp_path):
+    """Both arms move and both grippers close (lift_pot: both hold the pot; the handover: the giver
+    takes the block, the receiver takes it over) through the dual and the per-arm commands."""
+    row, moves = play(task, tmp_path)
+    assert list(moves) == ["left", "right"]
+    for steps in moves.values():
+        assert np.abs(steps[:, :6]).max() > 0 and steps[:, 6].max() == 1.0
