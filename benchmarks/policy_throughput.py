@@ -11,14 +11,15 @@ episode at most ``--steps`` control steps: a short cycle of 1 cm moves served by
 figure is the harness's, not a policy's), or with ``checkpoint`` a trained policy served by
 ``python -m vabench.serve_policy CHECKPOINT`` (its inference counted), whose episodes may end
 sooner on success: the rates count control steps, as episodes of ``--steps`` steps. Per core means
-per CPU second: the CPU time of every process that did the work (this one's threads and the
-server's), so a shared, loaded machine does not count others' work; wall time is printed beside it,
-and the rate per CPU second of this process alone (the env side, as when the server has a machine or
-a GPU of its own).
+per CPU second: the CPU time of every process that did the work (this one's threads, the video
+encoder it runs and the server's), so a shared, loaded machine does not count others' work; wall
+time is printed beside it, and the rate per CPU second of this process and its encoder alone (the
+env side, as when the server has a machine or a GPU of its own).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -63,12 +64,12 @@ def bare_env() -> VABenchEnv:
 def bare(env: VABenchEnv, seeds: list[int], steps: int) -> dict:
     """The bare env loop: reset and step each seed's episode, nothing else."""
     vectors = script(steps)
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu = time.perf_counter(), own_cpu()
     for seed in seeds:
         env.reset(TASK, seed)
         for v in vectors:
             env.step({"ee_delta": v.tolist()})
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu = time.perf_counter() - wall, own_cpu() - cpu
     return {"wall_s": wall, "cpu_s": cpu, "env_cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
 
 
@@ -122,9 +123,9 @@ class Served:
     def batch(self, repeat: int, k: int, server: int) -> dict:
         """One batch's ``in_flight`` episodes, at once; the server's CPU (process ``server``) counted."""
         specs = self.clocked(repeat, k)
-        server_cpu, wall, cpu = _cpu(server), time.perf_counter(), time.process_time()
+        server_cpu, wall, cpu = _cpu(server), time.perf_counter(), own_cpu()
         rows = _together(self.worker, specs, self.in_flight)
-        wall, cpu, server_cpu = time.perf_counter() - wall, time.process_time() - cpu, _cpu(server) - server_cpu
+        wall, cpu, server_cpu = time.perf_counter() - wall, own_cpu() - cpu, _cpu(server) - server_cpu
         ok = sum(r["status"] == "ok" and (r["steps"] == self.steps or r["success"]) for r in rows)
         return {"wall_s": wall, "cpu_s": cpu + server_cpu, "env_cpu_s": cpu, "episodes": len(rows), "ok": ok,
                 "steps": sum(r["steps"] for r in rows)}  # fmt: skip
@@ -144,6 +145,13 @@ def _together(worker, specs, in_flight: int) -> list[dict]:
     for t in threads:
         t.join()
     return rows
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process's threads and of the children it has waited for: the encoder
+    each episode's video runs (ffmpeg, about 60 ms of CPU an episode) is the run's work too."""
+    t = os.times()
+    return time.process_time() + t.children_user + t.children_system
 
 
 def _cpu(pid: int) -> float:

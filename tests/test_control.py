@@ -35,7 +35,7 @@ from vabench.envs.tasks import task_class
 from vabench.results.episodes import EpisodeSpec
 from vabench.results.media import VIDEO_NAME, video_info
 from vabench.results.outcomes import OutcomeRow, write_row
-from vabench.results.recordfile import read_events
+from vabench.results.recordfile import FRAMES, read_events
 
 TASK = "grasp_single_cube"
 SEED = eval_seeds(TASK)[0]
@@ -91,6 +91,29 @@ def test_ten_steps_of_a_centimetre_move_the_tcp_ten_centimetres(env):
     about = rotation_error(tcp(env)[:3, :3], turned[:3, :3])  # world axes
     assert np.abs(about - [0, 0, 0.5]).max() < 0.01, about
     assert np.linalg.norm(tcp(env)[:3, 3] - turned[:3, 3]) < 0.002  # about the TCP: it stays put
+
+
+def test_the_robot_state_is_read_anew_whenever_the_hand_fingers_or_gripper_command_change(env):
+    """Arm.proprio keeps its reading while nothing it reads changed (an observation, the record's
+    state and the overlay each ask every step): a step, a finger motion and a gripper command each
+    give a new reading, equal to one made from scratch."""
+    env.reset(TASK, SEED)
+    arm = env.world.arms["right"]
+
+    def fresh():
+        arm._proprio = None
+        return arm.proprio()
+
+    first = arm.proprio()
+    assert arm.proprio() is first  # nothing moved: the same reading
+    step(env, 0.01, 0, 0, 0, 0, 0, 0)
+    moved = arm.proprio()
+    assert moved.ee_position[0] == pytest.approx(first.ee_position[0] + 0.01, abs=0.002) and moved == fresh()
+    step(env, 0, 0, 0, 0, 0, 0, 1)  # the fingers close on nothing: the hand holds, the pads move
+    closed = arm.proprio()
+    assert closed.gripper_closed and closed.gc != moved.gc and closed == fresh()
+    arm.closed = False  # the command alone changes: read anew
+    assert arm.proprio().gripper_closed is False
 
 
 def test_a_step_beyond_the_limits_is_clipped_and_the_feedback_says_so(env):
@@ -191,6 +214,33 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
     assert "control ee_delta" in row.condition
     replayed = [e["payload"] for e in read_events(tmp_path / "again" / "events.jsonl") if e["type"] == "action"]
     assert replayed == [a["payload"] for a in actions] and again.steps == 6  # replay (and verify) send them again
+
+
+@pytest.mark.parametrize(
+    ("metadata", "sent"),
+    [
+        ({}, ["observation/image", "observation/image_wrist"]),  # says nothing (openpi's servers): every image
+        ({"images": ["observation/image"]}, ["observation/image"]),  # vabench's BC: the active camera only
+        ({"images": "the wrist"}, ["observation/image", "observation/image_wrist"]),  # not a list: read as nothing said
+    ],
+)
+def test_a_policy_is_sent_and_the_record_keeps_only_the_images_its_metadata_says_it_reads(tmp_path, metadata, sent):
+    server = OpenpiServer(Scripted(np.zeros((2, 7), np.float32), horizon=1), metadata)
+    agent = make_model(ModelConfig(id="policy", timeout_s=30, extra={"url": server.url}))
+    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=NO_RECORDING, control="ee_delta"))
+    try:
+        budget = 2 / control_budget(task_class(TASK).budget, TASK)  # two control steps
+        episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
+        row = run_episode(env, agent, episode, tmp_path / "ep")
+    finally:
+        agent.close()
+        server.shutdown()
+        env.close()
+    assert (row.status, row.steps, row.invalid_actions) == ("ok", 2, 0)
+    assert [sorted(k for k in obs if "image" in k) for obs in server.received] == [sent, sent]
+    views = {"observation/image": "active", "observation/image_wrist": "wrist"}
+    kept = sorted(p.name for p in (tmp_path / "ep" / FRAMES).iterdir())
+    assert kept == sorted(f"step_{k:03d}_{views[key]}.jpg" for k in range(2) for key in sent), kept
 
 
 class Square(Agent):

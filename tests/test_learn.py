@@ -138,7 +138,8 @@ def test_the_served_checkpoint_drives_the_policy_agent_for_an_episode(trained, t
 def test_a_batch_is_one_forward_pass_with_each_observations_own_answer(trained):
     """serve_policy's batching window hands the checkpoint several clients' observations at once:
     one forward pass, the same answers as one at a time; its metadata names the seeds it was
-    trained on (the launcher warns when a run evaluates them)."""
+    trained on (the launcher warns when a run evaluates them) and the one image it reads (the
+    client sends no other)."""
     served = checkpoint(trained[0], horizon=3)
     rng = np.random.default_rng(0)
     batch = [
@@ -157,6 +158,7 @@ def test_a_batch_is_one_forward_pass_with_each_observations_own_answer(trained):
         assert np.allclose(answer["actions"], served.infer(obs)["actions"], atol=1e-5)
     assert answer["actions"].shape == (3, 7) and not np.allclose(together[0]["actions"], together[1]["actions"])
     assert served.metadata["trained_on"] == {TASK: [eval_seeds(TASK)[0]]}
+    assert served.metadata["images"] == ["observation/image"]
 
 
 def test_a_file_that_is_not_a_checkpoint_is_one_line(tmp_path):

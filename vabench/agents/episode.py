@@ -367,11 +367,13 @@ class _Episode:
 
     def _images(self, obs) -> list[tuple[str, object, bool]]:
         """(view, pixels, passive encoding?) of the images this observation sends: the env's, less the
-        views a view intervention leaves out, plus those it adds."""
+        views a view intervention leaves out, plus those it adds, less those the agent does not read."""
         bundle = protocol_named(obs.protocol).bundle
         views = manifest(self.intervention).views
         shown = [(k, rgb, bundle) for k, rgb in obs.images.items() if not (bundle and views) or k in views]
-        return shown + [(k, rgb, True) for k, rgb in self.views.items()]
+        shown += [(k, rgb, True) for k, rgb in self.views.items()]
+        read = set(self.agent.reads(tuple(k for k, *_ in shown)))  # what it never reads is neither sent nor kept
+        return [s for s in shown if s[0] in read]
 
     def _observe(self, obs) -> Observation:
         """The agent's observation of the env's: the frames saved as sent, the tools told, and the

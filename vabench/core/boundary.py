@@ -316,6 +316,11 @@ class Agent(Participant):
     def act(self, obs: Observation) -> Answer:
         """The answer to one observation (after a tool call, the same step's with its result)."""
 
+    def reads(self, views: tuple[str, ...]) -> tuple[str, ...]:
+        """Which of an observation's ``views`` it reads (default: all): only these are sent to it and
+        kept as its frames, so a view it never looks at costs no transport and no stored image."""
+        return views
+
     def refused(self, error: str) -> None:  # noqa: B027 (optional hook)
         """Its last answer was refused (a wrong axis, a distance out of range, a tool not offered):
         ``error`` is the text a chat model's repair prompt carries; :meth:`act` is asked again with

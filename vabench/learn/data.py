@@ -17,6 +17,7 @@ sample: the served policy never moves the camera, and those frames have no 7-vec
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import zlib
@@ -62,12 +63,16 @@ class Samples:
         return len(self.states)
 
 
+@functools.lru_cache(maxsize=1024)
 def prompt_features(prompt: str, dim: int) -> np.ndarray:
-    """The instruction's words hashed into ``dim`` counts (crc32: the same in every process), unit norm."""
+    """The instruction's words hashed into ``dim`` counts (crc32: the same in every process), unit
+    norm; read-only and kept per instruction (a served policy is sent the same one every step)."""
     out = np.zeros(dim, dtype=np.float32)
     for word in _WORD.findall(prompt.lower()):
         out[zlib.crc32(word.encode()) % dim] += 1.0
-    return out / max(1.0, float(np.linalg.norm(out)))
+    out /= max(1.0, float(np.linalg.norm(out)))
+    out.flags.writeable = False
+    return out
 
 
 def resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vabench.agents.models.policy import ACTIVE_IMAGE_KEY, CONTROL, TRAINED_ON
+from vabench.agents.models.policy import ACTIVE_IMAGE_KEY, CONTROL, IMAGES, TRAINED_ON
 from vabench.core.errors import VabenchError
 from vabench.envs.state import FIELDS
 from vabench.learn.data import prompt_features, resize
@@ -75,6 +75,7 @@ class LearnedPolicy:
             "horizon": self.execute,
             "parameters": parameters(self.net),
             "action": ACTIONS[self.net.cfg.continuous],
+            IMAGES: [ACTIVE_IMAGE_KEY],  # the one camera it sees: the client sends no other
             CONTROL: self.net.cfg.control,  # the interface its actions are for: the agent refuses the other
             TRAINED_ON: trained_on(meta),  # the launcher warns when a run evaluates these seeds
         }

@@ -131,6 +131,7 @@ class PolicyAgent(Agent):
         self.chunk: deque = deque()  # vectors of the current chunk not yet executed
         self.pending: deque = deque()  # commands of the current vector not yet sent
         self.inferences = 0
+        self.images: frozenset[str] | None = None  # the image keys its server reads (metadata IMAGES), or all
 
     def start(self, brief: Brief) -> None:
         """A new connection (the server's new session); ModelError when it cannot connect."""
@@ -145,6 +146,7 @@ class PolicyAgent(Agent):
         self.pending.clear()
         self.inferences = 0
         self.client = PolicyClient(self.config.url, self.timeout_s, self.api_key_env, self.config.max_frame_mb)
+        self.images = images_read(self.client.metadata)
         why = control_mismatch(self.client.metadata, brief.control)
         if why:
             self.end()
@@ -168,6 +170,12 @@ class PolicyAgent(Agent):
                 {**c, "reason": f"{why}, command {i + 1} of {len(commands)}"} for i, c in enumerate(commands)
             )
         return answer_of(self.pending.popleft(), usage, latency)
+
+    def reads(self, views: tuple[str, ...]) -> tuple[str, ...]:
+        """The views whose image keys its server's metadata lists (``images``), or all when it lists none."""
+        if self.images is None or self.config.layout == LIBERO:  # the layout's two cameras, always
+            return views
+        return tuple(v for i, v in enumerate(views) if self.config.image_key(v, i == 0) in self.images)
 
     def _control(self, vector: np.ndarray, usage: Usage, latency: float) -> Control:
         """One vector as one control step: seven numbers per arm, as the server sent them."""
@@ -245,8 +253,18 @@ class PolicyAgent(Agent):
         self.end()
 
 
+IMAGES = "images"  # the metadata key of the observation's image keys a served policy reads (None: all)
 TRAINED_ON = "trained_on"  # the metadata key of the (task -> seeds) a served checkpoint was trained on
 CONTROL = "control"  # the metadata key of the interface a served checkpoint's actions are for (vabench.learn)
+
+
+def images_read(metadata: dict) -> frozenset[str] | None:
+    """The image keys a server's metadata says its policy reads (``images``: a list of strings), or
+    None (all) when it says nothing usable: the metadata is untrusted, and all is what openpi sends."""
+    keys = metadata.get(IMAGES) if isinstance(metadata, dict) else None
+    if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
+        return None
+    return frozenset(keys)
 
 
 def control_mismatch(metadata: dict, control: str) -> str | None:

@@ -101,6 +101,7 @@ class Arm:
         self.tcp = self.links["panda_hand_tcp"]
         self.fingers = (self.links["panda_leftfinger"], self.links["panda_rightfinger"])
         self.closed = False  # the commanded gripper state, as RoboTwin reports it
+        self._proprio: tuple | None = None  # (the poses and command it was read from, the ArmProprio)
         self.compensated = True  # gravity is cancelled by set_qf before every step (else the links feel none)
         self.set_qpos(body.home, closed=False)
 
@@ -165,7 +166,16 @@ class Arm:
         return float(self.qpos[self.dof] + self.qpos[self.dof + 1])
 
     def proprio(self) -> ArmProprio:
-        hand = self.hand_matrix()
+        """The robot state a model is told, kept while the poses it is read from (the hand's and the
+        fingers') and the gripper command stay the same: an observation, the record's state and the
+        recording overlay each read it every control step, and a reading costs a rotation conversion."""
+        poses = (self.hand.entity_pose, *(f.entity_pose for f in self.fingers))
+        key = (*(v.tobytes() for pose in poses for v in (pose.p, pose.q)), self.closed)
+        if self._proprio is None or self._proprio[0] != key:
+            self._proprio = (key, self._measured(poses[0].to_transformation_matrix()))
+        return self._proprio[1]
+
+    def _measured(self, hand: np.ndarray) -> ArmProprio:
         rot = hand[:3, :3] @ HAND_TO_GRIPPER
         quat, rpy = matrix_to_quat_rpy_deg(rot)
         return ArmProprio(
