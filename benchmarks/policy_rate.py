@@ -10,14 +10,15 @@ physics (and for commands the plan), and the observation's images as the agent r
 each cell's median; the figure printed is the median of the rounds' medians (``--rounds``).
 
     python benchmarks/policy_rate.py [--rounds 3] [--seeds 2] [--steps 20] [--in-flight 1,2] [--checkpoint PATH]
+                                     [--batch-window-ms 5]
 
 The same run measures ManiSkill3's ``PickCube-v1`` on its CPU backend (``pd_ee_delta_pose``; one
 320x240 RGB camera, and state only; a warm reset), in its own cached venv, built on first use
 (benchmarks/maniskill_venv.py, benchmarks/maniskill_rate.py); vabench's warm reset of manifest
 seeds (``EnvConfig.warm_reset``, the state kept: a hit) at ``small``; and policy episodes per hour
 per core, a scripted policy (or ``--checkpoint``) served by ``vabench.serve_policy`` with
-``--in-flight`` episodes at once, a row per count, against the bare env loop
-(benchmarks/policy_throughput.py). Goals (issue 49), all in this run: a
+``--in-flight`` episodes at once, a row per count (with the sizes of the server's batches), against
+the bare env loop (benchmarks/policy_throughput.py). Goals (issue 49), all in this run: a
 control step at ``small`` at most 0.5x ManiSkill3's RGB step; without rendering at most 1.5x its
 state-only step; a warm reset at most 2x its warm reset; served episodes per hour per core at least
 0.8 of the bare loop's. ``--no-maniskill`` checks the first three against issue 49's quoted figures.
@@ -44,6 +45,7 @@ from vabench.envs import EnvConfig, RecordingConfig, VABenchEnv  # noqa: E402
 from vabench.envs.render import RENDER_PRESETS  # noqa: E402
 from vabench.envs.seeds import eval_seeds  # noqa: E402
 from vabench.envs.settle_cache import SettleCache  # noqa: E402
+from vabench.serve_policy import BATCH_WINDOW_MS  # noqa: E402
 
 logging.getLogger("toppra").setLevel(logging.ERROR)
 TASK = "grasp_single_cube"
@@ -163,6 +165,9 @@ def main() -> None:
     ap.add_argument(
         "--checkpoint", type=Path, help="serve this policy checkpoint instead of the script (docs/learn.md)"
     )
+    ap.add_argument(
+        "--batch-window-ms", type=float, default=BATCH_WINDOW_MS, help="the server's batching window (serve_policy's)"
+    )
     ap.add_argument("--episodes", type=int, default=8, help="episodes timed, served and bare")
     ap.add_argument("--episode-steps", type=int, default=30, help="control steps per episode")
     ap.add_argument("--repeats", type=int, default=3, help="times each episodes-per-hour cell is played (median)")
@@ -175,7 +180,8 @@ def main() -> None:
     ms["warm reset, small"] = warm_reset_ms(eval_seeds(TASK)[: args.seeds])
     ms3 = None if args.no_maniskill else maniskill3(args.rounds, args.steps)
     rates = [
-        episodes_per_hour(args.episodes, args.episode_steps, n, args.repeats, args.checkpoint) for n in args.in_flight
+        episodes_per_hour(args.episodes, args.episode_steps, n, args.repeats, args.checkpoint, args.batch_window_ms)
+        for n in args.in_flight
     ]
     report(ms, ms3, rates, args, (start, os.getloadavg()[0]))
 
@@ -229,9 +235,10 @@ def report(ms: dict[str, tuple[float, float]], ms3: dict | None, rates: list[dic
 
 
 def served_report(rate: dict) -> None:
+    sizes = ", ".join(f"{n} of {size}" for size, n in rate["batches"].items())
     print(
         f"episodes per hour per core ({rate['steps']} control steps at small, {rate['policy']}; "
-        f"median of {rate['repeats']}):"
+        f"median of {rate['repeats']}; the server's batches: {sizes}, window {rate['window_ms']:g} ms):"
     )
     cells = ((f"served, {rate['in_flight']} in flight", rate["served"]), ("bare env loop", rate["bare"]),
              ("served, no recording view", rate["served, no recording view"]))  # fmt: skip

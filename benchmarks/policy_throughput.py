@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import requests
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -39,6 +40,7 @@ from vabench.envs.control import control_budget
 from vabench.envs.render import RENDER_PRESETS
 from vabench.envs.seeds import eval_seeds
 from vabench.envs.tasks import task_class
+from vabench.serve_policy import BATCH_WINDOW_MS
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "grasp_single_cube"
@@ -73,13 +75,15 @@ def bare(env: VABenchEnv, seeds: list[int], steps: int) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "env_cpu_s": cpu, "episodes": len(seeds), "steps": len(seeds) * steps}
 
 
-def serve(vectors: np.ndarray, folder: Path, checkpoint: Path | None = None) -> tuple[subprocess.Popen, str]:
-    """serve_policy in its own process (the script's vectors, or ``checkpoint``), and its URL (read
-    from the line it prints once listening)."""
+def serve(
+    vectors: np.ndarray, folder: Path, checkpoint: Path | None = None, window_ms: float = BATCH_WINDOW_MS
+) -> tuple[subprocess.Popen, str]:
+    """serve_policy in its own process (the script's vectors, or ``checkpoint``; its batching window
+    ``window_ms``), and its URL (read from the line it prints once listening)."""
     path = folder / "script.npy"
     np.save(path, vectors)
     policy = [str(checkpoint)] if checkpoint else ["--script", str(path), "--horizon", "8"]
-    cmd = [sys.executable, "-m", "vabench.serve_policy", *policy, "--port", "0"]
+    cmd = [sys.executable, "-m", "vabench.serve_policy", *policy, "--port", "0", "--batch-window-ms", str(window_ms)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if " on ws://" not in line:
@@ -159,8 +163,19 @@ def _cpu(pid: int) -> float:
     return t.user + t.system
 
 
+def batches(url: str) -> dict[str, int]:
+    """The server's batches by size so far (``GET /stats``): how often observations went together."""
+    http = url.replace("ws://", "http://", 1).rstrip("/") + "/stats"
+    return requests.get(http, timeout=10).json()["batches"]
+
+
 def episodes_per_hour(
-    episodes: int, steps: int, in_flight: int, repeats: int = 3, checkpoint: Path | None = None
+    episodes: int,
+    steps: int,
+    in_flight: int,
+    repeats: int = 3,
+    checkpoint: Path | None = None,
+    window_ms: float = BATCH_WINDOW_MS,
 ) -> dict:
     """Episodes (of ``steps`` control steps) per hour per core (per CPU hour) and per wall hour,
     served and bare (the same seeds), and their ratio. The cells take turns batch by batch
@@ -168,7 +183,7 @@ def episodes_per_hour(
     cell's median CPU and wall time per step is taken: on a shared machine one cell's minute can
     cost a fifth more than the next's, so only close turns compare."""
     with tempfile.TemporaryDirectory(prefix="vabench-rate-") as tmp:
-        proc, url = serve(script(steps), Path(tmp), checkpoint)
+        proc, url = serve(script(steps), Path(tmp), checkpoint, window_ms)
         env = bare_env()
         try:
             runs = {
@@ -186,6 +201,7 @@ def episodes_per_hour(
                         done[name].append(cell.batch(repeat, k, proc.pid))
             for cell in runs.values():
                 cell.worker.close()
+            sizes = batches(url)
         finally:
             env.close()
             proc.kill()
@@ -197,7 +213,8 @@ def episodes_per_hour(
         cell["per_env_core_hour"] = 3600 / steps / cell["env_cpu_step_s"]  # the server's CPU elsewhere (a GPU's)
     out["ratio"] = out["served"]["per_core_hour"] / out["bare"]["per_core_hour"]
     policy = f"the checkpoint {checkpoint.name} served" if checkpoint else "scripted (serve_policy --script)"
-    return out | {"in_flight": in_flight, "steps": steps, "repeats": repeats, "policy": policy}
+    return out | {"in_flight": in_flight, "steps": steps, "repeats": repeats, "policy": policy, "batches": sizes,
+                  "window_ms": window_ms}  # fmt: skip
 
 
 def _median(done: list[dict]) -> dict:
