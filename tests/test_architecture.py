@@ -84,6 +84,7 @@ CONFINED = {
     "fastapi": ("vabench.review.app", "vabench.human.app"),
     "uvicorn": ("vabench.review.__main__", "vabench.human.serve", "vabench.mcp.__main__"),
     "imageio": ("vabench.results.media",),
+    "av": ("vabench.results.media",),  # PyAV: the videos' encoder
     "gymnasium": ("vabench.gym", "vabench.gym.env", "vabench.gym.spaces"),  # the gym extra
     "websockets": ("vabench.agents.models.policy_wire", "vabench.serve_policy"),  # the policy extra
     "torch": ("vabench.learn.model", "vabench.learn.train", "vabench.learn.policy"),  # the learn extra

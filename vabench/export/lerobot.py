@@ -1,5 +1,5 @@
 """Write clips as a LeRobot dataset v3.0 (layout: lerobot 0.4's ``lerobot/datasets/utils.py``) with
-the project's own tools: pyarrow for the tables, vabench.results.media (imageio's ffmpeg) for H.264 videos.
+the project's own tools: pyarrow for the tables, vabench.results.media (PyAV's libx264) for H.264 videos.
 LeRobot itself is never imported here (it needs numpy 2; the simulator pins numpy 1).
 
 Many episodes share a data file and a video file, as LeRobot writes them: a file takes whole
