@@ -191,20 +191,26 @@ def test_the_gym_env_takes_a_box_passes_check_env_and_moves_by_the_commanded_amo
         env.close()
 
 
-def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp_path):
-    vectors = np.array([[0.01, 0, 0, 0, 0, 0, 0]] * 3 + [[0, 0, -0.01, 0, 0, 0, 1]] * 3, np.float32)
-    server = OpenpiServer(Scripted(vectors, horizon=4), {})
-    agent = make_model(ModelConfig(id="policy", timeout_s=30, extra={"url": server.url}))
+def served(server: OpenpiServer, steps: int, folder, again=None, **extra) -> tuple:
+    """An episode of ``steps`` control steps under ee_delta against ``server`` (shut down after)
+    in ``folder``, and with ``again`` a folder, its replay there: (row, the replay's row or None)."""
+    agent = make_model(ModelConfig(id="policy", timeout_s=30, extra={"url": server.url, **extra}))
     env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=NO_RECORDING, control="ee_delta"))
     try:
-        budget = 6 / control_budget(task_class(TASK).budget, TASK)  # six control steps
+        budget = steps / control_budget(task_class(TASK).budget, TASK)
         episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
-        row = run_episode(env, agent, episode, tmp_path / "ep")
-        again = run_episode(env, replay(tmp_path / "ep" / "events.jsonl"), episode, tmp_path / "again")
+        row = run_episode(env, agent, episode, folder)
+        replayed = run_episode(env, replay(folder / "events.jsonl"), episode, again) if again else None
+        return row, replayed
     finally:
         agent.close()
         server.shutdown()
         env.close()
+
+
+def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp_path):
+    vectors = np.array([[0.01, 0, 0, 0, 0, 0, 0]] * 3 + [[0, 0, -0.01, 0, 0, 0, 1]] * 3, np.float32)
+    row, again = served(OpenpiServer(Scripted(vectors, horizon=4), {}), 6, tmp_path / "ep", tmp_path / "again")
     assert (row.control, row.steps, row.robot_actions, row.invalid_actions, row.model_calls) == ("ee_delta", 6, 6, 0, 2)
     events = read_events(tmp_path / "ep" / "events.jsonl")
     answers = [e["payload"]["ee_delta"]["right"] for e in events if e["type"] == "answer"]
@@ -226,16 +232,7 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
 )
 def test_a_policy_is_sent_and_the_record_keeps_only_the_images_its_metadata_says_it_reads(tmp_path, metadata, sent):
     server = OpenpiServer(Scripted(np.zeros((2, 7), np.float32), horizon=1), metadata)
-    agent = make_model(ModelConfig(id="policy", timeout_s=30, extra={"url": server.url}))
-    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], recording=NO_RECORDING, control="ee_delta"))
-    try:
-        budget = 2 / control_budget(task_class(TASK).budget, TASK)  # two control steps
-        episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
-        row = run_episode(env, agent, episode, tmp_path / "ep")
-    finally:
-        agent.close()
-        server.shutdown()
-        env.close()
+    row, _ = served(server, 2, tmp_path / "ep")
     assert (row.status, row.steps, row.invalid_actions) == ("ok", 2, 0)
     assert [sorted(k for k in obs if "image" in k) for obs in server.received] == [sent, sent]
     views = {"observation/image": "active", "observation/image_wrist": "wrist"}

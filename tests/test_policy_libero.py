@@ -10,15 +10,12 @@ import pytest
 from openpi_client import base_policy
 
 from tests.openpi_server import OpenpiServer
+from tests.test_control import served
 from vabench.agents.chat.model import ModelConfig
-from vabench.agents.episode import Episode, run_episode
 from vabench.agents.models.kinds import make_model
 from vabench.agents.models.policy_layouts import LIBERO_POSITION_M, axis_angle
 from vabench.core.errors import ConfigError
-from vabench.envs import RENDER_PRESETS, EnvConfig, RecordingConfig, VABenchEnv
-from vabench.envs.control import control_budget
 from vabench.envs.seeds import eval_seeds
-from vabench.envs.tasks import task_class
 
 TASK = "grasp_single_cube"
 SEED = eval_seeds(TASK)[0]
@@ -54,17 +51,7 @@ def libero(url: str) -> ModelConfig:
 
 def test_a_libero_layout_server_gets_a_whole_ee_delta_episode(tmp_path):
     server = OpenpiServer(LiberoChecker(), {})
-    agent = make_model(libero(server.url))
-    recording = RecordingConfig(video=False)
-    env = VABenchEnv(EnvConfig(preset=RENDER_PRESETS["small"], control="ee_delta", recording=recording))
-    try:
-        budget = STEPS / control_budget(task_class(TASK).budget, TASK)
-        episode = Episode.of(TASK, SEED, env=env, control="ee_delta", budget_scale=budget)
-        row = run_episode(env, agent, episode, tmp_path / "ep")
-    finally:
-        agent.close()
-        server.shutdown()
-        env.close()
+    row, _ = served(server, STEPS, tmp_path / "ep", layout="libero")
     assert (row.status, row.control, row.end_reason, row.steps, row.model_calls) == ("ok", "ee_delta", "budget", 16, 4)
     assert row.invalid_actions == 0 and row.success is False  # judged: the script never grasps
     states = [obs["observation/state"] for obs in server.received]
