@@ -11,10 +11,10 @@ episode at most ``--steps`` control steps: a short cycle of 1 cm moves served by
 figure is the harness's, not a policy's), or with ``checkpoint`` a trained policy served by
 ``python -m vabench.serve_policy CHECKPOINT`` (its inference counted), whose episodes may end
 sooner on success: the rates count control steps, as episodes of ``--steps`` steps. Per core means
-per CPU second: the CPU time of every process that did the work (this one's threads, the video
-encoder it runs and the server's), so a shared, loaded machine does not count others' work; wall
-time is printed beside it, and the rate per CPU second of this process and its encoder alone (the
-env side, as when the server has a machine or a GPU of its own).
+per CPU second: the CPU time of every process that did the work (this one's threads and any child
+it waited for, and the server's), so a shared, loaded machine does not count others' work; wall
+time is printed beside it, and the rate per CPU second of this process alone (the env side, as when
+the server has a machine or a GPU of its own).
 """
 
 from __future__ import annotations
@@ -152,8 +152,8 @@ def _together(worker, specs, in_flight: int) -> list[dict]:
 
 
 def own_cpu() -> float:
-    """CPU seconds of this process's threads and of the children it has waited for: the encoder
-    each episode's video runs (ffmpeg, about 60 ms of CPU an episode) is the run's work too."""
+    """CPU seconds of this process's threads (the in-process video encoder's among them) and of any
+    child process it has waited for: whatever the run starts to do its work is the run's cost."""
     t = os.times()
     return time.process_time() + t.children_user + t.children_system
 

@@ -95,8 +95,8 @@ def test_ten_steps_of_a_centimetre_move_the_tcp_ten_centimetres(env):
 
 def test_the_robot_state_is_read_anew_whenever_the_hand_fingers_or_gripper_command_change(env):
     """Arm.proprio keeps its reading while nothing it reads changed (an observation, the record's
-    state and the overlay each ask every step): a step, a finger motion and a gripper command each
-    give a new reading, equal to one made from scratch."""
+    state and the overlay each ask every step): a step, a finger's motion alone and a gripper command
+    alone each give a new reading, equal to one made from scratch."""
     env.reset(TASK, SEED)
     arm = env.world.arms["right"]
 
@@ -109,11 +109,13 @@ def test_the_robot_state_is_read_anew_whenever_the_hand_fingers_or_gripper_comma
     step(env, 0.01, 0, 0, 0, 0, 0, 0)
     moved = arm.proprio()
     assert moved.ee_position[0] == pytest.approx(first.ee_position[0] + 0.01, abs=0.002) and moved == fresh()
-    step(env, 0, 0, 0, 0, 0, 0, 1)  # the fingers close on nothing: the hand holds, the pads move
-    closed = arm.proprio()
-    assert closed.gripper_closed and closed.gc != moved.gc and closed == fresh()
-    arm.closed = False  # the command alone changes: read anew
-    assert arm.proprio().gripper_closed is False
+    q = arm.qpos
+    q[arm.dof] = 0.0  # one finger shut by hand, the command unchanged: the pads' midpoint moves
+    arm.robot.set_qpos(q)
+    shut = arm.proprio()
+    assert not shut.gripper_closed and np.linalg.norm(np.subtract(shut.gc, moved.gc)) > 0.005 and shut == fresh()
+    arm.closed = True  # the command alone changes: read anew
+    assert arm.proprio().gripper_closed is True
 
 
 def test_a_step_beyond_the_limits_is_clipped_and_the_feedback_says_so(env):
@@ -228,6 +230,7 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
         ({}, ["observation/image", "observation/image_wrist"]),  # says nothing (openpi's servers): every image
         ({"images": ["observation/image"]}, ["observation/image"]),  # vabench's BC: the active camera only
         ({"images": "the wrist"}, ["observation/image", "observation/image_wrist"]),  # not a list: read as nothing said
+        ({"images": []}, []),  # a state-only policy: no image
     ],
 )
 def test_a_policy_is_sent_and_the_record_keeps_only_the_images_its_metadata_says_it_reads(tmp_path, metadata, sent):
@@ -238,6 +241,18 @@ def test_a_policy_is_sent_and_the_record_keeps_only_the_images_its_metadata_says
     views = {"observation/image": "active", "observation/image_wrist": "wrist"}
     kept = sorted(p.name for p in (tmp_path / "ep" / FRAMES).iterdir())
     assert kept == sorted(f"step_{k:03d}_{views[key]}.jpg" for k in range(2) for key in sent), kept
+
+
+def test_a_policy_that_reads_an_image_the_episode_does_not_offer_is_refused_in_one_line(tmp_path):
+    server = OpenpiServer(Scripted(np.zeros((2, 7), np.float32), horizon=1), {"images": ["observation/image_top"]})
+    row, _ = served(server, 2, tmp_path / "ep")
+    assert (row.status, row.end_reason, row.error_kind, row.steps) == ("infra_error", "infra_error", "permanent", 0)
+    assert row.error == (
+        "model: policy server: its metadata's images lists observation/image_top, which this episode does not offer "
+        "(it offers observation/image, observation/image_wrist); serve the policy with another condition, or set "
+        "model.extra.image_keys"
+    )
+    assert server.received == []
 
 
 class Square(Agent):

@@ -50,7 +50,7 @@ def libero(url: str) -> ModelConfig:
 
 
 def test_a_libero_layout_server_gets_a_whole_ee_delta_episode(tmp_path):
-    server = OpenpiServer(LiberoChecker(), {})
+    server = OpenpiServer(LiberoChecker(), {"images": ["observation/image"]})  # the layout sends both cameras anyway
     row, _ = served(server, STEPS, tmp_path / "ep", layout="libero")
     assert (row.status, row.control, row.end_reason, row.steps, row.model_calls) == ("ok", "ee_delta", "budget", 16, 4)
     assert row.invalid_actions == 0 and row.success is False  # judged: the script never grasps

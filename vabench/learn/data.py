@@ -63,7 +63,7 @@ class Samples:
         return len(self.states)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=64)  # a run's instructions; a client's odd prompts cannot grow it
 def prompt_features(prompt: str, dim: int) -> np.ndarray:
     """The instruction's words hashed into ``dim`` counts (crc32: the same in every process), unit
     norm; read-only and kept per instruction (a served policy is sent the same one every step)."""

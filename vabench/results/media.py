@@ -33,8 +33,8 @@ def write_video(
 ) -> Path:
     """Encode ``frames`` (image files or RGB arrays, in order) into ``out`` at ``fps``.
 
-    Every frame is resized to ``size`` (width, height; default: the first frame's, rounded down to
-    even numbers). ``keyframe_every`` frames a keyframe (default: the encoder's), so a reader that
+    Every frame is resized to ``size`` (width, height; default: the first frame's), rounded down to
+    even numbers. ``keyframe_every`` frames a keyframe (default: the encoder's), so a reader that
     seeks decodes fewer frames (exported datasets: vabench.export). Encoded in this process (PyAV's
     libx264): an encoder process per video cost about 60 ms of CPU an episode more. Written to a
     temporary file and renamed, so ``out`` is whole or absent."""
@@ -47,7 +47,8 @@ def write_video(
         first = next(images, None)
         if first is None:
             raise ValueError(f"no frames for {out}")
-        size = size or (first.width // 2 * 2, first.height // 2 * 2)
+        width, height = size or first.size
+        size = (width // 2 * 2, height // 2 * 2)  # H.264 in yuv420p takes even sizes only
         _encode(itertools.chain([first], images), tmp, fps, size, keyframe_every)
         os.replace(tmp, out)
     finally:

@@ -172,10 +172,21 @@ class PolicyAgent(Agent):
         return answer_of(self.pending.popleft(), usage, latency)
 
     def reads(self, views: tuple[str, ...]) -> tuple[str, ...]:
-        """The views whose image keys its server's metadata lists (``images``), or all when it lists none."""
+        """The views whose image keys its server's metadata lists (``images``; ``[]``: none, a
+        state-only policy), or all when it lists nothing usable. A key this episode does not offer
+        is refused (permanent): the policy would run blind, and nothing else would say why."""
         if self.images is None or self.config.layout == LIBERO:  # the layout's two cameras, always
             return views
-        return tuple(v for i, v in enumerate(views) if self.config.image_key(v, i == 0) in self.images)
+        keys = {self.config.image_key(v, i == 0): v for i, v in enumerate(views)}
+        missing = sorted(self.images - set(keys))
+        if missing:
+            offered = ", ".join(keys) or "none"
+            raise ModelError(
+                f"policy server: its metadata's {IMAGES} lists {', '.join(missing)}, which this episode does not "
+                f"offer (it offers {offered}); serve the policy with another condition, or set model.extra.image_keys",
+                True,
+            )
+        return tuple(v for key, v in keys.items() if key in self.images)
 
     def _control(self, vector: np.ndarray, usage: Usage, latency: float) -> Control:
         """One vector as one control step: seven numbers per arm, as the server sent them."""
