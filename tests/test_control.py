@@ -235,12 +235,13 @@ def test_a_policy_passes_each_vector_of_its_chunk_straight_to_the_controller(tmp
 )
 def test_a_policy_is_sent_and_the_record_keeps_only_the_images_its_metadata_says_it_reads(tmp_path, metadata, sent):
     server = OpenpiServer(Scripted(np.zeros((2, 7), np.float32), horizon=1), metadata)
-    row, _ = served(server, 2, tmp_path / "ep")
+    row, again = served(server, 2, tmp_path / "ep", tmp_path / "again")
     assert (row.status, row.steps, row.invalid_actions) == ("ok", 2, 0)
     assert [sorted(k for k in obs if "image" in k) for obs in server.received] == [sent, sent]
     views = {"observation/image": "active", "observation/image_wrist": "wrist"}
     kept = sorted(p.name for p in (tmp_path / "ep" / FRAMES).iterdir())
     assert kept == sorted(f"step_{k:03d}_{views[key]}.jpg" for k in range(2) for key in sent), kept
+    assert again.steps == 2 and sorted(p.name for p in (tmp_path / "again" / FRAMES).iterdir()) == kept  # replay too
 
 
 def test_a_policy_that_reads_an_image_the_episode_does_not_offer_is_refused_in_one_line(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, make_dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -252,6 +253,12 @@ def checked(kind: Event | str, data: dict) -> Event:
     except TypeError as e:
         raise TypeError(f"a {kind} event: {e}") from None
     return kind
+
+
+def view_name(image: str) -> str:
+    """The name of a model-facing image from its file (``frames/step_003_topdown.jpg``: topdown)."""
+    m = re.match(r"step_\d+_(.+)$", Path(image).stem)
+    return m.group(1) if m else Path(image).stem
 
 
 def read_events(path: Path) -> list[dict]:

@@ -25,6 +25,7 @@ from vabench.analysis import labels as L
 from vabench.core.errors import NotFound
 from vabench.core.vocab import RIGHT, ObservationProfile
 from vabench.results.outcometable import scan
+from vabench.results.recordfile import view_name
 
 from . import judged as J
 from . import query as Q
@@ -110,7 +111,7 @@ def templates() -> Jinja2Templates:
     pages.env.globals.update(
         RUBRIC=L.RUBRIC, CRITERIA=L.CRITERIA, GATED=L.GATED, GATE_TEXT=L.GATE_TEXT, PAPER=ObservationProfile.PAPER
     )
-    pages.env.filters["view_name"] = runs.view_name
+    pages.env.filters["view_name"] = view_name
     return pages
 
 

@@ -7,7 +7,6 @@ Read-only: nothing here writes (labels go through :mod:`vabench.analysis.labels`
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,12 +28,6 @@ TABLE_COLUMNS = [  # the run page's columns, in order (all from the outcome sche
 
 class NotInRun(VabenchError, LookupError):
     """A path outside the run folder, or nothing there."""
-
-
-def view_name(image: str) -> str:
-    """The name of a model-facing image from its file (``frames/step_003_topdown.jpg``: topdown)."""
-    m = re.match(r"step_\d+_(.+)$", Path(image).stem)
-    return m.group(1) if m else Path(image).stem
 
 
 def inside(root: Path, rel: str) -> Path:

@@ -14,7 +14,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from vabench.analysis import display
-from vabench.review.runs import view_name
+from vabench.results.recordfile import view_name
 
 HERE = Path(__file__).parent
 STYLE = "site.css"

@@ -39,7 +39,7 @@ from vabench.core.boundary import (
 from vabench.core.vocab import ControlMode
 from vabench.envs.actions import MOVE_AXES, ROTATE_AXES, SIGNS
 from vabench.envs.control import MAX_STEP_M, MAX_STEP_RAD, clipped
-from vabench.results.recordfile import Event
+from vabench.results.recordfile import Event, view_name
 from vabench.results.records import read_events
 
 from .oracle_control import ControlOracle
@@ -240,9 +240,16 @@ class AnswerReplay(_Replay, Agent):
         said = [answer_of(p) for p in self.recorded if isinstance(p, dict) and INVALID not in p]
         self.plays_commands = any(isinstance(a, Command) for a in said)
         self.plays_controls = any(isinstance(a, Control) for a in said)
+        seen = [e for e in events if e.get("type") == Event.TURN and e.get("kind") == "observation"]
+        self.views = {view_name(i) for i in seen[0].get("images", [])} if seen else None  # None: every view
 
     def start(self, brief: Brief) -> None:
         self._begin(brief)
+
+    def reads(self, views: tuple[str, ...]) -> tuple[str, ...]:
+        """The views the recorded agent was sent (its first observation's), so a replay keeps the
+        frames the record has (a policy that read one camera: that camera's only)."""
+        return views if self.views is None else tuple(v for v in views if v in self.views)
 
     def act(self, obs: Observation) -> Answer:
         obj = self._take()
