@@ -206,7 +206,7 @@ def episodes_per_hour(
             env.close()
             proc.kill()
             proc.wait()
-    out = {name: _median(batches) for name, batches in done.items()}
+    out = {name: _median(turns) for name, turns in done.items()}
     for cell in out.values():
         cell["per_core_hour"] = 3600 / steps / cell["cpu_step_s"]
         cell["per_wall_hour"] = 3600 / steps / cell["wall_step_s"]

@@ -104,6 +104,10 @@ class PolicyConfig:
     def mapping(self) -> ActionMapping:
         return ActionMapping(self.position_scale, self.rotation_scale, self.rotation_frame, self.gripper_close_at)
 
+    def keys_of(self, views) -> dict[str, str]:
+        """Each of ``views``' key in the server's observation map (key -> view, in their order)."""
+        return {self.image_key(v, i == 0): v for i, v in enumerate(views)}
+
     def image_key(self, view: str, first: bool) -> str:
         default = ACTIVE_IMAGE_KEY if first and view == ACTIVE.name else f"observation/image_{view}"
         return str(self.image_keys.get(view, default))
@@ -177,7 +181,7 @@ class PolicyAgent(Agent):
         is refused (permanent): the policy would run blind, and nothing else would say why."""
         if self.images is None or self.config.layout == LIBERO:  # the layout's two cameras, always
             return views
-        keys = {self.config.image_key(v, i == 0): v for i, v in enumerate(views)}
+        keys = self.config.keys_of(views)
         missing = sorted(self.images - set(keys))
         if missing:
             offered = ", ".join(keys) or "none"
@@ -207,7 +211,8 @@ class PolicyAgent(Agent):
                 return libero_observation(obs, self.maker.arms[0])
             except ValueError as e:
                 raise ModelError(f"policy: model.extra.layout=libero: {e}", True) from None
-        out = {self.config.image_key(f.view, i == 0): f.pixels for i, f in enumerate(obs.images)}
+        pixels = {f.view: f.pixels for f in obs.images}
+        out = {key: pixels[view] for key, view in self.config.keys_of(pixels).items()}
         out[self.config.state_key] = state_vector(obs.arms, self.maker.arms)
         out[self.config.prompt_key] = obs.instruction
         return out
